@@ -1,0 +1,62 @@
+/// The file operations the log needs, and nothing more, so tests can inject faults (short
+/// writes, ENOSPC, EIO, crashes that lose unsynced bytes). `PosixFileSystem` is the real one;
+/// `CourierLogTesting.SimulatedFileSystem` is the fault-injecting double.
+///
+/// Paths are plain strings; the log only ever joins a directory path with a file name.
+public protocol LogFileSystem: Sendable {
+    /// Creates the directory and any missing parents; no error if it exists.
+    func createDirectory(atPath path: String) throws(LogError)
+    /// Names (not paths) of the entries of a directory.
+    func contentsOfDirectory(atPath path: String) throws(LogError) -> [String]
+    /// The whole file. Segments are bounded (16 MiB by default), so reading one whole is cheap.
+    func readFile(atPath path: String) throws(LogError) -> [UInt8]
+    func fileSize(atPath path: String) throws(LogError) -> Int
+    /// Opens a file for writing at explicit offsets, creating it (empty) if `create` is true.
+    func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile
+    func removeFile(atPath path: String) throws(LogError)
+    /// Makes the directory's entries (created and removed files) durable.
+    func syncDirectory(atPath path: String) throws(LogError)
+    /// Takes an exclusive advisory lock on the directory for the life of the returned object;
+    /// throws `.locked` if another holder (any process, or this one) has it.
+    func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock
+}
+
+/// An open file. Closed when the last reference goes away.
+public protocol LogFile: AnyObject, Sendable {
+    /// Writes some prefix of `bytes` at `offset` and returns its length (which may be short).
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int
+    /// fdatasync (F_FULLFSYNC on Darwin).
+    func sync() throws(LogError)
+    func truncate(to size: Int) throws(LogError)
+}
+
+public protocol DirectoryLock: AnyObject, Sendable {
+    func unlock()
+}
+
+extension LogFile {
+    /// Writes all of `bytes`, looping over short writes. Every turn writes at least one byte or
+    /// throws, so the loop runs at most `bytes.count` times.
+    func writeFully(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) {
+        var done = 0
+        while done < bytes.count {
+            let n = try write(UnsafeRawBufferPointer(rebasing: bytes[done...]), at: offset + done)
+            guard n > 0 else { throw LogError(.io, "write made no progress", errno: 5) }
+            done += n
+        }
+    }
+}
+
+extension LogFile {
+    /// `writeFully` for an array. (`withUnsafeBytes` only rethrows untyped errors, so the
+    /// typed error travels through a `Result`.)
+    func writeFully(_ bytes: [UInt8], at offset: Int) throws(LogError) {
+        try bytes.withUnsafeBytes { raw in
+            Result { () throws(LogError) in try writeFully(raw, at: offset) }
+        }.get()
+    }
+}
+
+func joinPath(_ directory: String, _ name: String) -> String {
+    directory.hasSuffix("/") ? directory + name : directory + "/" + name
+}

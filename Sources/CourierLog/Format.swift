@@ -1,0 +1,119 @@
+/// The on-disk format, byte for byte. ARCHITECTURE.md has the same tables with a worked hex
+/// example; this file is the single source of the numbers.
+///
+/// A segment is a sequence of LZ4 frames, so the stock `lz4 -dc` decodes a whole segment (it
+/// prints the record bodies and skips everything else):
+///
+///     segment header   skippable frame, magic 0x184D2A5E, 40 bytes
+///     record header    skippable frame, magic 0x184D2A50, 36 bytes  ┐ one record,
+///     record body      standard LZ4 frame (content size + checksum) ┘ repeated
+///
+/// Segment header (40 bytes):
+///
+///     0  u32 magic 0x184D2A5E      4 u32 frame size = 32     8 [4] tag "CWAL"
+///     12 u16 format version = 1   14 u16 reserved = 0       16 u32 salt
+///     20 u64 first sequence       28 u64 created, ms since 1970
+///     36 u32 masked CRC32C (seed 0) of bytes 0..<36
+///
+/// Record header (36 bytes), followed by `length` bytes of LZ4 frame:
+///
+///     0  u32 magic 0x184D2A50      4 u32 frame size = 28
+///     8  u32 masked CRC32C, seeded with the segment's salt, of bytes 12..<36+length
+///     12 u32 length of the LZ4 frame that follows
+///     16 u64 sequence number      24 u64 timestamp, ms since 1970
+///     32 u8 kind                  33 u8 flags (bit 0: last record of a batch)
+///     34 u16 reserved = 0
+///
+/// All integers are little-endian. The salt is random per segment, so a record can only verify
+/// inside the segment it was written to (stale bytes from an old file never pass as a record).
+public enum Format {
+    public static let version: UInt16 = 1
+    public static let segmentMagic: UInt32 = 0x184D_2A5E
+    public static let recordMagic: UInt32 = 0x184D_2A50
+    public static let tag: [UInt8] = Array("CWAL".utf8)
+    public static let segmentHeaderSize = 40
+    public static let recordHeaderSize = 36
+    static let segmentFrameSize: UInt32 = 32
+    static let recordFrameSize: UInt32 = 28
+    /// The smallest LZ4 frame the writer makes, an empty body's: magic 4, descriptor 2,
+    /// header checksum 1, end mark 4, content checksum 4 (no content size: liblz4 omits it
+    /// for 0, which it reads as "unknown").
+    static let minimumBodyFrameSize = 15
+    /// Frame bytes around a non-empty body's blocks: the above plus the 8-byte content size.
+    static let bodyFrameOverhead = 23
+    static let lz4FrameMagic: UInt32 = 0x184D_2204
+    /// Suffix of segment files; names are the first sequence number, 16 decimal digits.
+    public static let segmentSuffix = ".wal"
+    public static let tornSuffix = ".torn"
+    public static let lockFileName = "LOCK"
+    static let segmentNameDigits = 16
+}
+
+/// Flags of a record header.
+public struct RecordFlags: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// The last record of a batch appended in one call. Recovery treats trailing records without
+    /// it as a torn write, so a batch is all-or-nothing across a crash.
+    public static let batchEnd = RecordFlags(rawValue: 1)
+}
+
+/// Decoded segment header.
+public struct SegmentHeader: Sendable, Equatable {
+    public var version: UInt16
+    public var salt: UInt32
+    public var firstSequence: UInt64
+    public var createdMilliseconds: UInt64
+
+    public init(version: UInt16 = Format.version, salt: UInt32, firstSequence: UInt64, createdMilliseconds: UInt64) {
+        self.version = version
+        self.salt = salt
+        self.firstSequence = firstSequence
+        self.createdMilliseconds = createdMilliseconds
+    }
+
+    public func encoded() -> [UInt8] {
+        var b = [UInt8]()
+        b.reserveCapacity(Format.segmentHeaderSize)
+        b.appendLE(Format.segmentMagic)
+        b.appendLE(Format.segmentFrameSize)
+        b.append(contentsOf: Format.tag)
+        b.appendLE(version)
+        b.appendLE(UInt16(0))
+        b.appendLE(salt)
+        b.appendLE(firstSequence)
+        b.appendLE(createdMilliseconds)
+        b.appendLE(CRC32C.mask(CRC32C.checksum(b)))
+        assert(b.count == Format.segmentHeaderSize)
+        return b
+    }
+
+    /// Why a header was rejected.
+    enum Problem: Error { case short, badMagic, badChecksum, unsupportedVersion(UInt16) }
+
+    /// Decodes and verifies the header at the start of `bytes`.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, Problem> {
+        guard bytes.count >= Format.segmentHeaderSize else { return .failure(.short) }
+        guard bytes.loadLE(UInt32.self, at: 0) == Format.segmentMagic,
+              bytes.loadLE(UInt32.self, at: 4) == Format.segmentFrameSize,
+              Array(bytes[8..<12]) == Format.tag
+        else { return .failure(.badMagic) }
+        let stored = bytes.loadLE(UInt32.self, at: 36)
+        let actual = CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: bytes[0..<36]))
+        guard CRC32C.unmask(stored) == actual else { return .failure(.badChecksum) }
+        let header = fields(bytes)
+        guard header.version == Format.version else { return .failure(.unsupportedVersion(header.version)) }
+        return .success(header)
+    }
+
+    /// The fields as stored, checksum unchecked: used to salvage a segment whose header is
+    /// damaged (if the salt bytes survived, its records still verify).
+    static func fields(_ bytes: UnsafeRawBufferPointer) -> SegmentHeader {
+        SegmentHeader(
+            version: bytes.loadLE(UInt16.self, at: 12),
+            salt: bytes.loadLE(UInt32.self, at: 16),
+            firstSequence: bytes.loadLE(UInt64.self, at: 20),
+            createdMilliseconds: bytes.loadLE(UInt64.self, at: 28)
+        )
+    }
+}

@@ -1,0 +1,123 @@
+import Dispatch
+
+/// Decides who fsyncs and when, for the `.always` and `.interval` policies.
+///
+/// `.always`: an appender that needs its record durable either finds it already durable,
+/// waits for the fsync in flight, or becomes the leader: it fsyncs everything written so far
+/// and wakes the others. N concurrent appenders thus share one fdatasync (group commit).
+///
+/// `.interval`: the first append after a quiet period schedules one background sync; later
+/// appends within the interval ride on it. No thread polls: with no appends, nothing runs.
+final class GroupCommit {
+    private let lock = ConditionLock()
+    private var durableThrough: UInt64
+    private var syncing = false
+    private var syncScheduled = false
+    private var failure: LogError?
+
+    init(durableThrough: UInt64) {
+        self.durableThrough = durableThrough
+    }
+
+    var durable: UInt64 { lock.withLock { durableThrough } }
+
+    /// Records that everything through `sequence` is durable (a roll synced the old segment).
+    func markDurable(through sequence: UInt64) {
+        lock.withLock {
+            durableThrough = max(durableThrough, sequence)
+            lock.broadcast()
+        }
+    }
+
+    /// Returns once record `sequence` is on stable storage, or throws the fsync's failure.
+    func waitUntilDurable(_ sequence: UInt64, log: WriteAheadLog) throws(LogError) {
+        // Each turn either returns, throws, leads one fsync that covers `sequence` (the leader
+        // syncs everything written before it looked, and our record was written before we got
+        // here), or waits for the fsync in flight: at most two fsync rounds.
+        while true {
+            let lead: Bool = try lock.withLock { () throws(LogError) -> Bool in
+                while true {
+                    if let failure { throw failure }
+                    if durableThrough >= sequence { return false }
+                    if !syncing { syncing = true; return true }
+                    lock.wait()
+                }
+            }
+            guard lead else { return }
+            try leadSync(log: log)
+        }
+    }
+
+    /// Schedules one background sync `interval` from now unless one is already pending.
+    func scheduleSync(after interval: Duration, log: WriteAheadLog) {
+        let schedule = lock.withLock { () -> Bool in
+            if syncScheduled { return false }
+            syncScheduled = true
+            return true
+        }
+        guard schedule else { return }
+        let nanoseconds = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak log] in
+            guard let log else { return }
+            // Clear the flag first (appends from now on schedule a new sync), then read the
+            // target: two separate critical sections, never the commit lock around `mutex`.
+            log.commit.lock.withLock { log.commit.syncScheduled = false }
+            let target = log.nextSequenceForSync
+            // A failure is recorded in the log's state; the next append reports it.
+            try? log.commit.waitUntilDurable(target, log: log)
+        }
+    }
+
+    /// Syncs the active segment file, then publishes the new durable point.
+    private func leadSync(log: WriteAheadLog) throws(LogError) {
+        let result: Result<UInt64, LogError>
+        do {
+            let (file, target) = try log.syncTarget()
+            try file.sync()
+            result = .success(target)
+        } catch {
+            log.fail(error)
+            result = .failure(error)
+        }
+        lock.withLock {
+            syncing = false
+            switch result {
+            case .success(let target): durableThrough = max(durableThrough, target)
+            case .failure(let error): failure = error
+            }
+            lock.broadcast()
+        }
+        if case .failure(let error) = result { throw error }
+    }
+}
+
+extension GroupCommit: @unchecked Sendable {}  // every var is guarded by `lock`
+
+extension WriteAheadLog {
+    /// The file to fsync and the last sequence number written to it (or to earlier segments).
+    func syncTarget() throws(LogError) -> (any LogFile, UInt64) {
+        try mutex.withLock { () throws(LogError) -> (any LogFile, UInt64) in
+            if case .failed = state.phase { try state.checkOpen() }
+            return (state.active.file, state.nextSequence - 1)
+        }
+    }
+
+    /// The last written sequence number, read for a background sync.
+    var nextSequenceForSync: UInt64 { mutex.withLock { state.nextSequence - 1 } }
+
+    /// Puts the log in the failed state: no more appends until it is reopened.
+    func fail(_ error: LogError) {
+        mutex.withLock {
+            if case .open = state.phase { state.phase = .failed(error) }
+        }
+    }
+
+    /// Forces every record appended so far to stable storage, whatever the policy.
+    public func sync() throws(LogError) {
+        let target = try mutex.withLock { () throws(LogError) -> UInt64 in
+            try state.checkOpen()
+            return state.nextSequence - 1
+        }
+        try commit.waitUntilDurable(target, log: self)
+    }
+}

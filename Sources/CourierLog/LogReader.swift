@@ -1,0 +1,105 @@
+/// Reads a log directory without changing it: no lock, no repair. Replay at open and every
+/// `wal-dump` command go through here. Safe on a log another process is writing (a record
+/// being written shows up as a torn tail of the newest segment).
+public struct LogReader: Sendable {
+    public let directory: String
+    public let fileSystem: any LogFileSystem
+    /// Bodies that declare more than this are treated as damage. The default is 64 MiB, far
+    /// above any segment the writer makes, so it only stops crafted input from allocating.
+    public var maximumBodyBytes: Int
+
+    public init(directory: String, fileSystem: any LogFileSystem = PosixFileSystem(), maximumBodyBytes: Int = 64 << 20) {
+        self.directory = directory
+        self.fileSystem = fileSystem
+        self.maximumBodyBytes = maximumBodyBytes
+    }
+
+    /// The segment file names in log order, and the names of other `.wal` files that do not
+    /// follow the naming rule (reported, never read).
+    public func segmentNames() throws(LogError) -> (segments: [String], ignored: [String]) {
+        let names = try fileSystem.contentsOfDirectory(atPath: directory)
+        var segments: [(UInt64, String)] = []
+        var ignored: [String] = []
+        for name in names where name.hasSuffix(Format.segmentSuffix) {
+            if let first = SegmentName.parse(name) { segments.append((first, name)) } else { ignored.append(name) }
+        }
+        return (segments.sorted { $0.0 < $1.0 }.map(\.1), ignored.sorted())
+    }
+
+    /// Visits every valid record in sequence order and reports what else was found.
+    public func read(_ visit: (LogRecord) throws -> Void) throws -> ReplayReport {
+        let (names, ignored) = try segmentNames()
+        var report = ReplayReport(ignoredFiles: ignored)
+        let scanner = SegmentScanner(maximumBodyBytes: maximumBodyBytes)
+        var last: UInt64?
+        for (index, name) in names.enumerated() {
+            let bytes = try fileSystem.readFile(atPath: joinPath(directory, name))
+            let isNewest = index == names.count - 1
+            // Before the first record, the oldest segment's name says which sequence comes next.
+            var expected = last.map { $0 &+ 1 } ?? SegmentName.parse(name)!
+            let result = try scanner.scan(bytes, segment: name, after: last) { record in
+                if record.sequence > expected { report.missingSequences += record.sequence - expected }
+                expected = record.sequence &+ 1
+                last = record.sequence
+                try visit(record)
+            }
+            report.add(result, name: name, isNewest: isNewest)
+        }
+        return report
+    }
+}
+
+/// What a read found besides the records.
+public struct ReplayReport: Sendable, Equatable {
+    public struct Segment: Sendable, Equatable {
+        public var name: String
+        public var bytes: Int
+        public var records: Int
+        public var firstSequence: UInt64?
+        public var lastSequence: UInt64?
+        public var headerProblem: String?
+    }
+
+    public var segments: [Segment] = []
+    public var recordCount = 0
+    /// Spans that are not valid records, in any segment but the newest one's torn tail.
+    public var damaged: [DamagedSpan] = []
+    /// The newest segment's invalid tail: the record being written when the writer stopped.
+    /// End of log, not corruption (the writer cuts it away when it next opens).
+    public var tornTail: DamagedSpan?
+    /// Sequence numbers missing between records that were read (lost to damage).
+    public var missingSequences: UInt64 = 0
+    /// `.wal` files whose names are not segment names; never read.
+    public var ignoredFiles: [String] = []
+
+    /// True when nothing but a torn tail of the newest segment is wrong.
+    public var isClean: Bool { damaged.isEmpty }
+    public var lastSequence: UInt64? { segments.last(where: { $0.lastSequence != nil })?.lastSequence }
+
+    mutating func add(_ result: SegmentScanner.Result, name: String, isNewest: Bool) {
+        segments.append(Segment(
+            name: name, bytes: result.size, records: result.recordCount,
+            firstSequence: result.header?.firstSequence, lastSequence: result.lastSequence,
+            headerProblem: result.headerProblem))
+        recordCount += result.recordCount
+        // A damaged header matters unless the whole segment is an unfinished creation: the
+        // newest segment, no valid record, nothing but a torn tail.
+        let unfinished = isNewest && result.recordCount == 0 && result.damaged.isEmpty
+        if let problem = result.headerProblem, !unfinished {
+            damaged.append(DamagedSpan(segment: name, offset: 0, length: min(result.size, Format.segmentHeaderSize), reason: problem))
+        } else if let header = result.header, result.headerProblem == nil, SegmentName.parse(name) != header.firstSequence {
+            damaged.append(DamagedSpan(segment: name, offset: 0, length: Format.segmentHeaderSize,
+                                       reason: "first sequence \(header.firstSequence) does not match the file name"))
+        }
+        damaged += result.damaged
+        if let trailing = result.trailing {
+            if isNewest {
+                tornTail = trailing
+            } else {
+                var span = trailing
+                span.reason = "invalid tail of a sealed segment (\(trailing.reason))"
+                damaged.append(span)
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real file system, through POSIX calls (no Foundation on the write path).
+public struct PosixFileSystem: LogFileSystem {
+    public init() {}
+
+    public func createDirectory(atPath path: String) throws(LogError) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        // One mkdir per path component: bounded by the component count.
+        for component in path.split(separator: "/") {
+            prefix += component + "/"
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw Self.error("cannot create directory", prefix)
+            }
+        }
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw Self.error("cannot stat directory", path) }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw LogError(.notADirectory, "not a directory", path: path)
+        }
+    }
+
+    public func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] {
+        guard let dir = opendir(path) else {
+            if errno == ENOTDIR { throw LogError(.notADirectory, "not a directory", path: path) }
+            throw Self.error("cannot list directory", path)
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public func readFile(atPath path: String) throws(LogError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.error("cannot open file", path) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw Self.error("cannot stat file", path) }
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+        var done = 0
+        // A file still being appended to may grow; it may also shrink (truncated): read what
+        // the size said, stop early at EOF.
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Self.error("cannot read file", path)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        bytes.removeLast(bytes.count - done)
+        return bytes
+    }
+
+    public func fileSize(atPath path: String) throws(LogError) -> Int {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw Self.error("cannot stat file", path) }
+        return Int(st.st_size)
+    }
+
+    public func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
+        let flags = O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0)
+        let fd = open(path, flags, 0o644)
+        guard fd >= 0 else { throw Self.error("cannot open file for writing", path) }
+        return PosixFile(fd: fd, path: path)
+    }
+
+    public func removeFile(atPath path: String) throws(LogError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw Self.error("cannot remove file", path) }
+    }
+
+    public func syncDirectory(atPath path: String) throws(LogError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.error("cannot open directory", path) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw Self.error("cannot fsync directory", path) }
+    }
+
+    public func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock {
+        let lockPath = joinPath(path, Format.lockFileName)
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Self.error("cannot open lock file", lockPath) }
+        // flock locks belong to the open file description, so a second open of the same
+        // directory in this very process conflicts too (fcntl locks would not).
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let e = errno
+            close(fd)
+            if e == EWOULDBLOCK {
+                throw LogError(.locked, "log directory is already open (in this or another process)", path: path)
+            }
+            throw LogError(.io, "cannot lock log directory", path: path, errno: e)
+        }
+        return PosixLock(fd: fd)
+    }
+
+    static func error(_ what: String, _ path: String) -> LogError {
+        let e = errno
+        let code: LogError.Code = (e == ENOSPC || e == EDQUOT) ? .diskFull : .io
+        return LogError(code, what + ": " + String(cString: strerror(e)), path: path, errno: e)
+    }
+}
+
+/// An open segment file. Closes in `deinit`, so a sync in flight on another thread keeps it
+/// alive even after the writer rolls to the next segment.
+final class PosixFile: LogFile {
+    let fd: Int32
+    let path: String
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int {
+        while true {
+            let n = pwrite(fd, bytes.baseAddress, bytes.count, off_t(offset))
+            if n >= 0 { return n }
+            if errno == EINTR { continue }
+            throw PosixFileSystem.error("write failed", path)
+        }
+    }
+
+    func sync() throws(LogError) {
+        #if canImport(Darwin)
+        // fsync on Darwin only reaches the drive's cache; F_FULLFSYNC asks it to flush.
+        let rc = fcntl(fd, F_FULLFSYNC)
+        #else
+        let rc = fdatasync(fd)
+        #endif
+        guard rc == 0 else { throw PosixFileSystem.error("fsync failed", path) }
+    }
+
+    func truncate(to size: Int) throws(LogError) {
+        guard ftruncate(fd, off_t(size)) == 0 else { throw PosixFileSystem.error("truncate failed", path) }
+    }
+}
+
+final class PosixLock: DirectoryLock {
+    private let fd: Int32
+    init(fd: Int32) { self.fd = fd }
+    deinit { close(fd) }  // closing the descriptor releases the flock
+    func unlock() { flock(fd, LOCK_UN) }
+}

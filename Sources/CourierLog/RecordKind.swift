@@ -1,0 +1,35 @@
+/// The one-byte kind of a record. The log stores it opaquely; the codes are part of the
+/// on-disk format, so they are fixed here and named for tools such as `wal-dump`.
+public struct RecordKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// A message was accepted by `send` (id, destination, headers, body, time).
+    public static let enqueued = RecordKind(rawValue: 1)
+    /// A delivery attempt finished (id, attempt number, outcome, next due time).
+    public static let attempted = RecordKind(rawValue: 2)
+    /// The server answered 2xx; the message is done.
+    public static let delivered = RecordKind(rawValue: 3)
+    /// The retry policy gave up on the message; it is done.
+    public static let abandoned = RecordKind(rawValue: 4)
+    /// A live message's full state, re-appended by the compactor so old segments can go.
+    public static let snapshot = RecordKind(rawValue: 5)
+
+    static let names: [UInt8: String] = [
+        1: "enqueued", 2: "attempted", 3: "delivered", 4: "abandoned", 5: "snapshot",
+    ]
+
+    /// Lower-case name (`enqueued`, …); unknown codes print as `kind-N`.
+    public var description: String { Self.names[rawValue] ?? "kind-\(rawValue)" }
+
+    /// Looks a kind up by its lower-case name or its number.
+    public init?(name: String) {
+        if let code = Self.names.first(where: { $0.value == name })?.key {
+            self.init(rawValue: code)
+        } else if let n = UInt8(name) {
+            self.init(rawValue: n)
+        } else {
+            return nil
+        }
+    }
+}

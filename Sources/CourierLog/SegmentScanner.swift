@@ -1,0 +1,167 @@
+/// Parses one segment held in memory. Pure: no I/O, no repair. Both the writer's recovery and
+/// the read-only `LogReader` are built on it, so they can never disagree about what is valid.
+///
+/// Rules (the *why* is in ARCHITECTURE.md, "Recovery"):
+/// - A record is valid when its header has the right magic and sizes, its CRC (seeded with the
+///   segment's salt) matches, its LZ4 frame decodes to the declared size, and its sequence
+///   number is above every earlier one.
+/// - Bytes that are not a valid record start a search for the next valid record header. If one
+///   is found, the bytes between are a damaged span: reported, skipped, and nothing else is lost.
+/// - If none is found, the rest of the segment is the trailing span. In the newest segment that
+///   is a torn write (end of log, cut away by the writer); elsewhere it is damage.
+/// - Valid records at the end not closed by a `batchEnd` record belong to a batch whose end
+///   never reached the disk: they are part of the trailing span, so batches are all-or-nothing.
+struct SegmentScanner {
+    let decoder = LZ4Decoder()
+    let maximumBodyBytes: Int
+
+    struct Result {
+        var header: SegmentHeader?
+        /// Set when the header is missing or fails its checks (`header` then holds the stored
+        /// fields, used as a best effort to verify the records).
+        var headerProblem: String?
+        var damaged: [DamagedSpan] = []
+        /// The bytes after the last valid, batch-complete record, when any are left.
+        var trailing: DamagedSpan?
+        var recordCount = 0
+        var lastSequence: UInt64?
+        var size = 0
+        /// Where the valid part of the segment ends (the trailing span's start, or the size).
+        var validEnd: Int { trailing?.offset ?? size }
+    }
+
+    /// Calls `visit` for each valid record in order. `after` is the highest sequence number
+    /// seen in earlier segments; records at or below it are out of order and count as damage.
+    func scan(_ bytes: [UInt8], segment: String, after: UInt64?, visit: (LogRecord) throws -> Void) rethrows -> Result {
+        try bytes.withUnsafeBytes { raw in
+            var result = Result(size: raw.count)
+            guard raw.count >= Format.segmentHeaderSize else {
+                result.headerProblem = "segment shorter than its header"
+                if raw.count > 0 { result.trailing = DamagedSpan(segment: segment, offset: 0, length: raw.count, reason: "torn segment header") }
+                return result
+            }
+            let salt: UInt32
+            switch SegmentHeader.decode(raw) {
+            case .success(let header):
+                result.header = header
+                salt = header.salt
+            case .failure(let problem):
+                result.headerProblem = "bad segment header (\(problem))"
+                let stored = SegmentHeader.fields(raw)
+                result.header = stored
+                salt = stored.salt
+            }
+            var cursor = Cursor(raw: raw, salt: salt, segment: segment, decoder: decoder, maximumBodyBytes: maximumBodyBytes)
+            try cursor.run(after: after, result: &result, visit: visit)
+            return result
+        }
+    }
+}
+
+/// The scanning loop proper, over one segment's bytes.
+private struct Cursor {
+    let raw: UnsafeRawBufferPointer
+    let salt: UInt32
+    let segment: String
+    let decoder: LZ4Decoder
+    let maximumBodyBytes: Int
+    /// CRC bytes the resynchronising search may spend. Real damage costs one CRC per genuine
+    /// header; only crafted input (many fake headers with long lengths) could exhaust this, and
+    /// then the rest of the segment is reported as one span instead of taking quadratic time.
+    var resyncBudgetBytes: Int
+
+    init(raw: UnsafeRawBufferPointer, salt: UInt32, segment: String, decoder: LZ4Decoder, maximumBodyBytes: Int) {
+        self.raw = raw
+        self.salt = salt
+        self.segment = segment
+        self.decoder = decoder
+        self.maximumBodyBytes = maximumBodyBytes
+        self.resyncBudgetBytes = 4 * raw.count + (1 << 20)
+    }
+
+    mutating func run(after: UInt64?, result: inout SegmentScanner.Result, visit: (LogRecord) throws -> Void) rethrows {
+        var last = after
+        var pos = Format.segmentHeaderSize
+        var pending: [LogRecord] = []  // records of a batch whose end is not seen yet
+        // Each turn advances `pos` by at least one byte, so this loop ends.
+        while pos < raw.count {
+            if let record = parse(at: pos, after: last, resync: false) {
+                pending.append(record)
+                last = record.sequence
+                pos += record.location.length
+                if record.flags.contains(.batchEnd) { try flush(&pending, &result, visit) }
+                continue
+            }
+            guard let next = findRecord(from: pos + 1, after: last) else { break }
+            // Damage followed by a valid record is corruption, not a torn write: the records
+            // before it were complete, so they count even if their batch end was lost.
+            try flush(&pending, &result, visit)
+            result.damaged.append(DamagedSpan(segment: segment, offset: pos, length: next - pos, reason: reason(at: pos)))
+            pos = next
+        }
+        let trailingStart = pending.first?.location.offset ?? pos
+        if trailingStart < raw.count {
+            let why = pending.isEmpty ? reason(at: trailingStart) : "batch without its last record"
+            result.trailing = DamagedSpan(segment: segment, offset: trailingStart, length: raw.count - trailingStart, reason: why)
+        }
+    }
+
+    private func flush(_ pending: inout [LogRecord], _ result: inout SegmentScanner.Result, _ visit: (LogRecord) throws -> Void) rethrows {
+        for record in pending {
+            try visit(record)
+            result.recordCount += 1
+            result.lastSequence = record.sequence
+        }
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// The next offset at or after `start` where a valid record begins, within the budget.
+    private mutating func findRecord(from start: Int, after: UInt64?) -> Int? {
+        var p = start
+        let end = raw.count - Format.recordHeaderSize
+        while p <= end && resyncBudgetBytes > 0 {
+            // Cheap filter first: the magic's first byte, then the whole header shape.
+            if raw[p] == 0x50, parse(at: p, after: after, resync: true) != nil { return p }
+            p += 1
+        }
+        return nil
+    }
+
+    /// The record at `pos`, if it is valid in every respect.
+    private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) -> LogRecord? {
+        guard pos + Format.recordHeaderSize <= raw.count,
+              raw.loadLE(UInt32.self, at: pos) == Format.recordMagic,
+              raw.loadLE(UInt32.self, at: pos + 4) == Format.recordFrameSize,
+              raw.loadLE(UInt16.self, at: pos + 34) == 0
+        else { return nil }
+        let frameLength = Int(raw.loadLE(UInt32.self, at: pos + 12))
+        let total = Format.recordHeaderSize + frameLength
+        guard frameLength >= Format.minimumBodyFrameSize, frameLength <= raw.count - pos - Format.recordHeaderSize else { return nil }
+        if resync { resyncBudgetBytes -= total }
+        let covered = UnsafeRawBufferPointer(rebasing: raw[(pos + 12)..<(pos + total)])
+        guard CRC32C.unmask(raw.loadLE(UInt32.self, at: pos + 8)) == CRC32C.extend(salt, covered) else { return nil }
+        let sequence = raw.loadLE(UInt64.self, at: pos + 16)
+        if let after, sequence <= after { return nil }
+        let frame = UnsafeRawBufferPointer(rebasing: raw[(pos + Format.recordHeaderSize)..<(pos + total)])
+        guard let body = decoder.decompress(frame, limit: maximumBodyBytes) else { return nil }
+        return LogRecord(
+            sequence: sequence,
+            kind: RecordKind(rawValue: raw[pos + 32]),
+            flags: RecordFlags(rawValue: raw[pos + 33]),
+            timestampMilliseconds: raw.loadLE(UInt64.self, at: pos + 24),
+            body: body,
+            location: RecordLocation(segment: segment, offset: pos, length: total)
+        )
+    }
+
+    /// A short description of why the bytes at `pos` are not a record.
+    private func reason(at pos: Int) -> String {
+        let left = raw.count - pos
+        if raw[pos...].allSatisfy({ $0 == 0 }) { return "zero-filled" }
+        if left < Format.recordHeaderSize { return "incomplete record header" }
+        if raw.loadLE(UInt32.self, at: pos) != Format.recordMagic { return "no record header" }
+        let frameLength = Int(raw.loadLE(UInt32.self, at: pos + 12))
+        if frameLength > left - Format.recordHeaderSize { return "incomplete record" }
+        return "checksum mismatch"
+    }
+}

@@ -1,0 +1,140 @@
+/// One record to append as part of a batch.
+public struct LogEntry: Sendable, Equatable {
+    public var kind: RecordKind
+    public var body: [UInt8]
+    public init(kind: RecordKind, body: [UInt8]) {
+        self.kind = kind
+        self.body = body
+    }
+}
+
+extension WriteAheadLog {
+    /// Appends one record and returns its sequence number. Returns once the bytes are handed
+    /// to the kernel (they survive the process being killed); what else is waited for depends
+    /// on `configuration.syncPolicy`.
+    ///
+    /// Throws `.diskFull` (nothing was written, the log stays usable), `.recordTooLarge`,
+    /// `.failed`/`.io` (the log must be reopened), `.closed`.
+    @discardableResult
+    public func append(_ body: [UInt8], kind: RecordKind) throws(LogError) -> UInt64 {
+        try append(batch: [LogEntry(kind: kind, body: body)]).lowerBound
+    }
+
+    /// Appends several records with one `write(2)`, all-or-nothing across a crash: recovery
+    /// discards a batch whose last record did not reach the disk. A batch never spans
+    /// segments, so it must fit in one (`.recordTooLarge` otherwise).
+    @discardableResult
+    public func append(batch entries: [LogEntry]) throws(LogError) -> ClosedRange<UInt64> {
+        guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
+        let range = try mutex.withLock { () throws(LogError) -> ClosedRange<UInt64> in
+            try state.checkOpen()
+            let range = try encodeAndWrite(entries)
+            return range
+        }
+        switch configuration.syncPolicy {
+        case .never: break
+        case .always: try commit.waitUntilDurable(range.upperBound, log: self)
+        case .interval(let interval): commit.scheduleSync(after: interval, log: self)
+        }
+        return range
+    }
+
+    /// Under `mutex`. Encodes into the scratch buffer, rolls if needed, writes.
+    private func encodeAndWrite(_ entries: [LogEntry]) throws(LogError) -> ClosedRange<UInt64> {
+        let timestamp = configuration.now()
+        let first = state.nextSequence
+        state.scratch.removeAll(keepingCapacity: true)
+        state.recordStarts.removeAll(keepingCapacity: true)
+        for (i, entry) in entries.enumerated() {
+            let start = state.scratch.count
+            state.recordStarts.append(start)
+            state.scratch.append(contentsOf: repeatElement(0, count: Format.recordHeaderSize))
+            let frameLength = entry.body.withUnsafeBytes { state.encoder.compress($0, appendingTo: &state.scratch) }
+            let flags: RecordFlags = i == entries.count - 1 ? .batchEnd : []
+            state.scratch.storeLE(Format.recordMagic, at: start)
+            state.scratch.storeLE(Format.recordFrameSize, at: start + 4)
+            state.scratch.storeLE(UInt32(frameLength), at: start + 12)
+            state.scratch.storeLE(first + UInt64(i), at: start + 16)
+            state.scratch.storeLE(timestamp, at: start + 24)
+            state.scratch[start + 32] = entry.kind.rawValue
+            state.scratch[start + 33] = flags.rawValue
+        }
+        let total = state.scratch.count
+        guard total <= configuration.segmentSizeBytes - Format.segmentHeaderSize else {
+            throw LogError(.recordTooLarge, "\(total) bytes encoded; a segment holds at most \(configuration.segmentSizeBytes - Format.segmentHeaderSize)")
+        }
+        if state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0 {
+            try roll()
+        }
+        sealChecksums(salt: state.active.salt)
+        try writeScratch()
+        state.active.sizeBytes += total
+        state.active.recordCount += entries.count
+        state.nextSequence += UInt64(entries.count)
+        return first...(first + UInt64(entries.count) - 1)
+    }
+
+    /// Fills in each record's CRC, which depends on the salt of the segment it lands in.
+    private func sealChecksums(salt: UInt32) {
+        let starts = state.recordStarts
+        let total = state.scratch.count
+        state.scratch.withUnsafeMutableBytes { raw in
+            for (i, start) in starts.enumerated() {
+                let end = i + 1 < starts.count ? starts[i + 1] : total
+                let crc = CRC32C.extend(salt, UnsafeRawBufferPointer(rebasing: raw[(start + 12)..<end]))
+                raw.storeBytes(of: CRC32C.mask(crc).littleEndian, toByteOffset: start + 8, as: UInt32.self)
+            }
+        }
+    }
+
+    /// Writes the scratch buffer at the end of the active segment. A full disk rolls the
+    /// partial write back and leaves the log usable; any other failure fails the log.
+    private func writeScratch() throws(LogError) {
+        let file = state.active.file
+        let offset = state.active.sizeBytes
+        do {
+            try file.writeFully(state.scratch, at: offset)
+        } catch {
+            if error.code == .diskFull, (try? file.truncate(to: offset)) != nil {
+                throw error
+            }
+            state.phase = .failed(error)
+            throw error
+        }
+    }
+
+    /// Seals the active segment and starts the next one. Under `mutex`.
+    private func roll() throws(LogError) {
+        let old = state.active
+        // Synced whatever the policy (one fsync per segment): a sealed segment is then complete
+        // on disk before any later record can be, so a crash never leaves a hole in the log.
+        do {
+            try old.file.sync()
+            commit.markDurable(through: state.nextSequence - 1)
+        } catch {
+            state.phase = .failed(error)
+            throw error
+        }
+        do {
+            state.active = try Opener.createSegment(directory: directory, firstSequence: state.nextSequence,
+                                                    configuration: configuration, fileSystem: fileSystem)
+        } catch {
+            // A full disk: keep appending to the old segment (it only grows past its nominal
+            // size) once space is back. Anything else: the log is failed.
+            if error.code != .diskFull { state.phase = .failed(error) }
+            throw error
+        }
+        state.sealed.append(SegmentInfo(name: old.name, firstSequence: old.firstSequence, sizeBytes: old.sizeBytes))
+    }
+}
+
+extension WriterState {
+    func checkOpen() throws(LogError) {
+        switch phase {
+        case .open: return
+        case .closed: throw LogError(.closed, "the log is closed")
+        case .failed(let cause):
+            throw LogError(.failed, "an earlier write or fsync failed (\(cause)); reopen the log", path: cause.path, errno: cause.errno)
+        }
+    }
+}

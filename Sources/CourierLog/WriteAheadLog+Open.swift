@@ -1,0 +1,89 @@
+/// Opening: find the segments, recover the newest, start a fresh one.
+struct Opener {
+    let directory: String
+    let configuration: WriteAheadLog.Configuration
+    let fileSystem: any LogFileSystem
+
+    mutating func open() throws(LogError) -> (WriterState, RecoveryReport) {
+        let reader = LogReader(directory: directory, fileSystem: fileSystem)
+        var names = try reader.segmentNames().segments
+        var report = RecoveryReport()
+        var nextSequence: UInt64 = 1
+        if let newest = names.last {
+            let recovered = try recoverNewest(newest, report: &report)
+            nextSequence = recovered.nextSequence
+            if recovered.removed { names.removeLast() }
+        }
+        var sealed: [SegmentInfo] = []
+        for name in names {
+            let size = try fileSystem.fileSize(atPath: joinPath(directory, name))
+            sealed.append(SegmentInfo(name: name, firstSequence: SegmentName.parse(name)!, sizeBytes: size))
+        }
+        let active = try Self.createSegment(directory: directory, firstSequence: nextSequence,
+                                            configuration: configuration, fileSystem: fileSystem)
+        report.activeSegment = active.name
+        report.nextSequence = nextSequence
+        return (WriterState(active: active, sealed: sealed, nextSequence: nextSequence), report)
+    }
+
+    /// Cuts an invalid tail off the newest segment (after saving it aside), or removes the
+    /// segment if it holds no valid record. Returns the next sequence number.
+    private func recoverNewest(_ name: String, report: inout RecoveryReport) throws(LogError) -> (nextSequence: UInt64, removed: Bool) {
+        let path = joinPath(directory, name)
+        let bytes = try fileSystem.readFile(atPath: path)
+        let scan = SegmentScanner(maximumBodyBytes: configuration.segmentSizeBytes)
+            .scan(bytes, segment: name, after: nil) { _ in }
+        if let tail = scan.trailing {
+            report.tornTail = tail
+            let copy = path + "." + String(tail.offset) + Format.tornSuffix
+            try writeAside(Array(bytes[tail.offset...]), to: copy)
+            report.tornCopyPath = copy
+        }
+        if scan.recordCount == 0 {
+            // Nothing valid: an unfinished segment creation, or a segment opened and closed
+            // with no append. Its name is the next sequence number, which the new segment needs.
+            try fileSystem.removeFile(atPath: path)
+            try fileSystem.syncDirectory(atPath: directory)
+            report.removedSegment = name
+            return (SegmentName.parse(name)!, true)
+        }
+        if let tail = scan.trailing {
+            let file = try fileSystem.openFile(atPath: path, create: false)
+            try file.truncate(to: tail.offset)
+            try file.sync()
+        }
+        return (scan.lastSequence! + 1, false)
+    }
+
+    /// Writes `bytes` to a new file at `path` and syncs it. A leftover copy from an earlier
+    /// interrupted recovery of the same tail is replaced.
+    private func writeAside(_ bytes: [UInt8], to path: String) throws(LogError) {
+        try fileSystem.removeFile(atPath: path)
+        let file = try fileSystem.openFile(atPath: path, create: true)
+        try file.writeFully(bytes, at: 0)
+        try file.sync()
+        try fileSystem.syncDirectory(atPath: directory)
+    }
+
+    /// Creates a segment file holding just its header, durable with its directory entry.
+    static func createSegment(directory: String, firstSequence: UInt64, configuration: WriteAheadLog.Configuration,
+                              fileSystem: any LogFileSystem) throws(LogError) -> ActiveSegment {
+        let name = SegmentName.make(firstSequence: firstSequence)
+        let path = joinPath(directory, name)
+        let salt = configuration.makeSalt()
+        let header = SegmentHeader(salt: salt, firstSequence: firstSequence, createdMilliseconds: configuration.now())
+        let file = try fileSystem.openFile(atPath: path, create: true)
+        do {
+            try file.writeFully(header.encoded(), at: 0)
+            try file.sync()
+            // Without this the new file's entry may vanish in a crash while its records, and
+            // the deletion of older segments, survive: the ALICE paper's classic miss.
+            try fileSystem.syncDirectory(atPath: directory)
+        } catch {
+            try? fileSystem.removeFile(atPath: path)
+            throw error
+        }
+        return ActiveSegment(name: name, firstSequence: firstSequence, file: file,
+                             sizeBytes: Format.segmentHeaderSize, salt: salt)
+    }
+}

@@ -1,0 +1,130 @@
+/// A segmented, checksummed, LZ4-framed write-ahead log in one directory.
+///
+///     let log = try WriteAheadLog(directory: path)        // locks, recovers, starts a segment
+///     let report = try log.replay { record in … }         // every valid record, in order
+///     let seq = try log.append(body, kind: .enqueued)     // returns once write(2) returned
+///     try log.forget(below: floor)                        // deletes whole sealed segments
+///     try log.close()
+///
+/// Single writer, many threads: appends are serialised by a lock, and are cheap enough
+/// (encode + one `pwrite`) that callers on the main thread may append. Opening recovers the
+/// newest segment (a torn tail is copied aside to `*.torn`, cut and reported) and always starts
+/// a new segment, so nothing is ever appended after bytes of unknown provenance.
+public final class WriteAheadLog {
+    public let directory: String
+    public let configuration: Configuration
+    /// What opening found and repaired.
+    public let recovery: RecoveryReport
+    let fileSystem: any LogFileSystem
+    let directoryLock: any DirectoryLock
+    /// Guards `state`. Lock order: `mutex` before `commit`'s lock, never the reverse.
+    let mutex = ConditionLock()
+    var state: WriterState
+    let commit: GroupCommit
+
+    /// Opens the log in `directory` (creating it if needed), recovers it and starts a segment.
+    /// Throws `.locked` if the directory is open elsewhere, in this process or another.
+    public init(directory: String, configuration: Configuration = Configuration(),
+                fileSystem: any LogFileSystem = PosixFileSystem()) throws(LogError) {
+        guard configuration.segmentSizeBytes >= 4096 else {
+            throw LogError(.invalidArgument, "segmentSizeBytes must be at least 4096")
+        }
+        self.directory = directory
+        self.configuration = configuration
+        self.fileSystem = fileSystem
+        try fileSystem.createDirectory(atPath: directory)
+        directoryLock = try fileSystem.lockDirectory(atPath: directory)
+        do {
+            var opener = Opener(directory: directory, configuration: configuration, fileSystem: fileSystem)
+            let (state, report) = try opener.open()
+            self.state = state
+            self.recovery = report
+            commit = GroupCommit(durableThrough: state.nextSequence - 1)
+        } catch {
+            directoryLock.unlock()
+            throw error
+        }
+    }
+
+    deinit { directoryLock.unlock() }
+
+    /// Every valid record on disk, in sequence order, through the same reader `wal-dump` uses.
+    /// Call it after opening to rebuild state; records appended meanwhile may or may not be seen.
+    public func replay(_ visit: (LogRecord) throws -> Void) throws -> ReplayReport {
+        try LogReader(directory: directory, fileSystem: fileSystem).read(visit)
+    }
+
+    /// The sequence number the next appended record will get.
+    public var nextSequence: UInt64 { mutex.withLock { state.nextSequence } }
+
+    /// The highest sequence number known to be on stable storage.
+    public var durableSequence: UInt64 { commit.durable }
+
+    /// Segment file names, oldest first; the last one is being appended to.
+    public var segmentNames: [String] {
+        mutex.withLock { state.sealed.map(\.name) + [state.active.name] }
+    }
+
+    /// Bytes on disk over all segments (headers included).
+    public var sizeBytes: Int {
+        mutex.withLock { state.sealed.reduce(state.active.sizeBytes) { $0 + $1.sizeBytes } }
+    }
+
+    /// Syncs, then releases the directory. Appends after `close` throw `.closed`. Closing twice
+    /// is harmless. Throws if the final sync fails (the directory is released all the same).
+    public func close() throws(LogError) {
+        defer { directoryLock.unlock() }
+        let file: (any LogFile)? = mutex.withLock {
+            guard case .open = state.phase else { return nil }
+            state.phase = .closed
+            return state.active.file
+        }
+        try file?.sync()
+    }
+}
+
+/// Why `WriteAheadLog` may be shared across threads: every mutable field (`state`) is only
+/// read or written while holding `mutex`; `commit` guards itself; the rest is immutable.
+extension WriteAheadLog: @unchecked Sendable {}
+
+/// What opening a log found and did about it.
+public struct RecoveryReport: Sendable, Equatable {
+    /// The invalid tail cut from the newest segment, if there was one.
+    public var tornTail: DamagedSpan?
+    /// Where the cut bytes were saved, for post-mortems.
+    public var tornCopyPath: String?
+    /// A newest segment that held no valid record and was removed.
+    public var removedSegment: String?
+    /// The segment this session appends to.
+    public var activeSegment: String = ""
+    public var nextSequence: UInt64 = 1
+}
+
+/// A segment: its name, first sequence number and size.
+struct SegmentInfo {
+    var name: String
+    var firstSequence: UInt64
+    var sizeBytes: Int
+}
+
+/// The segment being appended to.
+struct ActiveSegment {
+    var name: String
+    var firstSequence: UInt64
+    var file: any LogFile
+    var sizeBytes: Int
+    var salt: UInt32
+    var recordCount = 0
+}
+
+struct WriterState {
+    enum Phase { case open, failed(LogError), closed }
+    var phase: Phase = .open
+    var active: ActiveSegment
+    var sealed: [SegmentInfo]
+    var nextSequence: UInt64
+    let encoder = LZ4Encoder()
+    /// Reused encode buffer: one allocation for the life of the log, not one per append.
+    var scratch: [UInt8] = []
+    var recordStarts: [Int] = []
+}

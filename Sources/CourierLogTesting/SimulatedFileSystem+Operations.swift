@@ -1,0 +1,173 @@
+import CourierLog
+
+extension SimulatedFileSystem {
+    static func parent(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return String(path[..<slash])
+    }
+
+    static func error(_ errno: Int32, _ what: String, _ path: String) -> LogError {
+        LogError(errno == 28 ? .diskFull : .io, what, path: path, errno: errno)
+    }
+
+    public func createDirectory(atPath path: String) throws(LogError) {
+        lock.withLock {
+            var p = path
+            // One turn per path component.
+            while !p.isEmpty && p != "." && p != "/" {
+                directories.insert(p)
+                p = Self.parent(p)
+            }
+        }
+    }
+
+    public func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] {
+        try lock.withLock { () throws(LogError) -> [String] in
+            guard directories.contains(path) else { throw LogError(.io, "no such directory", path: path, errno: 2) }
+            let prefix = path.hasSuffix("/") ? path : path + "/"
+            return entries.keys.filter { $0.hasPrefix(prefix) && !$0.dropFirst(prefix.count).contains("/") }
+                .map { String($0.dropFirst(prefix.count)) }
+        }
+    }
+
+    public func readFile(atPath path: String) throws(LogError) -> [UInt8] {
+        try lock.withLock { () throws(LogError) -> [UInt8] in
+            guard let id = entries[path], let node = nodes[id] else { throw LogError(.io, "no such file", path: path, errno: 2) }
+            return node.bytes
+        }
+    }
+
+    public func fileSize(atPath path: String) throws(LogError) -> Int {
+        try readFile(atPath: path).count
+    }
+
+    public func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
+        try lock.withLock { () throws(LogError) -> any LogFile in
+            if create {
+                if case .error(let e)? = takeFault(.create) { throw Self.error(e, "create failed", path) }
+                guard entries[path] == nil else { throw LogError(.io, "file exists", path: path, errno: 17) }
+                let id = newNode()
+                nodes[id] = Node()
+                entries[path] = id
+                return SimulatedFile(fileSystem: self, node: id, path: path)
+            }
+            guard let id = entries[path] else { throw LogError(.io, "no such file", path: path, errno: 2) }
+            return SimulatedFile(fileSystem: self, node: id, path: path)
+        }
+    }
+
+    public func removeFile(atPath path: String) throws(LogError) {
+        try lock.withLock { () throws(LogError) in
+            if case .error(let e)? = takeFault(.remove) { throw Self.error(e, "remove failed", path) }
+            entries[path] = nil
+        }
+    }
+
+    public func syncDirectory(atPath path: String) throws(LogError) {
+        try lock.withLock { () throws(LogError) in
+            if case .error(let e)? = takeFault(.syncDirectory) { throw Self.error(e, "directory fsync failed", path) }
+            let prefix = path.hasSuffix("/") ? path : path + "/"
+            let inDirectory: (String) -> Bool = { $0.hasPrefix(prefix) && !$0.dropFirst(prefix.count).contains("/") }
+            durableEntries = durableEntries.filter { !inDirectory($0.key) }
+            for (p, id) in entries where inDirectory(p) { durableEntries[p] = id }
+        }
+    }
+
+    public func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock {
+        try lock.withLock { () throws(LogError) -> any DirectoryLock in
+            guard !heldLocks.contains(path) else { throw LogError(.locked, "log directory is already open", path: path) }
+            heldLocks.insert(path)
+            return SimulatedLock(fileSystem: self, path: path)
+        }
+    }
+
+    // MARK: File operations (called by SimulatedFile)
+
+    func write(node: Int, path: String, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int {
+        try lock.withLock { () throws(LogError) -> Int in
+            var count = bytes.count
+            switch takeFault(.write) {
+            case .error(let e)?: throw Self.error(e, "write failed", path)
+            case .shortWrite(let n)?: count = min(count, max(0, n))
+            case nil: break
+            }
+            var node_ = nodes[node]!
+            if let capacity {
+                let used = nodes.values.reduce(0) { $0 + $1.bytes.count } - node_.bytes.count
+                let room = capacity - used - offset
+                if room < count {
+                    guard room > 0 else { throw Self.error(28, "no space left on device", path) }
+                    count = room
+                }
+            }
+            if node_.bytes.count < offset { node_.bytes += [UInt8](repeating: 0, count: offset - node_.bytes.count) }
+            let end = offset + count
+            if node_.bytes.count < end { node_.bytes += [UInt8](repeating: 0, count: end - node_.bytes.count) }
+            node_.bytes.replaceSubrange(offset..<end, with: bytes.prefix(count))
+            nodes[node] = node_
+            return count
+        }
+    }
+
+    func sync(node: Int, path: String) throws(LogError) {
+        try lock.withLock { () throws(LogError) in
+            if case .error(let e)? = takeFault(.sync) { throw Self.error(e, "fsync failed", path) }
+            if var n = nodes[node] {
+                n.durableBytes = n.bytes
+                nodes[node] = n
+            }
+        }
+    }
+
+    func truncate(node: Int, path: String, to size: Int) throws(LogError) {
+        try lock.withLock { () throws(LogError) in
+            if case .error(let e)? = takeFault(.truncate) { throw Self.error(e, "truncate failed", path) }
+            if var n = nodes[node] {
+                n.bytes = Array(n.bytes.prefix(size)) + [UInt8](repeating: 0, count: max(0, size - n.bytes.count))
+                nodes[node] = n
+            }
+        }
+    }
+
+    func unlock(_ path: String) {
+        lock.withLock { _ = heldLocks.remove(path) }
+    }
+}
+
+final class SimulatedFile: LogFile {
+    let fileSystem: SimulatedFileSystem
+    let node: Int
+    let path: String
+
+    init(fileSystem: SimulatedFileSystem, node: Int, path: String) {
+        self.fileSystem = fileSystem
+        self.node = node
+        self.path = path
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int {
+        try fileSystem.write(node: node, path: path, bytes, at: offset)
+    }
+    func sync() throws(LogError) { try fileSystem.sync(node: node, path: path) }
+    func truncate(to size: Int) throws(LogError) { try fileSystem.truncate(node: node, path: path, to: size) }
+}
+
+final class SimulatedLock: DirectoryLock {
+    let fileSystem: SimulatedFileSystem
+    let path: String
+    private let released = ConditionLockBox()
+    nonisolated(unsafe) private var done = false
+
+    init(fileSystem: SimulatedFileSystem, path: String) {
+        self.fileSystem = fileSystem
+        self.path = path
+    }
+
+    func unlock() {
+        let first = released.withLock { () -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { fileSystem.unlock(path) }
+    }
+}

@@ -1,0 +1,55 @@
+import CourierLog
+import Testing
+
+@Suite struct FormatTests {
+    @Test func crc32cMatchesTheStandardCheckValue() {
+        // The CRC-32C check value from RFC 3720 / every CRC catalogue.
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32C.checksum([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
+    }
+
+    @Test func crc32cExtendsAcrossSplits() {
+        let bytes = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let whole = CRC32C.checksum(bytes)
+        for split in [0, 1, 7, 8, 9, 500, 999, 1000] {
+            let a = CRC32C.checksum(Array(bytes[..<split]))
+            #expect(CRC32C.checksum(Array(bytes[split...]), seed: a) == whole)
+        }
+    }
+
+    @Test func maskIsReversibleAndChangesTheValue() {
+        for v: UInt32 in [0, 1, 0xE306_9283, .max] {
+            #expect(CRC32C.unmask(CRC32C.mask(v)) == v)
+            #expect(CRC32C.mask(v) != v)
+        }
+    }
+
+    @Test func segmentNamesSortInLogOrder() {
+        #expect(SegmentName.make(firstSequence: 1) == "0000000000000001.wal")
+        #expect(SegmentName.parse("0000000000000042.wal") == 42)
+        #expect(SegmentName.parse("42.wal") == nil)
+        #expect(SegmentName.parse("000000000000004x.wal") == nil)
+        #expect(SegmentName.parse("0000000000000042.wal.torn") == nil)
+        let names = [1, 9, 10, 100, 12_345].map { SegmentName.make(firstSequence: UInt64($0)) }
+        #expect(names.sorted() == names)
+    }
+
+    @Test func segmentHeaderIsFortyBytesWithTheDocumentedLayout() {
+        let header = SegmentHeader(salt: 0x0102_0304, firstSequence: 7, createdMilliseconds: 0x1122)
+        let bytes = header.encoded()
+        #expect(bytes.count == 40)
+        #expect(Array(bytes[0..<4]) == [0x5E, 0x2A, 0x4D, 0x18])  // skippable frame magic
+        #expect(Array(bytes[4..<8]) == [32, 0, 0, 0])
+        #expect(Array(bytes[8..<12]) == Array("CWAL".utf8))
+        #expect(Array(bytes[16..<20]) == [4, 3, 2, 1])
+        #expect(bytes[20] == 7)
+    }
+
+    @Test func recordKindsHaveLowerCaseNames() {
+        #expect(RecordKind.enqueued.description == "enqueued")
+        #expect(RecordKind.attempted.description == "attempted")
+        #expect(RecordKind.delivered.description == "delivered")
+        #expect(RecordKind(rawValue: 200).description == "kind-200")
+        #expect(RecordKind(name: "snapshot") == .snapshot)
+    }
+}
