@@ -36,12 +36,11 @@ let package = Package(
             path: "Tools/wal-dump/CLI"
         ),
         .executableTarget(name: "wal-bench", dependencies: ["CourierLog", "CLZ4"], path: "Tools/wal-bench"),
-        .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog"], path: "Tools/wal-fixtures"),
+        .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting"], path: "Tools/wal-fixtures"),
 
         // Tests
         .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting"]),
-        .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog"],
-                    resources: []),
+        .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -83,8 +83,8 @@ public struct ReplayReport: Sendable, Equatable {
             headerProblem: result.headerProblem))
         recordCount += result.recordCount
         // A damaged header matters unless the whole segment is an unfinished creation: the
-        // newest segment, no valid record, nothing but a torn tail.
-        let unfinished = isNewest && result.recordCount == 0 && result.damaged.isEmpty
+        // newest segment, no valid record, and bytes a torn header write can leave.
+        let unfinished = isNewest && result.recordCount == 0 && result.damaged.isEmpty && result.tornHeader
         if let problem = result.headerProblem, !unfinished {
             damaged.append(DamagedSpan(segment: name, offset: 0, length: min(result.size, Format.segmentHeaderSize), reason: problem))
         } else if let header = result.header, result.headerProblem == nil, SegmentName.parse(name) != header.firstSequence {

@@ -26,6 +26,10 @@ struct SegmentScanner {
         var recordCount = 0
         var lastSequence: UInt64?
         var size = 0
+        /// The header is missing in a way only an interrupted creation explains: the file is
+        /// empty, zero-filled, or a prefix of a header (a header is written in one call, so a
+        /// torn one is cut short, never scrambled).
+        var tornHeader = false
         /// Where the valid part of the segment ends (the trailing span's start, or the size).
         var validEnd: Int { trailing?.offset ?? size }
     }
@@ -37,6 +41,7 @@ struct SegmentScanner {
             var result = Result(size: raw.count)
             guard raw.count >= Format.segmentHeaderSize else {
                 result.headerProblem = "segment shorter than its header"
+                result.tornHeader = Self.isHeaderPrefix(raw)
                 if raw.count > 0 { result.trailing = DamagedSpan(segment: segment, offset: 0, length: raw.count, reason: "torn segment header") }
                 return result
             }
@@ -47,6 +52,7 @@ struct SegmentScanner {
                 salt = header.salt
             case .failure(let problem):
                 result.headerProblem = "bad segment header (\(problem))"
+                result.tornHeader = raw.allSatisfy { $0 == 0 }
                 let stored = SegmentHeader.fields(raw)
                 result.header = stored
                 salt = stored.salt
@@ -55,6 +61,19 @@ struct SegmentScanner {
             try cursor.run(after: after, result: &result, visit: visit)
             return result
         }
+    }
+}
+
+extension SegmentScanner {
+    /// Whether `raw` (shorter than a header) could be the start of one: all zeros, or the
+    /// magic, frame size and tag as far as they go.
+    static func isHeaderPrefix(_ raw: UnsafeRawBufferPointer) -> Bool {
+        if raw.allSatisfy({ $0 == 0 }) { return true }
+        var fixed: [UInt8] = []
+        fixed.appendLE(Format.segmentMagic)
+        fixed.appendLE(Format.segmentFrameSize)
+        fixed += Format.tag
+        return zip(raw, fixed).allSatisfy { $0 == $1 }
     }
 }
 

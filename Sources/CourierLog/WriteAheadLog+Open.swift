@@ -33,21 +33,25 @@ struct Opener {
         let bytes = try fileSystem.readFile(atPath: path)
         let scan = SegmentScanner(maximumBodyBytes: configuration.segmentSizeBytes)
             .scan(bytes, segment: name, after: nil) { _ in }
-        if let tail = scan.trailing {
-            report.tornTail = tail
-            let copy = path + "." + String(tail.offset) + Format.tornSuffix
-            try writeAside(Array(bytes[tail.offset...]), to: copy)
-            report.tornCopyPath = copy
-        }
         if scan.recordCount == 0 {
             // Nothing valid: an unfinished segment creation, or a segment opened and closed
-            // with no append. Its name is the next sequence number, which the new segment needs.
+            // with no append. Its name is the next sequence number, which the new segment
+            // needs. Anything in it beyond a bare valid header is saved aside first.
+            let bareHeader = scan.headerProblem == nil && bytes.count == Format.segmentHeaderSize
+            if !bytes.isEmpty && !bareHeader {
+                let span = DamagedSpan(segment: name, offset: 0, length: bytes.count,
+                                       reason: scan.trailing?.reason ?? scan.headerProblem ?? "no valid record")
+                report.tornTail = span
+                report.tornCopyPath = try writeAside(bytes, of: path, at: 0)
+            }
             try fileSystem.removeFile(atPath: path)
             try fileSystem.syncDirectory(atPath: directory)
             report.removedSegment = name
             return (SegmentName.parse(name)!, true)
         }
         if let tail = scan.trailing {
+            report.tornTail = tail
+            report.tornCopyPath = try writeAside(Array(bytes[tail.offset...]), of: path, at: tail.offset)
             let file = try fileSystem.openFile(atPath: path, create: false)
             try file.truncate(to: tail.offset)
             try file.sync()
@@ -55,14 +59,16 @@ struct Opener {
         return (scan.lastSequence! + 1, false)
     }
 
-    /// Writes `bytes` to a new file at `path` and syncs it. A leftover copy from an earlier
-    /// interrupted recovery of the same tail is replaced.
-    private func writeAside(_ bytes: [UInt8], to path: String) throws(LogError) {
-        try fileSystem.removeFile(atPath: path)
-        let file = try fileSystem.openFile(atPath: path, create: true)
+    /// Saves the bytes cut from segment `path` at `offset` to `PATH.OFFSET.torn`, durably,
+    /// and returns that path. A leftover copy from an interrupted recovery is replaced.
+    private func writeAside(_ bytes: [UInt8], of path: String, at offset: Int) throws(LogError) -> String {
+        let copy = path + "." + String(offset) + Format.tornSuffix
+        try fileSystem.removeFile(atPath: copy)
+        let file = try fileSystem.openFile(atPath: copy, create: true)
         try file.writeFully(bytes, at: 0)
         try file.sync()
         try fileSystem.syncDirectory(atPath: directory)
+        return copy
     }
 
     /// Creates a segment file holding just its header, durable with its directory entry.

@@ -1,1 +1,31 @@
-print("todo")
+// wal-fixtures: writes the golden logs of Fixtures/logs, or a small demo log.
+//
+//     wal-fixtures golden Fixtures/logs     (what `make fixtures` runs)
+//     wal-fixtures demo DIR                 (what `make demo` runs until the sample app lands)
+import CourierLog
+import CourierLogTesting
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, ["golden", "demo"].contains(arguments[1]) else {
+    print("usage: wal-fixtures golden|demo DIR")
+    exitProcess(2)
+}
+let fs = PosixFileSystem()
+do {
+    if arguments[1] == "golden" {
+        try GoldenLogs.writeAll(root: arguments[2], fileSystem: fs)
+        print("wrote golden logs under \(arguments[2])")
+    } else {
+        let log = try WriteAheadLog(directory: arguments[2])
+        for i in 0..<5 {
+            try log.append(Array(#"{"id":"demo-\#(i)","text":"hello \#(i)"}"#.utf8), kind: .enqueued)
+        }
+        try log.append(batch: [LogEntry(kind: .attempted, body: Array(#"{"id":"demo-0","status":500}"#.utf8)),
+                               LogEntry(kind: .delivered, body: Array(#"{"id":"demo-1"}"#.utf8))])
+        try log.close()
+        print("wrote a demo log to \(arguments[2])")
+    }
+} catch {
+    print("wal-fixtures: \(error)")
+    exitProcess(1)
+}

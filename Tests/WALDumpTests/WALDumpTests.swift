@@ -1,0 +1,123 @@
+import CourierLog
+import CourierLogTesting
+import Foundation
+import Testing
+import WALDumpCore
+
+/// The repository's Fixtures folder, found from this file so tests run from any directory.
+let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("Fixtures").path
+let goldenNames = GoldenLogs.expectedVerifyStatus.keys.sorted()
+
+/// Runs one Dump command on a golden log; returns its status and its output with the
+/// directory written as `Fixtures/logs/NAME`, so snapshots do not depend on the checkout path.
+func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, String) {
+    let directory = fixtures + "/logs/" + name
+    nonisolated(unsafe) var lines: [String] = []
+    let dump = Dump(directory: directory, out: { lines.append("out: " + $0) }, err: { lines.append("err: " + $0) })
+    let status = command(dump)
+    let text = lines.joined(separator: "\n").replacingOccurrences(of: directory, with: "Fixtures/logs/" + name) + "\n"
+    return (status, "status: \(status.rawValue)\n" + text)
+}
+
+@Suite struct GoldenLogTests {
+    /// The writer still produces the committed bytes. If this fails after a deliberate format
+    /// change, bump `Format.version`, keep a reader for the old version, and run `make fixtures`.
+    @Test func todaysWriterReproducesTheCommittedGoldenLogsByteForByte() throws {
+        let fs = SimulatedFileSystem()
+        try GoldenLogs.writeAll(root: "/golden", fileSystem: fs)
+        let made = fs.allPaths().filter { $0.hasPrefix("/golden/") }
+        #expect(made.count == 12)
+        for path in made {
+            let committed = fixtures + "/logs/" + path.dropFirst("/golden/".count)
+            let bytes = try #require(FileManager.default.contents(atPath: committed), "missing \(committed)")
+            #expect(Array(bytes) == fs.contents(of: path), "\(committed) differs from what the writer makes")
+        }
+    }
+
+    @Test(arguments: goldenNames)
+    func verifyGivesTheDocumentedStatus(name: String) {
+        let (status, output) = run(name) { $0.verify() }
+        #expect(status.rawValue == GoldenLogs.expectedVerifyStatus[name], "\(output)")
+    }
+
+    @Test(arguments: goldenNames)
+    func outputMatchesTheSnapshots(name: String) throws {
+        let outputs = [
+            ("verify.txt", run(name) { $0.verify() }.1),
+            ("records.txt", run(name) { $0.records(json: false, payload: false) }.1),
+            ("records.jsonl", run(name) { $0.records(json: true, payload: true) }.1),
+            ("stats.txt", run(name) { $0.stats(json: false) }.1),
+            ("stats.json", run(name) { $0.stats(json: true) }.1),
+        ]
+        for (suffix, output) in outputs {
+            let path = fixtures + "/snapshots/\(name).\(suffix)"
+            if ProcessInfo.processInfo.environment["UPDATE_SNAPSHOTS"] == "1" {
+                try FileManager.default.createDirectory(atPath: fixtures + "/snapshots", withIntermediateDirectories: true)
+                try output.write(toFile: path, atomically: true, encoding: .utf8)
+                continue
+            }
+            let expected = try #require(try? String(contentsOfFile: path, encoding: .utf8), "missing snapshot \(path); run `make fixtures`")
+            #expect(output == expected, "\(path)")
+        }
+    }
+
+    @Test func jsonRecordsCarryTheKeysExternalChecksParse() throws {
+        let (_, output) = run("clean") { $0.records(json: true, payload: false) }
+        let lines = output.split(separator: "\n").filter { $0.hasPrefix("out: ") }.map { $0.dropFirst(5) }
+        #expect(lines.count == 48)
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect((object["segment"] as? String)?.hasSuffix(".wal") == true)
+            #expect(object["offset"] is Int && object["length"] is Int && object["seq"] is Int)
+            #expect(["enqueued", "attempted", "delivered", "abandoned", "snapshot"].contains(object["type"] as? String))
+            #expect(object["payload"] == nil, "payload is hidden without --payload")
+        }
+    }
+
+    @Test func offsetsAndLengthsPointAtTheRecordBytes() throws {
+        let (_, output) = run("clean") { $0.records(json: true, payload: false) }
+        var expectedOffset: [String: Int] = [:]
+        for line in output.split(separator: "\n") where line.hasPrefix("out: ") {
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(5).utf8)) as? [String: Any])
+            let segment = o["segment"] as! String
+            let offset = o["offset"] as! Int
+            #expect(offset == expectedOffset[segment, default: Format.segmentHeaderSize], "records are contiguous")
+            expectedOffset[segment] = offset + (o["length"] as! Int)
+        }
+        for (segment, end) in expectedOffset {
+            let size = try FileManager.default.attributesOfItem(atPath: fixtures + "/logs/clean/" + segment)[.size] as! Int
+            #expect(end == size)
+        }
+    }
+}
+
+@Suite struct DumpRobustnessTests {
+    @Test func anyBytesInAnySegmentFileNeverCrashTheDump() throws {
+        var rng = SeededRandom(seed: 99)
+        for round in 0..<40 {
+            let fs = SimulatedFileSystem()
+            try fs.createDirectory(atPath: "/d")
+            for f in 0..<Int.random(in: 1...3, using: &rng) {
+                let size = Int.random(in: 1...3000, using: &rng)
+                fs.setContents((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }, of: "/d/000000000000000\(f).wal")
+            }
+            let dump = Dump(directory: "/d", fileSystem: fs, out: { _ in }, err: { _ in })
+            #expect(dump.verify() == .damaged, "round \(round)")
+            #expect(dump.records(json: true, payload: true) == .ok)
+            #expect(dump.stats(json: false) == .ok)
+        }
+    }
+
+    @Test func aMissingDirectoryIsAUsageError() {
+        let dump = Dump(directory: "/no/such/dir", out: { _ in }, err: { _ in })
+        #expect(dump.verify() == .usage)
+        #expect(dump.records(json: false, payload: false) == .usage)
+    }
+
+    @Test func iso8601FormattingIsExact() {
+        #expect(iso8601(milliseconds: 0) == "1970-01-01T00:00:00.000Z")
+        #expect(iso8601(milliseconds: 1_763_740_800_123) == "2025-11-21T16:00:00.123Z")
+        #expect(iso8601(milliseconds: 951_782_400_000) == "2000-02-29T00:00:00.000Z")
+    }
+}

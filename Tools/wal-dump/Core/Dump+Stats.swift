@@ -1,0 +1,63 @@
+import CourierLog
+
+extension Dump {
+    /// `wal-dump stats DIR [--json]`: segments, bytes, records per kind, live vs dead
+    /// messages, damaged spans, torn tail.
+    public func stats(json: Bool) -> Status {
+        var perKind: [RecordKind: Int] = [:]
+        var ids: [String: Bool] = [:]  // message id → has a terminal record
+        var recordsWithID = 0
+        var recordsOfDeadMessages = 0
+        var idOfRecord: [String] = []
+        guard let report = read({ r in
+            perKind[r.kind, default: 0] += 1
+            guard let id = describer.messageID(of: r) else { return }
+            recordsWithID += 1
+            idOfRecord.append(id)
+            if describer.isTerminal(r.kind) { ids[id] = true } else if ids[id] == nil { ids[id] = false }
+        }) else { return .usage }
+        for id in idOfRecord where ids[id] == true { recordsOfDeadMessages += 1 }
+        let live = ids.values.filter { !$0 }.count
+        let dead = ids.count - live
+        let bytes = report.segments.reduce(0) { $0 + $1.bytes }
+        let kinds = perKind.keys.sorted { $0.rawValue < $1.rawValue }
+        if json {
+            var j = JSONLine()
+            j.add("segments", report.segments.count)
+            j.add("bytes", bytes)
+            j.add("records", report.recordCount)
+            var k = JSONLine()
+            for kind in kinds { k.add(kind.description, perKind[kind]!) }
+            j.addRaw("records_by_type", k.text)
+            if recordsWithID > 0 {
+                j.add("live_messages", live)
+                j.add("dead_messages", dead)
+                j.add("records_of_dead_messages", recordsOfDeadMessages)
+            }
+            j.add("damaged_spans", report.damaged.count)
+            j.add("damaged_bytes", report.damaged.reduce(0) { $0 + $1.length })
+            j.add("missing_sequences", report.missingSequences)
+            j.add("torn_tail_bytes", report.tornTail?.length ?? 0)
+            out(j.text)
+            return .ok
+        }
+        out("directory: \(directory)")
+        out("segments: \(report.segments.count), \(bytes) bytes")
+        for s in report.segments {
+            let range = s.lastSequence.map { "seq \(s.firstSequence ?? 0)…\($0)" } ?? "no records"
+            out("  \(s.name)  \(s.bytes) bytes  \(s.records) records  \(range)" + (s.headerProblem.map { "  (\($0))" } ?? ""))
+        }
+        let perRecord = report.recordCount > 0 ? String(bytes / report.recordCount) : "-"
+        out("records: \(report.recordCount) (\(perRecord) bytes/record on disk)")
+        for kind in kinds { out("  \(kind): \(perKind[kind]!)") }
+        if recordsWithID > 0 {
+            out("messages: \(live) live, \(dead) dead (\(recordsOfDeadMessages) records of dead messages)")
+        } else {
+            out("messages: unknown (no record names a message id)")
+        }
+        out("damaged spans: \(report.damaged.count)" + (report.missingSequences > 0 ? ", \(report.missingSequences) sequence numbers missing" : ""))
+        for span in report.damaged { out("  \(span)") }
+        out("torn tail: " + (report.tornTail.map { "\($0)" } ?? "none"))
+        return .ok
+    }
+}

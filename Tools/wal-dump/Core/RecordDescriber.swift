@@ -1,0 +1,20 @@
+import CourierLog
+
+/// What a layer above the log knows about its own records: the message a record concerns, and
+/// a few details worth printing. The log itself stores bodies opaquely; `wal-dump` asks this.
+public protocol RecordDescriber: Sendable {
+    /// The message id exactly as the messaging layer uses it, or nil if the record has none.
+    func messageID(of record: LogRecord) -> String?
+    /// Extra `key=value` details for the record (destination, attempt, status, …).
+    func details(of record: LogRecord) -> [(key: String, value: String)]
+    /// Whether this kind ends a message's life (delivered, abandoned).
+    func isTerminal(_ kind: RecordKind) -> Bool
+}
+
+/// Knows nothing beyond the log's own fields.
+public struct OpaqueRecords: RecordDescriber {
+    public init() {}
+    public func messageID(of record: LogRecord) -> String? { nil }
+    public func details(of record: LogRecord) -> [(key: String, value: String)] { [] }
+    public func isTerminal(_ kind: RecordKind) -> Bool { kind == .delivered || kind == .abandoned }
+}
