@@ -70,6 +70,11 @@ func finish(_ status: Dump.Status) throws {
 }
 
 // Usage errors exit 2 (ArgumentParser's default is 64), as the tool's contract says.
+// No subcommand at all is a usage error, not a help request.
+if CommandLine.arguments.count < 2 {
+    printError(WALDump.helpMessage())
+    exit(Dump.Status.usage.rawValue)
+}
 do {
     var command = try WALDump.parseAsRoot()
     try command.run()
