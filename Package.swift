@@ -24,8 +24,10 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
         ),
+        // Hardware CRC-32C (SSE4.2 / ARMv8 CRC), with a Swift fallback in CourierLog.
+        .target(name: "CCRC32C"),
         // The write-ahead log. It knows nothing about HTTP or messages.
-        .target(name: "CourierLog", dependencies: ["CLZ4"]),
+        .target(name: "CourierLog", dependencies: ["CLZ4", "CCRC32C"]),
         .target(name: "CourierLogTesting", dependencies: ["CourierLog"]),
 
         // Tools

@@ -1,12 +1,23 @@
-/// CRC-32C (Castagnoli), slicing-by-8, in plain Swift so it runs unchanged on every platform.
-///
-/// Why not a hardware intrinsic: measured on this machine kind a table costs ~85 ns per 150-byte
-/// record against ~230 ns for the LZ4 encode of the same record, so the table is not the
-/// bottleneck, and it needs no C target or CPU feature detection (iOS devices are ARM).
+import CCRC32C
+
+/// CRC-32C (Castagnoli): the CPU's instruction where there is one (SSE4.2, ARMv8 CRC), else a
+/// slicing-by-8 table in Swift. Measured here per 150 bytes: ~20 ns with the instruction,
+/// ~135 ns with the table, against ~230 ns for the LZ4 encode of the same record.
 public enum CRC32C {
+    /// Whether the hardware path is in use (decided once per process).
+    public static let usesHardware = courier_crc32c_hardware_available() == 1
+
     /// Extends `crc` (a running, *unmasked* value; start with a seed or 0) over `bytes`.
-    @inlinable
+    @inline(__always)
     public static func extend(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        if usesHardware, let base = bytes.baseAddress {
+            return courier_crc32c_hardware(crc, base, bytes.count)
+        }
+        return software(crc, bytes)
+    }
+
+    /// The portable table version; `extend` uses it where there is no instruction.
+    public static func software(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var c = ~crc
         var i = 0
         let n = bytes.count
@@ -35,19 +46,18 @@ public enum CRC32C {
     /// leveldb's mask: a CRC stored next to data that itself contains CRCs (a log of logs, a
     /// record that embeds a checksum) must not be confused with one, so stored values are rotated
     /// and offset.
-    @inlinable public static func mask(_ crc: UInt32) -> UInt32 {
+    public static func mask(_ crc: UInt32) -> UInt32 {
         ((crc >> 15) | (crc << 17)) &+ 0xA282_EAD8
     }
 
-    @inlinable public static func unmask(_ masked: UInt32) -> UInt32 {
+    public static func unmask(_ masked: UInt32) -> UInt32 {
         let rot = masked &- 0xA282_EAD8
         return (rot >> 17) | (rot << 15)
     }
 
-    @usableFromInline
     enum Tables {
         /// 8 × 256 entries, table k advancing the CRC over k further zero bytes.
-        @usableFromInline static let shared: [UInt32] = {
+        static let shared: [UInt32] = {
             let poly: UInt32 = 0x82F6_3B78  // Castagnoli, reflected
             var t = [UInt32](repeating: 0, count: 8 * 256)
             for i in 0..<256 {

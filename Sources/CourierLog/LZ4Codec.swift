@@ -18,28 +18,35 @@ final class LZ4Encoder {
         preferences.autoFlush = 1
     }
 
-    deinit { LZ4F_freeCompressionContext(context) }
+    deinit {
+        LZ4F_freeCompressionContext(context)
+        buffer.deallocate()
+    }
+
+    /// Compression target, reused and grown as needed (a fresh buffer per record would cost
+    /// an allocation plus zero-filling the worst-case bound).
+    private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
 
     /// Appends one LZ4 frame holding `body` to `out`; returns the frame's length.
     func compress(_ body: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) -> Int {
         preferences.frameInfo.contentSize = UInt64(body.count)
         let bound = LZ4F_compressFrameBound(body.count, &preferences)
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: bound))
-        let written = out.withUnsafeMutableBytes { raw -> Int in
-            let dst = raw.baseAddress! + start
-            var n = LZ4F_compressBegin(context, dst, bound, &preferences)
-            checked(n)
-            var total = n
-            n = LZ4F_compressUpdate(context, dst + total, bound - total, body.baseAddress, body.count, nil)
-            checked(n)
-            total += n
-            n = LZ4F_compressEnd(context, dst + total, bound - total, nil)
-            checked(n)
-            return total + n
+        if buffer.count < bound {
+            buffer.deallocate()
+            buffer = .allocate(byteCount: bound, alignment: 16)
         }
-        out.removeLast(bound - written)
-        return written
+        let dst = buffer.baseAddress!
+        var n = LZ4F_compressBegin(context, dst, bound, &preferences)
+        checked(n)
+        var total = n
+        n = LZ4F_compressUpdate(context, dst + total, bound - total, body.baseAddress, body.count, nil)
+        checked(n)
+        total += n
+        n = LZ4F_compressEnd(context, dst + total, bound - total, nil)
+        checked(n)
+        total += n
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<total]))
+        return total
     }
 
     private func checked(_ rc: Int) {

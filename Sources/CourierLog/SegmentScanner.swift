@@ -105,9 +105,16 @@ private struct Cursor {
         // Each turn advances `pos` by at least one byte, so this loop ends.
         while pos < raw.count {
             if let record = parse(at: pos, after: last, resync: false) {
-                pending.append(record)
                 last = record.sequence
                 pos += record.location.length
+                if record.flags.contains(.batchEnd) && pending.isEmpty {
+                    // The common case, a record appended alone: no buffering.
+                    try visit(record)
+                    result.recordCount += 1
+                    result.lastSequence = record.sequence
+                    continue
+                }
+                pending.append(record)
                 if record.flags.contains(.batchEnd) { try flush(&pending, &result, visit) }
                 continue
             }

@@ -17,7 +17,7 @@ extension WriteAheadLog {
     /// `.failed`/`.io` (the log must be reopened), `.closed`.
     @discardableResult
     public func append(_ body: [UInt8], kind: RecordKind) throws(LogError) -> UInt64 {
-        try append(batch: [LogEntry(kind: kind, body: body)]).lowerBound
+        try appendEntries(CollectionOfOne(LogEntry(kind: kind, body: body))).lowerBound
     }
 
     /// Appends several records with one `write(2)`, all-or-nothing across a crash: recovery
@@ -26,6 +26,11 @@ extension WriteAheadLog {
     @discardableResult
     public func append(batch entries: [LogEntry]) throws(LogError) -> ClosedRange<UInt64> {
         guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
+        return try appendEntries(entries)
+    }
+
+    /// Generic so a single append needs no array allocation (`CollectionOfOne`).
+    private func appendEntries<C: Collection<LogEntry>>(_ entries: C) throws(LogError) -> ClosedRange<UInt64> {
         let range = try mutex.withLock { () throws(LogError) -> ClosedRange<UInt64> in
             try state.checkOpen()
             let range = try encodeAndWrite(entries)
@@ -40,17 +45,18 @@ extension WriteAheadLog {
     }
 
     /// Under `mutex`. Encodes into the scratch buffer, rolls if needed, writes.
-    private func encodeAndWrite(_ entries: [LogEntry]) throws(LogError) -> ClosedRange<UInt64> {
+    private func encodeAndWrite<C: Collection<LogEntry>>(_ entries: C) throws(LogError) -> ClosedRange<UInt64> {
         let timestamp = configuration.now()
         let first = state.nextSequence
         state.scratch.removeAll(keepingCapacity: true)
         state.recordStarts.removeAll(keepingCapacity: true)
+        let lastIndex = entries.count - 1
         for (i, entry) in entries.enumerated() {
             let start = state.scratch.count
             state.recordStarts.append(start)
-            state.scratch.append(contentsOf: repeatElement(0, count: Format.recordHeaderSize))
+            state.scratch.append(contentsOf: Self.zeroHeader)
             let frameLength = entry.body.withUnsafeBytes { state.encoder.compress($0, appendingTo: &state.scratch) }
-            let flags: RecordFlags = i == entries.count - 1 ? .batchEnd : []
+            let flags: RecordFlags = i == lastIndex ? .batchEnd : []
             state.scratch.storeLE(Format.recordMagic, at: start)
             state.scratch.storeLE(Format.recordFrameSize, at: start + 4)
             state.scratch.storeLE(UInt32(frameLength), at: start + 12)
@@ -73,6 +79,8 @@ extension WriteAheadLog {
         state.nextSequence += UInt64(entries.count)
         return first...(first + UInt64(entries.count) - 1)
     }
+
+    private static let zeroHeader = [UInt8](repeating: 0, count: Format.recordHeaderSize)
 
     /// Fills in each record's CRC, which depends on the salt of the segment it lands in.
     private func sealChecksums(salt: UInt32) {

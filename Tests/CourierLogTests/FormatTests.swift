@@ -1,4 +1,5 @@
 import CourierLog
+import CourierLogTesting
 import Testing
 
 @Suite struct FormatTests {
@@ -51,5 +52,20 @@ import Testing
         #expect(RecordKind.delivered.description == "delivered")
         #expect(RecordKind(rawValue: 200).description == "kind-200")
         #expect(RecordKind(name: "snapshot") == .snapshot)
+    }
+}
+
+@Suite struct CRCImplementationTests {
+    @Test func hardwareAndSoftwareAgreeOnEveryLengthAndSeed() {
+        var rng = SeededRandom(seed: 3)
+        let bytes = (0..<300).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        bytes.withUnsafeBytes { raw in
+            for length in 0...raw.count {
+                for seed: UInt32 in [0, 0xC0FF_EE00, .max] {
+                    let slice = UnsafeRawBufferPointer(rebasing: raw[0..<length])
+                    #expect(CRC32C.extend(seed, slice) == CRC32C.software(seed, slice), "length \(length)")
+                }
+            }
+        }
     }
 }
