@@ -40,9 +40,10 @@ demo: deps
 bench: deps
 	$(SWIFT) run -c release wal-bench $(BENCH_N)
 
-# Regenerate the golden logs in Fixtures/ (commit the result only for a deliberate format change).
+# Regenerate the golden logs and wal-dump snapshots in Fixtures/ (commit the result only for a
+# deliberate format change).
 fixtures: deps
-	$(SWIFT) run wal-fixtures golden Fixtures/logs
+	Fixtures/regenerate.sh
 
 verify-fixtures: deps
 	$(SWIFT) build --product wal-dump
