@@ -33,7 +33,21 @@ public struct LogReader: Sendable {
         let scanner = SegmentScanner(maximumBodyBytes: maximumBodyBytes)
         var last: UInt64?
         for (index, name) in names.enumerated() {
-            let bytes = try fileSystem.readFile(atPath: joinPath(directory, name))
+            let bytes: [UInt8]
+            // (A `Result`, not `catch where`: Swift 6.3 crashes compiling the latter here.)
+            switch Result(catching: { () throws(LogError) in try fileSystem.readFile(atPath: joinPath(directory, name)) }) {
+            case .success(let read):
+                bytes = read
+            case .failure(let error) where error.errno == 2:
+                // Deleted since the listing: a writer's `forget` dropped it (a running writer
+                // deletes nothing else; and a listing taken while files come and go may miss
+                // newer segments, so even the last name listed can be a forgotten one). Its
+                // records were below the writer's floor: skipping it is what the writer meant.
+                report.vanishedSegments.append(name)
+                continue
+            case .failure(let error):
+                throw error
+            }
             let isNewest = index == names.count - 1
             // Before the first record, the oldest segment's name says which sequence comes next.
             var expected = last.map { $0 &+ 1 } ?? SegmentName.parse(name)!
@@ -71,6 +85,8 @@ public struct ReplayReport: Sendable, Equatable {
     public var missingSequences: UInt64 = 0
     /// `.wal` files whose names are not segment names; never read.
     public var ignoredFiles: [String] = []
+    /// Segments deleted (by a writer's `forget`) between listing the directory and reading them.
+    public var vanishedSegments: [String] = []
 
     /// True when nothing but a torn tail of the newest segment is wrong.
     public var isClean: Bool { damaged.isEmpty }
