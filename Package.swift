@@ -8,14 +8,24 @@ let package = Package(
     name: "Courier",
     platforms: [.iOS(.v16), .macOS(.v13)],
     products: [
+        .library(name: "Courier", targets: ["Courier"]),
+        // Test doubles for apps embedding Courier: a scripted transport and a manual clock.
+        .library(name: "CourierTesting", targets: ["CourierTesting"]),
         .library(name: "CourierLog", targets: ["CourierLog"]),
         // Test doubles for the log (a fault-injecting file system), shipped like swift-nio's
         // NIOEmbedded so apps can test their own crash handling.
         .library(name: "CourierLogTesting", targets: ["CourierLogTesting"]),
         .executable(name: "wal-dump", targets: ["wal-dump"]),
+        .executable(name: "flaky-server", targets: ["flaky-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // Linux transport (URLSession on Linux hangs and re-sends POSTs when servers drop
+        // connections; see README). Built on Linux only: Apple platforms use URLSession.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        // The stand-in flaky server used by tests, the demo and the benchmarks.
+        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         // The system liblz4 (Debian: liblz4-dev, Homebrew: lz4).
@@ -29,9 +39,23 @@ let package = Package(
         // The write-ahead log. It knows nothing about HTTP or messages.
         .target(name: "CourierLog", dependencies: ["CLZ4", "CCRC32C"]),
         .target(name: "CourierLogTesting", dependencies: ["CourierLog"]),
+        // The messaging layer and public API: events, projection, retry engine, transports.
+        .target(name: "Courier", dependencies: [
+            "CourierLog",
+            .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
+            .product(name: "NIOPosix", package: "swift-nio", condition: .when(platforms: [.linux])),
+        ]),
+        .target(name: "CourierTesting", dependencies: ["Courier"]),
+        // A loopback HTTP server that fails on purpose (500s, drops, delays, 429 + Retry-After).
+        .target(name: "FlakyServer", dependencies: [.product(name: "FlyingFox", package: "FlyingFox")],
+                path: "Tools/flaky-server/Core"),
+        .executableTarget(
+            name: "flaky-server",
+            dependencies: ["FlakyServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tools/flaky-server/CLI"),
 
         // Tools
-        .target(name: "WALDumpCore", dependencies: ["CourierLog"], path: "Tools/wal-dump/Core"),
+        .target(name: "WALDumpCore", dependencies: ["CourierLog", "Courier"], path: "Tools/wal-dump/Core"),
         .executableTarget(
             name: "wal-dump",
             dependencies: ["WALDumpCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -42,6 +66,7 @@ let package = Package(
 
         // Tests
         .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting"]),
+        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer"]),
         .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting"]),
     ],
     swiftLanguageModes: [.v6]

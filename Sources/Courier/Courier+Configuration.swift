@@ -1,0 +1,63 @@
+import CourierLog
+import Foundation
+
+extension Courier {
+    /// Delivery order between messages to the same URL.
+    public enum DeliveryOrder: Sendable, Hashable {
+        /// Messages are independent: a failing one never holds back another. The default.
+        case unordered
+        /// Per destination URL, a message is sent only after every earlier one to that URL was
+        /// delivered or abandoned. Different URLs still proceed independently.
+        case fifoPerDestination
+    }
+
+    /// Settings of a `Courier`. A `Sendable` value: build it, then pass it to `init`.
+    public struct Configuration: Sendable {
+        /// When to try again. The default is `RetryPolicy()`: 1 s × 2ⁿ⁻¹ capped at 300 s, full
+        /// jitter, retry every failure forever.
+        public var retry = RetryPolicy()
+        /// How many POSTs may be in flight at once. The default is 4 (URLSession's and browsers'
+        /// per-host connection counts are 4–6; more buys little against one server).
+        public var maxConcurrentDeliveries = 4
+        /// The limit for one whole request, enforced on every request by every transport.
+        /// The default is 30 seconds.
+        public var requestTimeout: Duration = .seconds(30)
+        /// The largest body `send` accepts, in bytes. The default is 1 MiB.
+        public var maximumMessageSize = 1 << 20
+        /// The most disk the log may use, in bytes; `send` throws `.storageFull` beyond it
+        /// (older messages are never dropped to make room). The default is 256 MiB.
+        public var maximumStorageBytes = 256 << 20
+        /// The default is `.unordered`.
+        public var deliveryOrder = DeliveryOrder.unordered
+        /// What a power loss can lose (a killed app never loses a sent message, whatever this
+        /// says). The default is `.interval(.milliseconds(100))`; see `WriteAheadLog.SyncPolicy`.
+        public var durability: WriteAheadLog.SyncPolicy = .interval(.milliseconds(100))
+        /// The HTTP stack. The default (nil) is URLSession on Apple platforms and
+        /// AsyncHTTPClient on Linux.
+        public var transport: (any DeliveryTransport)?
+        /// The clock the engine sleeps on between attempts. The default is `ContinuousClock()`;
+        /// tests pass a manual clock and advance it.
+        public var clock: any Clock<Duration> = ContinuousClock()
+        /// The wall time when the courier opens; due times on disk are wall times, so they
+        /// survive restarts. Later wall times are this plus `clock`'s elapsed time.
+        /// The default is `Date()`.
+        public var now: @Sendable () -> Date = { Date() }
+        /// The random source for jitter. The default is the system generator.
+        public var random: @Sendable () -> UInt64 = { UInt64.random(in: .min ... .max) }
+        /// How message ids are made. The default is a random UUID.
+        public var makeMessageID: @Sendable () -> MessageID = { MessageID() }
+        /// Where the log's bytes go. The default is the real file system; tests inject
+        /// `CourierLogTesting.SimulatedFileSystem` to crash, fill the disk or fail fsync.
+        public var fileSystem: any LogFileSystem = PosixFileSystem()
+        /// Size of a log segment. The default is 8 MiB (see ARCHITECTURE.md).
+        public var segmentSizeBytes = 8 << 20
+        /// Compact once at least this many messages have been resolved since the last
+        /// compaction and resolved records dominate the sealed segments. The default is 10,000.
+        public var compactionThreshold = 10_000
+        /// How many resolved ids `delivered(_:)` remembers (most recent first). Older ids throw
+        /// `.unknownMessage`. The default is 100,000 (about 3 MB).
+        public var resolvedMemoryCount = 100_000
+
+        public init() {}
+    }
+}

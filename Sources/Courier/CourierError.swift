@@ -1,0 +1,50 @@
+import CourierLog
+
+/// Errors thrown by `Courier`. Switch on `code`; `message` is for people.
+///
+///     do { try courier.send(payload, to: url) }
+///     catch let error as CourierError where error.code == .storageFull { … }
+public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        /// The value cannot be sent as JSON (a `Date`, a custom object, NaN or infinity, …).
+        case invalidJSON
+        /// The URL is not an absolute http or https URL.
+        case invalidURL
+        /// The body is larger than `Configuration.maximumMessageSize`.
+        case messageTooLarge
+        /// The disk is full, or `Configuration.maximumStorageBytes` is reached. Nothing was
+        /// written and no older message was dropped; retry once messages have drained.
+        case storageFull
+        /// The directory is open in another `Courier` (this process or another).
+        case directoryLocked
+        /// The log failed (an I/O error); reopen the `Courier`.
+        case storageFailed
+        /// `close()` was called.
+        case closed
+        /// The retry policy gave up on the message (`delivered(_:)` throws this).
+        case abandoned
+        /// `delivered(_:)` was asked about an id this `Courier` has never seen, or resolved too
+        /// long ago to remember (see `Configuration.resolvedMemoryCount`).
+        case unknownMessage
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+
+    init(_ error: LogError) {
+        switch error.code {
+        case .diskFull: self.init(.storageFull, "disk full: \(error)")
+        case .locked: self.init(.directoryLocked, "\(error)")
+        case .closed: self.init(.closed, "the courier is closed")
+        case .recordTooLarge: self.init(.messageTooLarge, "\(error)")
+        default: self.init(.storageFailed, "\(error)")
+        }
+    }
+}

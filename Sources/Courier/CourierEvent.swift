@@ -1,0 +1,17 @@
+/// What happens to messages, in order, as `Courier.events` reports it.
+public enum CourierEvent: Sendable, Hashable {
+    /// `send` wrote the message to the log.
+    case enqueued(MessageID)
+    /// Attempt `number` (1-based, counted across restarts) is starting.
+    case attempt(MessageID, number: Int)
+    /// Attempt `attempt` failed; the next one starts in about `retryIn`.
+    case failed(MessageID, attempt: Int, outcome: DeliveryOutcome, retryIn: Duration)
+    /// The server answered 2xx.
+    case delivered(MessageID, attempts: Int)
+    /// The retry policy gave up; the message will not be sent again.
+    case abandoned(MessageID, attempts: Int, reason: String)
+    /// A state change could not be written to the log (disk full, I/O error). Delivery goes
+    /// on in memory; after a restart the message may be sent again (the server dedupes by
+    /// `Idempotency-Key`).
+    case storageFailed(String)
+}

@@ -1,0 +1,48 @@
+/// What one delivery attempt came to: an HTTP response, or a failure before one arrived.
+public enum DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
+    /// The server answered. `retryAfter` is the raw `Retry-After` header, if any.
+    case response(status: Int, retryAfter: String? = nil)
+    /// No response: timeout, connection refused or dropped, TLS, …
+    case failure(TransportFailure)
+
+    public var isSuccess: Bool {
+        if case .response(let status, _) = self { return (200..<300).contains(status) }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case .response(let status, let retryAfter): return "HTTP \(status)" + (retryAfter.map { " (Retry-After: \($0))" } ?? "")
+        case .failure(let failure): return failure.description
+        }
+    }
+}
+
+/// A transport-level failure, classified so the retry policy can decide without knowing which
+/// HTTP stack produced it.
+public struct TransportFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: UInt8, Sendable, Hashable {
+        /// No response within `Configuration.requestTimeout`.
+        case timeout = 1
+        /// The connection was closed or reset before a response (a "drop").
+        case connectionClosed = 2
+        /// Could not connect (refused, unreachable, DNS).
+        case connectionFailed = 3
+        /// TLS handshake or certificate failure.
+        case tls = 4
+        /// The attempt was cancelled (by `close()`); not counted as an attempt.
+        case cancelled = 5
+        /// Anything else.
+        case other = 6
+    }
+
+    public var kind: Kind
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { "\(kind) (\(message))" }
+}

@@ -1,0 +1,48 @@
+import Foundation
+
+/// One HTTP POST to make.
+public struct DeliveryRequest: Sendable, Hashable {
+    public var url: URL
+    /// Includes `Content-Type` and `Idempotency-Key`.
+    public var headers: [String: String]
+    public var body: Data
+    /// The whole request must finish within this; the transport enforces it.
+    public var timeout: Duration
+    public var messageID: MessageID
+    /// 1 for the first attempt.
+    public var attempt: Int
+
+    public init(url: URL, headers: [String: String], body: Data, timeout: Duration, messageID: MessageID, attempt: Int) {
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+        self.messageID = messageID
+        self.attempt = attempt
+    }
+}
+
+/// Sends one request and reports what happened. Implementations never throw: every failure is
+/// a `DeliveryOutcome.failure`, classified for the retry policy. They must honour task
+/// cancellation (report `.cancelled`) and `request.timeout`.
+///
+/// Defaults: URLSession on Apple platforms; AsyncHTTPClient on Linux, where URLSession hangs
+/// until its timeout and silently re-sends POSTs when a server drops connections (see README).
+public protocol DeliveryTransport: Sendable {
+    func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome
+    /// Releases connections. Called once by `Courier.close()`.
+    func shutdown() async
+}
+
+extension DeliveryTransport {
+    public func shutdown() async {}
+}
+
+/// The platform's default transport.
+public func defaultTransport() -> any DeliveryTransport {
+    #if canImport(AsyncHTTPClient)
+    return AsyncHTTPClientTransport()
+    #else
+    return URLSessionTransport()
+    #endif
+}

@@ -1,0 +1,149 @@
+import CourierLog
+
+/// Everything needed to send a message again: what `enqueued` and `snapshot` records hold.
+struct MessageState: Sendable, Equatable {
+    var id: MessageID
+    var url: String
+    /// Header name/value pairs sent with every attempt (Content-Type included).
+    var headers: [Header]
+    var body: [UInt8]
+    var createdMilliseconds: UInt64
+    var attempts: UInt32 = 0
+    var nextDueMilliseconds: UInt64
+}
+
+struct Header: Sendable, Hashable {
+    var name: String
+    var value: String
+}
+
+/// A message's state change: one record in the log. Layout of every body (little-endian):
+/// `u8 version = 1`, `16 bytes id`, then per kind:
+///
+///     enqueued, snapshot  string url · u8 header count · (string name, string value)* · blob body
+///                         · u64 created ms · u32 attempts · u64 next due ms
+///     attempted           u32 attempt · outcome · u64 next due ms
+///     delivered           u32 attempt · u16 status
+///     abandoned           u32 attempt · string reason
+///     outcome             u8 1 · u16 status · string retry-after   |   u8 2 · u8 failure kind · string message
+///
+/// (`string` = u16 length + UTF-8, `blob` = u32 length + bytes.)
+enum Event: Sendable, Equatable {
+    case enqueued(MessageState)
+    case attempted(MessageID, attempt: UInt32, outcome: DeliveryOutcome, nextDueMilliseconds: UInt64)
+    case delivered(MessageID, attempt: UInt32, status: UInt16)
+    case abandoned(MessageID, attempt: UInt32, reason: String)
+    case snapshot(MessageState)
+
+    static let version: UInt8 = 1
+
+    var kind: RecordKind {
+        switch self {
+        case .enqueued: .enqueued
+        case .attempted: .attempted
+        case .delivered: .delivered
+        case .abandoned: .abandoned
+        case .snapshot: .snapshot
+        }
+    }
+
+    var id: MessageID {
+        switch self {
+        case .enqueued(let s), .snapshot(let s): s.id
+        case .attempted(let id, _, _, _), .delivered(let id, _, _), .abandoned(let id, _, _): id
+        }
+    }
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter()
+        w.u8(Self.version)
+        w.raw(id.bytes)
+        switch self {
+        case .enqueued(let s), .snapshot(let s):
+            w.string(s.url)
+            w.u8(UInt8(min(s.headers.count, 255)))
+            for h in s.headers.prefix(255) {
+                w.string(h.name)
+                w.string(h.value)
+            }
+            w.blob(s.body)
+            w.u64(s.createdMilliseconds)
+            w.u32(s.attempts)
+            w.u64(s.nextDueMilliseconds)
+        case .attempted(_, let attempt, let outcome, let due):
+            w.u32(attempt)
+            switch outcome {
+            case .response(let status, let retryAfter):
+                w.u8(1)
+                w.u16(UInt16(clamping: status))
+                w.string(retryAfter ?? "")
+            case .failure(let f):
+                w.u8(2)
+                w.u8(f.kind.rawValue)
+                w.string(f.message)
+            }
+            w.u64(due)
+        case .delivered(_, let attempt, let status):
+            w.u32(attempt)
+            w.u16(status)
+        case .abandoned(_, let attempt, let reason):
+            w.u32(attempt)
+            w.string(reason)
+        }
+        return w.bytes
+    }
+
+    /// The message id of a record body, without decoding the rest (for `wal-dump`).
+    static func messageID(in body: [UInt8]) -> MessageID? {
+        guard body.count >= 17, body[0] == version else { return nil }
+        return MessageID(bytes: body[1..<17])
+    }
+
+    /// Decodes a record, or nil if it is not an event this version understands.
+    static func decode(kind: RecordKind, body: [UInt8]) -> Event? {
+        var r = ByteReader(body)
+        guard r.u8() == version, let idBytes = r.take(16), let id = MessageID(bytes: idBytes) else { return nil }
+        let event: Event?
+        switch kind {
+        case .enqueued: event = decodeState(&r, id).map(Event.enqueued)
+        case .snapshot: event = decodeState(&r, id).map(Event.snapshot)
+        case .attempted:
+            guard let attempt = r.u32(), let outcome = decodeOutcome(&r), let due = r.u64() else { return nil }
+            event = .attempted(id, attempt: attempt, outcome: outcome, nextDueMilliseconds: due)
+        case .delivered:
+            guard let attempt = r.u32(), let status = r.u16() else { return nil }
+            event = .delivered(id, attempt: attempt, status: status)
+        case .abandoned:
+            guard let attempt = r.u32(), let reason = r.string() else { return nil }
+            event = .abandoned(id, attempt: attempt, reason: reason)
+        default:
+            return nil
+        }
+        return r.isAtEnd ? event : nil
+    }
+
+    private static func decodeState(_ r: inout ByteReader, _ id: MessageID) -> MessageState? {
+        guard let url = r.string(), let count = r.u8() else { return nil }
+        var headers: [Header] = []
+        for _ in 0..<count {
+            guard let name = r.string(), let value = r.string() else { return nil }
+            headers.append(Header(name: name, value: value))
+        }
+        guard let body = r.blob(), let created = r.u64(), let attempts = r.u32(), let due = r.u64() else { return nil }
+        return MessageState(id: id, url: url, headers: headers, body: body, createdMilliseconds: created,
+                            attempts: attempts, nextDueMilliseconds: due)
+    }
+
+    private static func decodeOutcome(_ r: inout ByteReader) -> DeliveryOutcome? {
+        switch r.u8() {
+        case 1:
+            guard let status = r.u16(), let retryAfter = r.string() else { return nil }
+            return .response(status: Int(status), retryAfter: retryAfter.isEmpty ? nil : retryAfter)
+        case 2:
+            guard let raw = r.u8(), let kind = TransportFailure.Kind(rawValue: raw), let message = r.string() else { return nil }
+            return .failure(TransportFailure(kind, message))
+        default:
+            return nil
+        }
+    }
+}

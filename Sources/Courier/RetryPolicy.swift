@@ -1,0 +1,156 @@
+import Foundation
+
+/// When to try a message again, as a pure value: given an outcome, the attempt number and a
+/// random source, `decide` says deliver, retry after a delay, or give up. No clocks, no I/O.
+///
+/// **Backoff.** The cap for attempt n (n ≥ 1) is
+/// `min(maximumDelay, initialDelay × multiplier^(n−1))`; with `.full` jitter (the default) the
+/// delay is uniform in `[0, cap]`. Defaults: 1 s × 2ⁿ⁻¹ capped at 300 s. Why: the first user's
+/// server fails at random half the time, so a failure is most often followed by a success one
+/// try later; a 1 s start recovers in about a second (WorkManager's 30 s start would make a chat
+/// message feel lost), and the 5-minute cap (Segment's choice; WorkManager caps at 5 h) bounds
+/// how stale a message gets after a long outage. Full jitter spreads a fleet of phones that all
+/// lost the same server, so they do not return in lockstep (AWS's analysis).
+///
+/// **Retry-After** on 429 or 503, in seconds or as an HTTP date, is a lower bound on the delay,
+/// clamped to `retryAfterLimit` (default 1 hour) so a bad header cannot park a message forever.
+///
+/// **Which outcomes are retried** (`classifier`):
+///
+/// | outcome | `.retryEverything` (default) | `.giveUpOnClientErrors` |
+/// |---|---|---|
+/// | 2xx | delivered | delivered |
+/// | 408, 425, 429 | retry | retry (the server asks for it) |
+/// | other 4xx | retry | give up (resending the same bytes cannot fix them) |
+/// | 5xx, 1xx, 3xx | retry | retry (server trouble is transient) |
+/// | timeout, connection dropped/refused, TLS, other | retry | retry (the network heals) |
+///
+/// `maximumAttempts` and `expiry` (both off by default, as the user asked to "retry until you
+/// receive a successful response") give up after that many attempts or that long since `send`.
+public struct RetryPolicy: Sendable, Hashable {
+    public enum Jitter: Sendable, Hashable {
+        /// Exactly the capped exponential delay.
+        case none
+        /// Uniform in [0, delay] ("full jitter"). The default.
+        case full
+        /// Uniform in [delay/2, delay] ("equal jitter"): never retries sooner than half.
+        case equal
+    }
+
+    public enum Classifier: Sendable, Hashable {
+        /// Every outcome other than 2xx is retried. The default.
+        case retryEverything
+        /// 4xx other than 408, 425 and 429 give up at once.
+        case giveUpOnClientErrors
+    }
+
+    public enum Decision: Sendable, Hashable {
+        case delivered
+        case retry(after: Duration)
+        case giveUp(reason: String)
+    }
+
+    /// The delay cap of the first retry. The default is 1 second.
+    public var initialDelay: Duration
+    /// The growth per attempt. The default is 2.
+    public var multiplier: Double
+    /// The largest delay before jitter. The default is 300 seconds.
+    public var maximumDelay: Duration
+    /// The default is `.full`.
+    public var jitter: Jitter
+    /// Give up after this many attempts. The default is nil: never.
+    public var maximumAttempts: Int?
+    /// Give up once this long has passed since `send`. The default is nil: never.
+    public var expiry: Duration?
+    /// The most a `Retry-After` header can delay a message. The default is 1 hour.
+    public var retryAfterLimit: Duration
+    /// The default is `.retryEverything`.
+    public var classifier: Classifier
+
+    public init(initialDelay: Duration = .seconds(1), multiplier: Double = 2, maximumDelay: Duration = .seconds(300),
+                jitter: Jitter = .full, maximumAttempts: Int? = nil, expiry: Duration? = nil,
+                retryAfterLimit: Duration = .seconds(3600), classifier: Classifier = .retryEverything) {
+        self.initialDelay = initialDelay
+        self.multiplier = multiplier
+        self.maximumDelay = maximumDelay
+        self.jitter = jitter
+        self.maximumAttempts = maximumAttempts
+        self.expiry = expiry
+        self.retryAfterLimit = retryAfterLimit
+        self.classifier = classifier
+    }
+
+    /// The capped exponential delay for attempt `attempt` (1-based), before jitter.
+    public func backoff(attempt: Int) -> Duration {
+        let capSeconds = maximumDelay.seconds
+        let exponent = Double(max(0, attempt - 1))
+        // pow overflows to +inf for huge attempts; min() then picks the cap.
+        let raw = initialDelay.seconds * pow(max(1, multiplier), exponent)
+        return .seconds(min(capSeconds, raw.isFinite ? raw : capSeconds))
+    }
+
+    /// The decision after attempt number `attempt` ended with `outcome`.
+    /// - Parameters:
+    ///   - sinceSend: how long ago the message was sent (for `expiry`).
+    ///   - now: the wall time, to read a `Retry-After` HTTP date.
+    public func decide(_ outcome: DeliveryOutcome, attempt: Int, sinceSend: Duration, now: Date,
+                       using random: inout some RandomNumberGenerator) -> Decision {
+        if outcome.isSuccess { return .delivered }
+        if classifier == .giveUpOnClientErrors, case .response(let status, _) = outcome,
+           (400..<500).contains(status), ![408, 425, 429].contains(status) {
+            return .giveUp(reason: "HTTP \(status) is a client error (policy gives up on 4xx)")
+        }
+        if let maximumAttempts, attempt >= maximumAttempts {
+            return .giveUp(reason: "\(attempt) attempts, the maximum; last: \(outcome)")
+        }
+        var delay = jittered(backoff(attempt: attempt), using: &random)
+        if case .response(let status, let header?) = outcome, status == 429 || status == 503,
+           let asked = RetryAfter.parse(header, now: now) {
+            delay = max(delay, min(asked, retryAfterLimit))
+        }
+        if let expiry, sinceSend + delay > expiry {
+            return .giveUp(reason: "expired: next try would be past \(expiry) since send; last: \(outcome)")
+        }
+        return .retry(after: delay)
+    }
+
+    func jittered(_ cap: Duration, using random: inout some RandomNumberGenerator) -> Duration {
+        let s = cap.seconds
+        guard s > 0 else { return .zero }
+        switch jitter {
+        case .none: return cap
+        case .full: return .seconds(Double.random(in: 0...s, using: &random))
+        case .equal: return .seconds(Double.random(in: (s / 2)...s, using: &random))
+        }
+    }
+}
+
+/// `Retry-After` header values: delay-seconds or an HTTP date (RFC 9110 §10.2.3).
+public enum RetryAfter {
+    /// The delay the header asks for, or nil if it is neither form. A date in the past is 0.
+    public static func parse(_ header: String, now: Date) -> Duration? {
+        let value = header.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
+        guard let date = httpDate(value) else { return nil }
+        return .seconds(max(0, date.timeIntervalSince(now)))
+    }
+
+    /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), and the obsolete RFC 850 and asctime forms.
+    static func httpDate(_ value: String) -> Date? {
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = TimeZone(identifier: "GMT")
+            f.dateFormat = format
+            if let date = f.date(from: value) { return date }
+        }
+        return nil
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a Double.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

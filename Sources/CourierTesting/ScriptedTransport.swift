@@ -1,0 +1,132 @@
+import Courier
+import Foundation
+
+/// A transport that answers from a script instead of the network, and records every request.
+///
+///     let transport = ScriptedTransport { request in
+///         request.attempt < 3 ? .response(status: 500) : .response(status: 200)
+///     }
+///
+/// With `holdResponses = true`, requests wait until `release` lets them answer, so tests can
+/// see how many are in flight at once.
+public final class ScriptedTransport: DeliveryTransport {
+    public typealias Script = @Sendable (DeliveryRequest) -> DeliveryOutcome
+
+    private let lock = NSLock()
+    private let script: Script
+    private var recorded: [DeliveryRequest] = []
+    private var held: [(UUID, CheckedContinuation<Void, Never>)] = []
+    private var hold = false
+    private var inFlight = 0
+    private var maxInFlight = 0
+    private var countWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
+
+    public init(_ script: @escaping Script = { _ in .response(status: 200) }) {
+        self.script = script
+    }
+
+    /// Every request so far, in arrival order.
+    public var requests: [DeliveryRequest] { lock.withLock { recorded } }
+    /// The most requests that were in flight at the same time.
+    public var maximumInFlight: Int { lock.withLock { maxInFlight } }
+    /// Requests waiting to be released.
+    public var heldCount: Int { lock.withLock { held.count } }
+
+    /// While true, requests wait for `release`.
+    public var holdResponses: Bool {
+        get { lock.withLock { hold } }
+        set { lock.withLock { hold = newValue } }
+    }
+
+    /// Lets up to `count` held requests answer (all if nil), oldest first.
+    public func release(_ count: Int? = nil) {
+        let released = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            let n = min(count ?? held.count, held.count)
+            defer { held.removeFirst(n) }
+            return held.prefix(n).map(\.1)
+        }
+        for c in released { c.resume() }
+    }
+
+    /// Returns once at least `count` requests have arrived.
+    public func waitForRequests(_ count: Int) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = lock.withLock { () -> Bool in
+                if recorded.count >= count { return true }
+                countWaiters.append((count, c))
+                return false
+            }
+            if ready { c.resume() }
+        }
+    }
+
+    public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
+        let (mustHold, ready) = lock.withLock { () -> (Bool, [CheckedContinuation<Void, Never>]) in
+            recorded.append(request)
+            inFlight += 1
+            maxInFlight = max(maxInFlight, inFlight)
+            let ready = countWaiters.filter { $0.0 <= recorded.count }.map(\.1)
+            countWaiters.removeAll { $0.0 <= recorded.count }
+            return (hold, ready)
+        }
+        for c in ready { c.resume() }
+        if mustHold {
+            // Held requests still honour cancellation, as real transports do.
+            let key = UUID()
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let cancelled = lock.withLock { () -> Bool in
+                        if Task.isCancelled { return true }
+                        held.append((key, c))
+                        return false
+                    }
+                    if cancelled { c.resume() }
+                }
+            } onCancel: {
+                let c = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+                    guard let i = held.firstIndex(where: { $0.0 == key }) else { return nil }
+                    return held.remove(at: i).1
+                }
+                c?.resume()
+            }
+        }
+        lock.withLock { inFlight -= 1 }
+        if Task.isCancelled { return .failure(TransportFailure(.cancelled, "cancelled")) }
+        return script(request)
+    }
+}
+
+/// All state is guarded by `lock`.
+extension ScriptedTransport: @unchecked Sendable {}
+
+/// A seeded, thread-safe random source for `Courier.Configuration.random`.
+public final class SeededRandomSource: @unchecked Sendable {
+    private let lock = NSLock()
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    /// The next value (SplitMix64). Pass `source.next` as `configuration.random`.
+    public func next() -> UInt64 {
+        lock.withLock {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}
+
+/// Message ids 00000000-0000-0000-0000-000000000001, …2, … for readable, reproducible tests.
+public final class SequentialMessageIDs: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n: UInt64 = 0
+    public init() {}
+    public func next() -> MessageID {
+        let value = lock.withLock { () -> UInt64 in n += 1; return n }
+        let hex = String(value, radix: 16)
+        let padded = String(repeating: "0", count: 12 - hex.count) + hex
+        return MessageID("00000000-0000-0000-0000-" + padded)!
+    }
+}

@@ -1,0 +1,186 @@
+@testable import Courier
+import CourierLog
+import CourierTesting
+import Foundation
+import Testing
+
+@Suite struct EngineTests {
+    @Test func sendWritesTheMessageToTheLogBeforeItReturns() async throws {
+        let dir = TemporaryDirectory()
+        let transport = ScriptedTransport()
+        transport.holdResponses = true
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let id = try courier.send(["text": "hi"], to: inbox)
+        var kinds: [RecordKind] = []
+        _ = try LogReader(directory: dir.url.path).read { kinds.append($0.kind) }
+        #expect(kinds == [.enqueued])
+        #expect(courier.pendingCount == 1)
+        #expect(id.description == "00000000-0000-0000-0000-000000000001")
+        await transport.waitForRequests(1)
+        await courier.close()  // cancels the held attempt: not counted, still pending on disk
+        var after: [RecordKind] = []
+        _ = try LogReader(directory: dir.url.path).read { after.append($0.kind) }
+        #expect(after == [.enqueued])
+    }
+
+    @Test func eachPostCarriesJSONTheIdempotencyKeyAndTheExactBody() async throws {
+        let dir = TemporaryDirectory()
+        let transport = ScriptedTransport()
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let id = try courier.send(["text": "hi", "n": 1], to: inbox, headers: ["X-App": "demo", "idempotency-key": "spoof"])
+        try await courier.delivered(id)
+        let request = try #require(transport.requests.first)
+        #expect(request.url == inbox)
+        #expect(request.headers["Content-Type"] == "application/json")
+        #expect(request.headers["Idempotency-Key"] == id.description)
+        #expect(request.headers["X-App"] == "demo")
+        #expect(request.headers["idempotency-key"] == nil, "callers cannot override the key")
+        #expect(String(decoding: request.body, as: UTF8.self) == #"{"n":1,"text":"hi"}"#)
+        #expect(request.timeout == .seconds(30))
+        await courier.close()
+    }
+
+    @Test func nothingIsSentBeforeItsDueTimeAndEverythingDueIsSent() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let transport = ScriptedTransport { $0.attempt < 3 ? .response(status: 500) : .response(status: 200) }
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let id = try courier.send(["text": "hi"], to: inbox)
+        await courier.settle()
+        #expect(transport.requests.count == 1)
+        clock.advance(by: .milliseconds(999))  // attempt 2 is due 1 s after attempt 1 (no jitter)
+        await courier.settle()
+        #expect(transport.requests.count == 1)
+        clock.advance(by: .milliseconds(1))
+        await courier.settle()
+        #expect(transport.requests.count == 2)
+        clock.advance(by: .milliseconds(1999))  // attempt 3: 2 s later
+        await courier.settle()
+        #expect(transport.requests.count == 2)
+        clock.advance(by: .milliseconds(1))
+        try await courier.delivered(id)
+        #expect(transport.requests.map(\.attempt) == [1, 2, 3])
+        #expect(courier.pendingCount == 0)
+        await courier.close()
+    }
+
+    @Test func theConcurrencyLimitIsHeld() async throws {
+        let dir = TemporaryDirectory()
+        let transport = ScriptedTransport()
+        transport.holdResponses = true
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.maxConcurrentDeliveries = 3
+        let courier = try Courier(directory: dir.url, configuration: config)
+        for i in 0..<10 { try courier.send(["n": i], to: inbox) }
+        #expect(courier.inFlightCount == 3)
+        await transport.waitForRequests(3)
+        #expect(transport.heldCount == 3)
+        // Release one at a time: each completion starts exactly one more.
+        for done in 1...7 {
+            transport.release(1)
+            await transport.waitForRequests(3 + done)
+            #expect(courier.inFlightCount <= 3)
+        }
+        transport.holdResponses = false
+        transport.release()
+        await courier.waitUntilIdle()
+        #expect(transport.requests.count == 10)
+        #expect(transport.maximumInFlight == 3)
+        await courier.close()
+    }
+
+    @Test func aStormOf500sDelaysOnlyTheFailingMessages() async throws {
+        let dir = TemporaryDirectory()
+        let failing = URL(string: "https://down.example/x")!
+        let transport = ScriptedTransport { $0.url == failing ? .response(status: 500) : .response(status: 200) }
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.maxConcurrentDeliveries = 2
+        let courier = try Courier(directory: dir.url, configuration: config)
+        for i in 0..<5 { try courier.send(["bad": i], to: failing) }
+        let good = try (0..<20).map { try courier.send(["good": $0], to: inbox) }
+        for id in good { try await courier.delivered(id) }  // no clock advance needed
+        #expect(courier.pendingCount == 5)
+        await courier.close()
+    }
+
+    @Test func retryAfterOn429IsHonoured() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 429, retryAfter: "120") : .response(status: 200) }
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let id = try courier.send(["text": "hi"], to: inbox)
+        await courier.settle()
+        clock.advance(by: .seconds(119))
+        await courier.settle()
+        #expect(transport.requests.count == 1)
+        clock.advance(by: .seconds(1))
+        try await courier.delivered(id)
+        await courier.close()
+    }
+
+    @Test func callbacksFireOnceAndEventsTellTheStory() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 500) : .response(status: 200) }
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let events = EventLog(courier.events)
+        let calls = Counter()
+        let id = try courier.send(["text": "hi"], to: inbox, onDelivered: { _ in calls.increment() })
+        await courier.settle()
+        clock.advance(by: .seconds(1))
+        try await courier.delivered(id)
+        try await courier.delivered(id)  // already delivered: returns at once
+        await courier.close()
+        await events.finish()
+        #expect(calls.value == 1)
+        #expect(events.events == [
+            .enqueued(id), .attempt(id, number: 1),
+            .failed(id, attempt: 1, outcome: .response(status: 500), retryIn: .seconds(1)),
+            .attempt(id, number: 2), .delivered(id, attempts: 2),
+        ])
+    }
+
+    @Test func anAbandonedMessageIsReportedAndLogged() async throws {
+        let dir = TemporaryDirectory()
+        let transport = ScriptedTransport { _ in .response(status: 404) }
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.retry.classifier = .giveUpOnClientErrors
+        let courier = try Courier(directory: dir.url, configuration: config)
+        let abandoned = Counter()
+        let id = try courier.send(["text": "hi"], to: inbox, onAbandoned: { _, error in
+            #expect(error.code == .abandoned)
+            abandoned.increment()
+        })
+        await #expect { try await courier.delivered(id) } throws: { ($0 as? CourierError)?.code == .abandoned }
+        await courier.close()
+        #expect(abandoned.value == 1)
+        var kinds: [RecordKind] = []
+        _ = try LogReader(directory: dir.url.path).read { kinds.append($0.kind) }
+        #expect(kinds == [.enqueued, .abandoned])
+    }
+
+    @Test func fifoPerDestinationHoldsLaterMessagesBehindAFailingOne() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let transport = ScriptedTransport { $0.attempt == 1 && String(decoding: $0.body, as: UTF8.self).contains("first") ? .response(status: 500) : .response(status: 200) }
+        var config = testConfiguration(clock: clock, transport: transport)
+        config.deliveryOrder = .fifoPerDestination
+        let courier = try Courier(directory: dir.url, configuration: config)
+        let first = try courier.send(["m": "first"], to: inbox)
+        let second = try courier.send(["m": "second"], to: inbox)
+        await courier.settle()
+        #expect(transport.requests.count == 1, "second waits while first is retried")
+        clock.advance(by: .seconds(1))
+        try await courier.delivered(first)
+        try await courier.delivered(second)
+        #expect(transport.requests.map { String(decoding: $0.body, as: UTF8.self) } == [#"{"m":"first"}"#, #"{"m":"first"}"#, #"{"m":"second"}"#])
+        await courier.close()
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func increment() { lock.withLock { n += 1 } }
+    var value: Int { lock.withLock { n } }
+}

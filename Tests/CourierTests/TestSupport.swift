@@ -1,0 +1,48 @@
+@testable import Courier
+import CourierLog
+import CourierTesting
+import Foundation
+
+let wallStart = Date(timeIntervalSince1970: 1_763_740_800)  // 2025-11-21T16:00:00Z
+let inbox = URL(string: "https://example.com/inbox")!
+
+/// A temporary directory that removes itself.
+final class TemporaryDirectory: @unchecked Sendable {
+    let url: URL
+    init() {
+        url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-\(UUID().uuidString)")
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Deterministic configuration: manual clock, fixed wall time, seeded jitter, sequential ids.
+func testConfiguration(clock: ManualClock, transport: any DeliveryTransport, jitter: RetryPolicy.Jitter = .none) -> Courier.Configuration {
+    var c = Courier.Configuration()
+    c.clock = clock
+    c.now = { wallStart }
+    c.transport = transport
+    c.random = SeededRandomSource(seed: 42).next
+    c.makeMessageID = SequentialMessageIDs().next
+    c.retry = RetryPolicy(jitter: jitter)
+    c.durability = .never
+    return c
+}
+
+extension Courier {
+    /// Attempts in flight right now (for tests).
+    var inFlightCount: Int { lock.withLock { core.inFlight.count } }
+    var scheduledStates: [MessageID: MessageState] { lock.withLock { core.scheduler.entries.mapValues(\.state) } }
+}
+
+/// Collects events from a stream in the background.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [CourierEvent] = []
+    private var task: Task<Void, Never>?
+
+    init(_ stream: AsyncStream<CourierEvent>) {
+        task = Task { for await e in stream { self.lock.withLock { self.items.append(e) } } }
+    }
+    var events: [CourierEvent] { lock.withLock { items } }
+    func finish() async { await task?.value }
+}
