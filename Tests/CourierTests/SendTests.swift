@@ -1,0 +1,182 @@
+@testable import Courier
+import CourierLog
+import CourierTesting
+import Foundation
+import Testing
+
+@Suite struct SendValidationTests {
+    func records(_ dir: TemporaryDirectory) throws -> Int {
+        var n = 0
+        _ = try LogReader(directory: dir.url.path).read { _ in n += 1 }
+        return n
+    }
+
+    @Test func valuesJSONCannotHoldAreRefusedBeforeAnythingIsWritten() async throws {
+        let dir = TemporaryDirectory()
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        final class Custom {}
+        let bad: [[String: Any]] = [
+            ["when": Date()], ["blob": Data([1])], ["x": Custom()], ["nan": Double.nan], ["inf": Double.infinity],
+            ["deep": ["list": [1, 2, Float.nan]]], ["n": NSNumber(value: Double.infinity)],
+        ]
+        for value in bad {
+            #expect { try courier.send(value, to: inbox) } throws: { ($0 as? CourierError)?.code == .invalidJSON }
+        }
+        struct WithNaN: Encodable { var x = Double.nan }
+        #expect { try courier.send(WithNaN(), to: inbox) } throws: { ($0 as? CourierError)?.code == .invalidJSON }
+        #expect(try records(dir) == 0)
+        #expect(courier.pendingCount == 0)
+        await courier.close()
+    }
+
+    @Test func nonHTTPURLsAndOversizedBodiesAreRefused() async throws {
+        let dir = TemporaryDirectory()
+        var config = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        config.maximumMessageSize = 100
+        let courier = try Courier(directory: dir.url, configuration: config)
+        for url in ["ftp://example.com/x", "file:///etc/passwd", "mailto:a@b.c", "https:///nohost"] {
+            #expect { try courier.send(["a": 1], to: URL(string: url)!) } throws: { ($0 as? CourierError)?.code == .invalidURL }
+        }
+        #expect { try courier.send(["a": String(repeating: "x", count: 200)], to: inbox) } throws: {
+            ($0 as? CourierError)?.code == .messageTooLarge
+        }
+        #expect { try courier.send(data: Data(count: 101), to: inbox) } throws: { ($0 as? CourierError)?.code == .messageTooLarge }
+        #expect(try records(dir) == 0)
+        await courier.close()
+    }
+
+    @Test func encodableValuesAndRawDataAreSentAsGiven() async throws {
+        let dir = TemporaryDirectory()
+        let transport = ScriptedTransport()
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        struct Note: Encodable { var text: String; var n: Int }
+        let a = try courier.send(Note(text: "hi", n: 2), to: inbox)
+        let b = try courier.send(data: Data("plain".utf8), contentType: "text/plain", to: inbox)
+        try await courier.delivered(a)
+        try await courier.delivered(b)
+        let bodies = transport.requests.map { String(decoding: $0.body, as: UTF8.self) }
+        #expect(Set(bodies) == [#"{"n":2,"text":"hi"}"#, "plain"])
+        #expect(transport.requests.first { $0.messageID == b }?.headers["Content-Type"] == "text/plain")
+        await courier.close()
+    }
+
+    @Test func theStorageLimitIsATypedErrorAndDropsNothing() async throws {
+        let dir = TemporaryDirectory()
+        let transport = ScriptedTransport()
+        transport.holdResponses = true
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.maximumStorageBytes = 2000
+        let courier = try Courier(directory: dir.url, configuration: config)
+        var sent = 0
+        do {
+            for i in 0..<100 { try courier.send(["n": i, "pad": String(repeating: "x", count: 50)], to: inbox); sent += 1 }
+            Issue.record("the limit was never reached")
+        } catch {
+            #expect(error.code == .storageFull)
+        }
+        #expect(sent > 5 && courier.pendingCount == sent)
+        await courier.close()
+    }
+
+    @Test func aDirectoryOpenElsewhereIsRefused() async throws {
+        let dir = TemporaryDirectory()
+        let first = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        #expect { try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport())) } throws: {
+            ($0 as? CourierError)?.code == .directoryLocked
+        }
+        await first.close()
+        let second = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        await second.close()
+    }
+
+    @Test func sendAfterCloseThrowsClosed() async throws {
+        let dir = TemporaryDirectory()
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        await courier.close()
+        #expect { try courier.send(["a": 1], to: inbox) } throws: { ($0 as? CourierError)?.code == .closed }
+        await #expect { try await courier.delivered(MessageID()) } throws: { ($0 as? CourierError)?.code == .unknownMessage }
+    }
+}
+
+@Suite struct RestartTests {
+    @Test func attemptCountsAndDueTimesSurviveARestart() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let failing = ScriptedTransport { _ in .response(status: 500) }
+        let first = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: failing))
+        let id = try first.send(["text": "hi"], to: inbox)
+        await first.settle()
+        clock.advance(by: .seconds(1))
+        await first.settle()
+        #expect(failing.requests.map(\.attempt) == [1, 2])
+        await first.close()
+
+        // Reopen 1 s after attempt 2 failed: attempt 3 is due 2 s after it.
+        let clock2 = ManualClock()
+        let working = ScriptedTransport()
+        var config = testConfiguration(clock: clock2, transport: working)
+        config.now = { wallStart.addingTimeInterval(2) }
+        let second = try Courier(directory: dir.url, configuration: config)
+        #expect(second.pendingCount == 1)
+        await second.settle()
+        #expect(working.requests.isEmpty, "not due yet")
+        clock2.advance(by: .seconds(1))
+        try await second.delivered(id)
+        #expect(working.requests.map(\.attempt) == [3])
+        await second.close()
+    }
+
+    @Test func aMessageInFlightAtCloseIsPendingAgainAfterReopen() async throws {
+        let dir = TemporaryDirectory()
+        let held = ScriptedTransport()
+        held.holdResponses = true
+        let first = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: held))
+        let id = try first.send(["text": "hi"], to: inbox)
+        await held.waitForRequests(1)
+        await first.close()
+        let working = ScriptedTransport()
+        let second = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: working))
+        try await second.delivered(id)
+        #expect(working.requests.map(\.attempt) == [1], "a cancelled attempt is not counted")
+        await second.close()
+    }
+
+    /// A scripted run, then the log cut after each record in turn: the courier opened on the
+    /// cut log holds exactly the projection of the records before the cut.
+    @Test func theLogCutAtEveryRecordBoundaryReplaysToTheProjectionOfWhatSurvived() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let transport = ScriptedTransport { r in
+            let n = Int(r.messageID.description.suffix(2), radix: 16)!
+            return r.attempt < 1 + n % 3 ? .response(status: 503) : .response(status: 200)
+        }
+        var config = testConfiguration(clock: clock, transport: transport)
+        config.maxConcurrentDeliveries = 2
+        let courier = try Courier(directory: dir.url, configuration: config)
+        for i in 0..<8 { try courier.send(["n": i], to: inbox) }
+        for _ in 0..<6 { await courier.settle(); clock.advance(by: .seconds(10)) }
+        await courier.waitUntilIdle()
+        await courier.close()
+
+        var records: [LogRecord] = []
+        _ = try LogReader(directory: dir.url.path).read { records.append($0) }
+        #expect(records.count > 20)
+        let segment = dir.url.appendingPathComponent(records[0].location.segment)
+        let bytes = try Data(contentsOf: segment)
+        for cut in 0...records.count {
+            let copy = TemporaryDirectory()
+            try FileManager.default.createDirectory(at: copy.url, withIntermediateDirectories: true)
+            let end = cut == 0 ? 40 : records[cut - 1].location.offset + records[cut - 1].location.length
+            try bytes.prefix(end).write(to: copy.url.appendingPathComponent(records[0].location.segment))
+            var expected = Scheduler(fifoPerDestination: false)
+            for r in records.prefix(cut) { expected.apply(Event.decode(kind: r.kind, body: r.body)!, sequence: r.sequence) }
+            let parked = ScriptedTransport()
+            parked.holdResponses = true
+            var reopen = testConfiguration(clock: ManualClock(), transport: parked)
+            reopen.now = { wallStart.addingTimeInterval(-60) }  // nothing is due: the projection stays as replayed
+            let replayed = try Courier(directory: copy.url, configuration: reopen)
+            #expect(replayed.scheduledStates == expected.entries.mapValues(\.state), "cut after \(cut) records")
+            await replayed.close()
+        }
+    }
+}
