@@ -1,0 +1,90 @@
+import FlyingFox
+import Foundation
+
+/// A loopback HTTP server that fails on purpose, like the servers Courier is built for: it
+/// answers POSTs with 500 at a given rate (the first user's server: half the time), and can
+/// also drop connections without answering, delay, and answer 429 with `Retry-After`. It
+/// counts requests and `Idempotency-Key`s, so tests can check that every message arrived and
+/// how many duplicates at-least-once delivery produced. Binds 127.0.0.1 only.
+public final class FlakyServer: Sendable {
+    public struct Behavior: Sendable {
+        /// Chance of answering 500. The default is 0.5.
+        public var failureRate = 0.5
+        /// Chance of closing the connection without any answer. The default is 0.
+        public var dropRate = 0.0
+        /// Chance of answering 429 with `Retry-After: retryAfterSeconds`. The default is 0.
+        public var rateLimitRate = 0.0
+        public var retryAfterSeconds = 1
+        /// Wait this long before answering. The default is none.
+        public var delay: Duration = .zero
+        /// Seed for the coin flips; the default (nil) is random.
+        public var seed: UInt64?
+
+        public init(failureRate: Double = 0.5, dropRate: Double = 0, rateLimitRate: Double = 0,
+                    retryAfterSeconds: Int = 1, delay: Duration = .zero, seed: UInt64? = nil) {
+            self.failureRate = failureRate
+            self.dropRate = dropRate
+            self.rateLimitRate = rateLimitRate
+            self.retryAfterSeconds = retryAfterSeconds
+            self.delay = delay
+            self.seed = seed
+        }
+    }
+
+    /// What the server saw.
+    public struct Statistics: Sendable, Equatable {
+        public var requests = 0
+        public var answered: [Int: Int] = [:]
+        public var dropped = 0
+        /// Distinct `Idempotency-Key`s seen.
+        public var distinctKeys = 0
+        /// Distinct keys answered 2xx at least once: messages the server accepted.
+        public var acceptedKeys = 0
+        /// 2xx answers for a key already accepted: duplicates a real server would drop.
+        public var duplicateAccepts = 0
+    }
+
+    let state: ServerState
+    private let server: HTTPServer
+    private let task: Task<Void, any Error>
+
+    /// Starts listening on 127.0.0.1 (port 0: any free port).
+    public init(behavior: Behavior = Behavior(), port: UInt16 = 0) async throws {
+        state = ServerState(behavior: behavior)
+        let server = HTTPServer(address: try .inet(ip4: "127.0.0.1", port: port), timeout: 60, logger: .disabled)
+        self.server = server
+        let state = self.state
+        await server.appendRoute("POST *") { request in try await state.handle(request) }
+        await server.appendRoute("GET /stats") { _ in state.statisticsResponse() }
+        task = Task { try await server.run() }
+        try await server.waitUntilListening(timeout: 10)
+    }
+
+    /// `http://127.0.0.1:PORT/messages`.
+    public var url: URL {
+        get async {
+            var port: UInt16 = 0
+            if case .ip4(_, let p) = await server.listeningAddress { port = p }
+            return URL(string: "http://127.0.0.1:\(port)/messages")!
+        }
+    }
+
+    public var statistics: Statistics { state.statistics }
+
+    /// Replaces the behaviour (e.g. "the server recovers").
+    public func setBehavior(_ behavior: Behavior) { state.setBehavior(behavior) }
+
+    public func stop() async {
+        await server.stop(timeout: 1)
+        task.cancel()
+    }
+}
+
+/// Closes the connection before writing a single byte: FlyingFox writes a WebSocket upgrade's
+/// response only after `makeFrames` returns, so throwing here is a clean "drop".
+struct DropConnection: WSHandler {
+    struct Dropped: Error {}
+    func makeFrames(for client: AsyncThrowingStream<WSFrame, any Error>) async throws -> AsyncStream<WSFrame> {
+        throw Dropped()
+    }
+}
