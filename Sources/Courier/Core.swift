@@ -17,6 +17,9 @@ struct Core {
     /// Messages resolved since the last compaction.
     var resolvedSinceCompaction = 0
     var compacting = false
+    /// Segment count when the compactor last looked (it looks again after a roll).
+    var segmentsAtLastCheck = 0
+    var compactions = 0
 }
 
 struct Callbacks {

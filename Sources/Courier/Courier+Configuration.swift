@@ -54,6 +54,9 @@ extension Courier {
         /// Compact once at least this many messages have been resolved since the last
         /// compaction and resolved records dominate the sealed segments. The default is 10,000.
         public var compactionThreshold = 10_000
+        /// Whether the compactor runs. Turn it off to keep every record for inspection with
+        /// `wal-dump` (disk use then grows without bound). The default is true.
+        public var compactionEnabled = true
         /// How many resolved ids `delivered(_:)` remembers (most recent first). Older ids throw
         /// `.unknownMessage`. The default is 100,000 (about 3 MB).
         public var resolvedMemoryCount = 100_000

@@ -58,6 +58,7 @@ public final class Courier {
             try? log.close()
             throw CourierError(.storageFailed, "replay failed: \(error)")
         }
+        compactIfWorthIt()
         pump()
     }
 

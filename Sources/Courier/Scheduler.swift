@@ -132,9 +132,15 @@ struct Scheduler {
         }
     }
 
-    /// Ids whose latest full state lies below `sequence` (the compactor re-snapshots them).
+    /// Messages whose latest full state lies below `sequence` (the compactor re-snapshots
+    /// them). In-flight ones too: their outcome will be a delta after the snapshot.
     func pinned(below sequence: UInt64) -> [MessageState] {
-        entries.values.filter { $0.fullStateSequence < sequence && !$0.inFlight }.map(\.state)
+        entries.values.filter { $0.fullStateSequence < sequence }.sorted { $0.order < $1.order }.map(\.state)
+    }
+
+    /// Records that `id`'s full state now lives in record `sequence` (a snapshot).
+    mutating func moveFullState(_ id: MessageID, to sequence: UInt64) {
+        entries[id]?.fullStateSequence = sequence
     }
 
     /// The lowest full-state sequence of any pending message: the log may forget below it.
