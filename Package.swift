@@ -67,7 +67,7 @@ let package = Package(
         // Tests
         .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting"]),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer"]),
-        .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting"]),
+        .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting", "Courier", "CourierTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,6 +3,8 @@ import CourierLogTesting
 import Foundation
 import Testing
 import WALDumpCore
+import Courier
+import CourierTesting
 
 /// The repository's Fixtures folder, found from this file so tests run from any directory.
 let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -157,5 +159,34 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         try log.close()
         #expect(Dump(directory: path, out: { _ in }, err: { _ in }).verify() == .ok)
         #expect(reads >= 3)
+    }
+}
+
+@Suite struct CourierRecordTests {
+    /// A log written by Courier itself: every record names its message, with the id exactly
+    /// as sent in Idempotency-Key, and stats splits live from dead.
+    @Test func recordsOfACourierLogCarryTheMessageID() async throws {
+        let path = NSTemporaryDirectory() + "courier-dump-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let down = URL(string: "https://down.example/x")!
+        var config = Courier.Configuration()
+        config.transport = ScriptedTransport { $0.url == down ? .response(status: 503) : .response(status: 200) }
+        config.clock = ManualClock()
+        let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
+        let delivered = try courier.send(["a": 1], to: URL(string: "https://example.com/in")!)
+        let stuck = try courier.send(["b": 2], to: down)
+        try await courier.delivered(delivered)
+        await courier.close()
+
+        var lines: [String] = []
+        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false) == .ok)
+        let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        let pairs = objects.map { "\($0["type"]!) \($0["id"]!)" }
+        #expect(pairs == ["enqueued \(delivered)", "enqueued \(stuck)", "delivered \(delivered)", "attempted \(stuck)"]
+                || pairs == ["enqueued \(delivered)", "enqueued \(stuck)", "attempted \(stuck)", "delivered \(delivered)"])
+        #expect(objects.first { ($0["type"] as? String) == "attempted" }?["outcome"] as? String == "HTTP 503")
+        var stats: [String] = []
+        _ = Dump(directory: path, out: { stats.append($0) }, err: { _ in }).stats(json: false)
+        #expect(stats.contains("messages: 1 live, 1 dead (2 records of dead messages)"))
     }
 }

@@ -10,7 +10,7 @@ public struct Dump {
     public var err: (String) -> Void
 
     public init(directory: String, fileSystem: any LogFileSystem = PosixFileSystem(),
-                describer: any RecordDescriber = OpaqueRecords(),
+                describer: any RecordDescriber = CourierRecords(),
                 out: @escaping (String) -> Void, err: @escaping (String) -> Void) {
         self.directory = directory
         self.fileSystem = fileSystem
