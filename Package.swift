@@ -61,6 +61,7 @@ let package = Package(
             dependencies: ["WALDumpCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tools/wal-dump/CLI"
         ),
+        .executableTarget(name: "courier-load", dependencies: ["Courier"], path: "Tools/courier-load"),
         .executableTarget(name: "wal-bench", dependencies: ["CourierLog", "CLZ4"], path: "Tools/wal-bench"),
         .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting"], path: "Tools/wal-fixtures"),
 

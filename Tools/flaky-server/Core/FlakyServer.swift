@@ -70,6 +70,8 @@ public final class FlakyServer: Sendable {
     }
 
     public var statistics: Statistics { state.statistics }
+    /// The `Idempotency-Key`s answered 2xx at least once.
+    public var acceptedKeySet: Set<String> { state.acceptedKeys }
 
     /// Replaces the behaviour (e.g. "the server recovers").
     public func setBehavior(_ behavior: Behavior) { state.setBehavior(behavior) }

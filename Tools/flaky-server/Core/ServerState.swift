@@ -15,6 +15,7 @@ final class ServerState: @unchecked Sendable {
     }
 
     var statistics: FlakyServer.Statistics { lock.withLock { stats } }
+    var acceptedKeys: Set<String> { lock.withLock { Set(keys.filter(\.value).keys) } }
 
     func setBehavior(_ b: FlakyServer.Behavior) { lock.withLock { behavior = b } }
 

@@ -1,0 +1,68 @@
+@testable import Courier
+import CourierTesting
+import FlakyServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The built `courier-load` binary, next to the test bundle.
+func courierLoadBinary() -> String {
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    for _ in 0..<4 where !FileManager.default.fileExists(atPath: dir.appendingPathComponent("courier-load").path) {
+        dir = dir.deletingLastPathComponent()
+    }
+    return dir.appendingPathComponent("courier-load").path
+}
+
+@Suite struct ProcessCrashTests {
+    /// A child process sends 2,000 messages to a flaky server and is killed with SIGKILL after
+    /// a few hundred acknowledged sends. A second Courier (this process) opens the directory and
+    /// drains it: every message whose `send` returned in the child reaches the server.
+    @Test(.timeLimit(.minutes(2)))
+    func everyAcknowledgedSendSurvivesSIGKILL() async throws {
+        let binary = courierLoadBinary()
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "build first: make test builds courier-load")
+        let server = try await FlakyServer(behavior: .init(failureRate: 0.5, seed: 11))
+        let url = await server.url
+        let dir = TemporaryDirectory()
+
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: binary)
+        child.arguments = [dir.url.path, url.absoluteString, "2000", "1000"]  // 1 ms between sends
+        let pipe = Pipe()
+        child.standardOutput = pipe
+        try child.run()
+        var acknowledged: [MessageID] = []
+        var buffer = Data()
+        // Read ids until 300 were acknowledged, then kill mid-stream. Bounded by the output.
+        readLoop: while acknowledged.count < 300 {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer += chunk
+            while let newline = buffer.firstIndex(of: 10) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer = Data(buffer[(newline + 1)...])
+                guard let id = MessageID(line) else { Issue.record("child said: \(line)"); break readLoop }
+                acknowledged.append(id)
+            }
+        }
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        #expect(child.terminationReason == .uncaughtSignal)
+        #expect(acknowledged.count >= 300 && acknowledged.count < 2000, "killed while still sending")
+
+        var config = Courier.Configuration()
+        config.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(20))
+        let survivor = try Courier(directory: dir.url, configuration: config)
+        await survivor.waitUntilIdle()
+        for id in acknowledged { try await survivor.delivered(id) }
+        await survivor.close()
+        await server.stop()
+        let accepted = server.acceptedKeySet
+        let missing = acknowledged.filter { !accepted.contains($0.description) }
+        #expect(missing.isEmpty, "\(missing.count) acknowledged messages never reached the server")
+    }
+}
