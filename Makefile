@@ -4,6 +4,8 @@
 SWIFT      ?= swift
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BENCH_N    ?= 200000
+PENDING_N  ?= 100000
+DELIVER_N  ?= 4000
 
 .PHONY: all deps build test demo bench fixtures verify-fixtures clean
 
@@ -36,9 +38,11 @@ demo: deps
 	$(SWIFT) run --skip-build wal-dump records .build/demo-log
 	$(SWIFT) run --skip-build wal-dump verify .build/demo-log
 
-# Benchmarks: release build, figures printed side by side in one run.
+# Benchmarks: release build, figures printed side by side in one run (not part of `make test`:
+# timing belongs to benchmarks, never to unit tests).
 bench: deps
 	$(SWIFT) run -c release wal-bench $(BENCH_N)
+	$(SWIFT) run -c release courier-bench $(PENDING_N) $(DELIVER_N)
 
 # Regenerate the golden logs and wal-dump snapshots in Fixtures/ (commit the result only for a
 # deliberate format change).

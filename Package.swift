@@ -62,6 +62,11 @@ let package = Package(
             path: "Tools/wal-dump/CLI"
         ),
         .executableTarget(name: "courier-load", dependencies: ["Courier"], path: "Tools/courier-load"),
+        .executableTarget(
+            name: "courier-bench",
+            dependencies: ["Courier", "FlakyServer",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux]))],
+            path: "Tools/courier-bench"),
         .executableTarget(name: "wal-bench", dependencies: ["CourierLog", "CLZ4"], path: "Tools/wal-bench"),
         .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting"], path: "Tools/wal-fixtures"),
 

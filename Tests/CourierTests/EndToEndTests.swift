@@ -90,6 +90,33 @@ import Testing
     }
 }
 
+@Suite struct URLSessionTransportTests {
+    /// URLSession is selectable on Linux (the default on Apple platforms). Against a server
+    /// that never drops connections it delivers; with drops it hangs to its timeout on Linux,
+    /// which is why it is not the Linux default.
+    @Test(.timeLimit(.minutes(1)))
+    func urlSessionTransportDeliversAgainstAServerThatDoesNotDrop() async throws {
+        let server = try await FlakyServer(behavior: .init(failureRate: 0.5, seed: 5))
+        let url = await server.url
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        var config = Courier.Configuration()
+        config.clock = clock
+        config.transport = URLSessionTransport()
+        config.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(100))
+        let courier = try Courier(directory: dir.url, configuration: config)
+        let ids = try (0..<30).map { try courier.send(["n": $0], to: url) }
+        for _ in 0..<60 where courier.pendingCount > 0 {
+            await courier.settle()
+            clock.advance(by: .seconds(1))
+        }
+        for id in ids { try await courier.delivered(id) }
+        await courier.close()
+        await server.stop()
+        #expect(server.statistics.acceptedKeys == 30)
+    }
+}
+
 final class CallbackCounts: @unchecked Sendable {
     private let lock = NSLock()
     private var map: [MessageID: Int] = [:]

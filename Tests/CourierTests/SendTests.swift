@@ -180,3 +180,32 @@ import Testing
         }
     }
 }
+
+@Suite struct JSONWriterTests {
+    @Test func outputIsExactForTypicalValues() throws {
+        let body = try JSONBody.serialize([
+            "text": "hi \"there\"\n\\ /ünï", "n": 42, "neg": -7, "pi": 3.25, "big": 1e20, "tiny": 1e-5, "whole": 3.0,
+            "yes": true, "no": false, "none": NSNull(), "list": [1, "two", [3]], "nested": ["b": 2, "a": 1], "ctl": "\u{01}",
+        ])
+        #expect(String(decoding: body, as: UTF8.self) == #"{"big":1e+20,"ctl":"\u0001","list":[1,"two",[3]],"n":42,"neg":-7,"nested":{"a":1,"b":2},"no":false,"none":null,"pi":3.25,"text":"hi \"there\"\n\\ /ünï","tiny":1e-05,"whole":3,"yes":true}"#)
+    }
+
+    @Test func foundationReadsBackWhatWasWritten() throws {
+        let values: [[String: Any]] = [
+            ["a": Int64.max, "b": UInt64.max, "c": Int8.min, "d": Float(0.5), "e": -0.0, "f": 123_456_789.125],
+            ["nsnumbers": [NSNumber(value: true), NSNumber(value: 7), NSNumber(value: 2.5), NSNumber(value: UInt64.max)]],
+            ["emoji": "👩‍💻", "quote": "\"", "tab": "\t", "empty": "", "deep": [["x": [["y": [1]]]]]],
+        ]
+        for value in values {
+            let body = try JSONBody.serialize(value)
+            let parsed = try JSONSerialization.jsonObject(with: Data(body)) as? NSDictionary
+            #expect(parsed == (value as NSDictionary), "\(String(decoding: body, as: UTF8.self))")
+        }
+    }
+
+    @Test func cyclesAndAbsurdNestingAreRefusedNotRecursedForever() {
+        var deep: Any = 1
+        for _ in 0..<200 { deep = [deep] }
+        #expect { try JSONBody.serialize(["deep": deep]) } throws: { ($0 as? CourierError)?.code == .invalidJSON }
+    }
+}
