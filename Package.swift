@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 //
 // Courier: guaranteed delivery of messages from an app to a flaky HTTP server.
 // See ARCHITECTURE.md for the codemap; every target below has a paragraph there.
@@ -17,6 +17,14 @@ let package = Package(
         .library(name: "CourierLogTesting", targets: ["CourierLogTesting"]),
         .executable(name: "wal-dump", targets: ["wal-dump"]),
         .executable(name: "flaky-server", targets: ["flaky-server"]),
+    ],
+    // AsyncHTTPClient (the Linux transport) sits behind this default trait *and* a Linux
+    // platform condition: it is never built on Apple platforms, and an app that disables
+    // default traits (`traits: []`) does not even fetch it. Checked with SwiftPM 6.3: a platform
+    // condition alone still fetches and resolves a dependency; a disabled trait does not.
+    traits: [
+        .trait(name: "AsyncHTTPClientTransport", description: "The AsyncHTTPClient transport, the default on Linux."),
+        .default(enabledTraits: ["AsyncHTTPClientTransport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -42,8 +50,10 @@ let package = Package(
         // The messaging layer and public API: events, projection, retry engine, transports.
         .target(name: "Courier", dependencies: [
             "CourierLog",
-            .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
-            .product(name: "NIOPosix", package: "swift-nio", condition: .when(platforms: [.linux])),
+            .product(name: "AsyncHTTPClient", package: "async-http-client",
+                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
+            .product(name: "NIOPosix", package: "swift-nio",
+                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
         ]),
         .target(name: "CourierTesting", dependencies: ["Courier"]),
         // A loopback HTTP server that fails on purpose (500s, drops, delays, 429 + Retry-After).
@@ -65,7 +75,8 @@ let package = Package(
         .executableTarget(
             name: "courier-bench",
             dependencies: ["Courier", "FlakyServer",
-                           .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux]))],
+                           .product(name: "AsyncHTTPClient", package: "async-http-client",
+                                    condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"]))],
             path: "Tools/courier-bench"),
         .executableTarget(name: "wal-bench", dependencies: ["CourierLog", "CLZ4"], path: "Tools/wal-bench"),
         .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting"], path: "Tools/wal-fixtures"),

@@ -7,7 +7,9 @@
 // 3. Replay: reopening the directory with PENDING messages pending.
 // 4. Delivered per second to the loopback flaky server (0% and 50% failures), next to bare
 //    URLSession and bare AsyncHTTPClient POSTing the same number of requests 8 wide.
+#if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
+#endif
 import Courier
 import FlakyServer
 import Foundation
@@ -112,6 +114,7 @@ for failureRate in [0.0, 0.5] {
     }
     line("bare URLSession, immediate retries", String(format: "%8.0f delivered/s", Double(deliverCount) / urlSessionSeconds))
 
+    #if canImport(AsyncHTTPClient)
     let client = HTTPClient(eventLoopGroupProvider: .singleton)
     let ahcSeconds = await hammer(deliverCount, width: 8) { i in
         var request = HTTPClientRequest(url: url.absoluteString)
@@ -125,6 +128,7 @@ for failureRate in [0.0, 0.5] {
     }
     try await client.shutdown().get()
     line("bare AsyncHTTPClient, immediate retries", String(format: "%8.0f delivered/s", Double(deliverCount) / ahcSeconds))
+    #endif
     line("  ratio Courier / bare URLSession", String(format: "%8.2f", urlSessionSeconds / courierSeconds))
     await server.stop()
     let s = server.statistics
