@@ -57,7 +57,9 @@ do {
     let grown = residentBytes() - before
     line("send (the call alone), default durability", String(format: "%10.0f sends/s  %6.2f µs/send", Double(pendingCount) / seconds(elapsed), seconds(elapsed) / Double(pendingCount) * 1e6))
     line("memory per pending message (RSS growth)", "\(grown / pendingCount) bytes/message at \(pendingCount) pending")
-    line("log on disk", "\(courier.recovery.activeSegment.isEmpty ? 0 : 1) … \(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wal") }.count) segments")
+    let segments = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wal") }
+    let diskBytes = try segments.reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($1).path)[.size] as? Int) ?? 0) }
+    line("log on disk", "\(segments.count) segments, \(diskBytes) bytes (\(diskBytes / pendingCount) bytes/message)")
     await courier.close()
     let replay = try await clock.measure {
         let reopened = try Courier(directory: dir, configuration: config)
