@@ -1,5 +1,6 @@
 @testable import Courier
 import CourierLog
+import CourierLogTesting
 import CourierTesting
 import Foundation
 import Testing
@@ -207,5 +208,48 @@ import Testing
         var deep: Any = 1
         for _ in 0..<200 { deep = [deep] }
         #expect { try JSONBody.serialize(["deep": deep]) } throws: { ($0 as? CourierError)?.code == .invalidJSON }
+    }
+}
+
+@Suite struct StorageFaultTests {
+    @Test func aFullDiskIsStorageFullAndQueuedMessagesSurvive() async throws {
+        let fs = SimulatedFileSystem()
+        let transport = ScriptedTransport()
+        transport.holdResponses = true
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.fileSystem = fs
+        let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
+        let kept = try (0..<3).map { try courier.send(["n": $0], to: inbox) }
+        fs.capacityBytes = fs.allPaths().compactMap { fs.contents(of: $0)?.count }.reduce(0, +) + 50
+        #expect { try courier.send(["n": 99], to: inbox) } throws: { ($0 as? CourierError)?.code == .storageFull }
+        #expect(courier.pendingCount == 3)
+        fs.capacityBytes = nil
+        let later = try courier.send(["n": 100], to: inbox)
+        await courier.close()
+        var reopen = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        reopen.fileSystem = fs
+        reopen.now = { wallStart.addingTimeInterval(-60) }
+        let again = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
+        #expect(Set(again.scheduledStates.keys) == Set(kept + [later]))
+        await again.close()
+    }
+
+    @Test func alwaysDurabilitySurvivesAPowerLossRightAfterSend() async throws {
+        let fs = SimulatedFileSystem()
+        let transport = ScriptedTransport()
+        transport.holdResponses = true
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.fileSystem = fs
+        config.durability = .always
+        let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
+        let id = try courier.send(["n": 1], to: inbox)
+        fs.crash()  // power loss: everything not fsynced is gone
+        var reopen = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        reopen.fileSystem = fs
+        reopen.now = { wallStart.addingTimeInterval(-60) }
+        let again = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
+        #expect(Array(again.scheduledStates.keys) == [id])
+        await again.close()
+        _ = courier
     }
 }
