@@ -7,7 +7,7 @@ BENCH_N    ?= 200000
 PENDING_N  ?= 100000
 DELIVER_N  ?= 4000
 
-.PHONY: all deps build test demo bench fixtures verify-fixtures clean
+.PHONY: all deps tmux build test smoke demo bench fixtures verify-fixtures clean
 
 all: build
 
@@ -21,22 +21,29 @@ deps:
 	elif command -v brew >/dev/null 2>&1; then brew install lz4 pkg-config; \
 	else echo "courier: liblz4 not found; install liblz4 development files (Debian: liblz4-dev, macOS: brew install lz4)"; exit 1; fi
 
+# tmux drives the sample app in the smoke test; installed only when missing.
+tmux:
+	@command -v tmux >/dev/null 2>&1 || { echo "courier: installing tmux (missing, needed by the smoke test)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq tmux >/dev/null; }
+
 build: deps
 	$(SWIFT) build
 
-test: deps
+# Builds everything, smoke-tests the sample app in a pseudo-terminal (~15 s), runs every test.
+test: deps tmux
 	$(SWIFT) build --build-tests
+	Tools/smoke-sample.sh .build/debug/courier-sample
 	$(SWIFT) test --skip-build --disable-xctest
 
-# Until the sample app lands (issue 4), the demo writes a small log and inspects it with wal-dump.
+smoke: deps tmux
+	$(SWIFT) build --product courier-sample
+	Tools/smoke-sample.sh .build/debug/courier-sample
+
+# The sample app against the built-in flaky server (500 half the time), in this terminal.
+# Quit with q (on [ Send ]) or Ctrl-C; run it again to see pending messages resume.
 demo: deps
-	$(SWIFT) build --product wal-fixtures
-	$(SWIFT) build --product wal-dump
-	@rm -rf .build/demo-log && mkdir -p .build/demo-log
-	$(SWIFT) run --skip-build wal-fixtures demo .build/demo-log
-	$(SWIFT) run --skip-build wal-dump stats .build/demo-log
-	$(SWIFT) run --skip-build wal-dump records .build/demo-log
-	$(SWIFT) run --skip-build wal-dump verify .build/demo-log
+	$(SWIFT) build --product courier-sample
+	.build/debug/courier-sample --directory .build/demo-outbox
 
 # Benchmarks: release build, figures printed side by side in one run (not part of `make test`:
 # timing belongs to benchmarks, never to unit tests).

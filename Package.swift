@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "CourierLogTesting", targets: ["CourierLogTesting"]),
         .executable(name: "wal-dump", targets: ["wal-dump"]),
         .executable(name: "flaky-server", targets: ["flaky-server"]),
+        .executable(name: "courier-sample", targets: ["courier-sample"]),
     ],
     // AsyncHTTPClient (the Linux transport) sits behind this default trait *and* a Linux
     // platform condition: it is never built on Apple platforms, and an app that disables
@@ -56,6 +57,12 @@ let package = Package(
                      condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
         ]),
         .target(name: "CourierTesting", dependencies: ["Courier"]),
+        // The sample app: view model, renderer and gateway (tested), and a thin terminal view.
+        .target(name: "CourierSample", dependencies: ["Courier"]),
+        .executableTarget(name: "courier-sample", dependencies: [
+            "CourierSample", "Courier", "FlakyServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         // A loopback HTTP server that fails on purpose (500s, drops, delays, 429 + Retry-After).
         .target(name: "FlakyServer", dependencies: [.product(name: "FlyingFox", package: "FlyingFox")],
                 path: "Tools/flaky-server/Core"),
@@ -82,6 +89,7 @@ let package = Package(
         .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting"], path: "Tools/wal-fixtures"),
 
         // Tests
+        .testTarget(name: "CourierSampleTests", dependencies: ["CourierSample", "Courier", "CourierTesting"]),
         .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting"]),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer"]),
         .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting", "Courier", "CourierTesting"]),

@@ -1,0 +1,40 @@
+import Foundation
+
+/// A message not yet delivered or abandoned, as `Courier.pendingMessages` reports it.
+public struct PendingMessage: Sendable, Hashable {
+    public var id: MessageID
+    public var url: URL
+    /// Exactly the bytes that are POSTed.
+    public var body: Data
+    /// Attempts made so far, across restarts.
+    public var attempts: Int
+    /// When `send` was called.
+    public var sentAt: Date
+    /// When the next attempt is due (in the past if it is due now or in flight).
+    public var nextAttemptAt: Date
+
+    public init(id: MessageID, url: URL, body: Data, attempts: Int, sentAt: Date, nextAttemptAt: Date) {
+        self.id = id
+        self.url = url
+        self.body = body
+        self.attempts = attempts
+        self.sentAt = sentAt
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
+extension Courier {
+    /// Every pending message, oldest first: for a screen that lists what is still on its way,
+    /// including messages sent before a restart.
+    public var pendingMessages: [PendingMessage] {
+        lock.withLock {
+            core.scheduler.entries.values.sorted { $0.order < $1.order }.compactMap { entry in
+                let s = entry.state
+                guard let url = URL(string: s.url) else { return nil }
+                return PendingMessage(id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
+                                      sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
+                                      nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000))
+            }
+        }
+    }
+}
