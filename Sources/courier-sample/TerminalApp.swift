@@ -19,7 +19,18 @@ final class TerminalApp: @unchecked Sendable {
         self.serverDescription = serverDescription
     }
 
+    /// Set by SIGTERM/SIGHUP: leave the loop and restore the terminal like a normal quit.
+    private var terminationRequested = false  // guarded by `lock`
+
     func run() async {
+        let signalSources = [SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [weak self] in self?.lock.withLock { self?.terminationRequested = true } }
+            source.resume()
+            return source
+        }
+        defer { signalSources.forEach { $0.cancel() } }
         let events = gateway.events
         let listener = Task {
             for await event in events {
@@ -54,7 +65,7 @@ final class TerminalApp: @unchecked Sendable {
                 case .send(let text): send(text)
                 }
             }
-            if quit { return }
+            if quit || lock.withLock({ terminationRequested }) { return }
             let size = terminal.size
             let renderer = ScreenRenderer(width: size.width, height: size.height, styled: true,
                                           logDirectory: logDirectory, serverDescription: serverDescription)
