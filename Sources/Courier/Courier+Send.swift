@@ -44,6 +44,7 @@ extension Courier {
     private func enqueue(body: [UInt8], contentType: String, url: URL, headers: [String: String],
                          callbacks: Callbacks) throws(CourierError) -> MessageID {
         try Self.validate(url)
+        try Self.validate(headers)
         guard body.count <= configuration.maximumMessageSize else {
             throw CourierError(.messageTooLarge, "\(body.count) bytes; the limit is \(configuration.maximumMessageSize) (Configuration.maximumMessageSize)")
         }
@@ -81,6 +82,19 @@ extension Courier {
         effects.run()
         pump()
         return id
+    }
+
+    static func validate(_ headers: [String: String]) throws(CourierError) {
+        guard headers.count <= 200 else { throw CourierError(.invalidHeaders, "\(headers.count) headers; at most 200") }
+        for (name, value) in headers {
+            guard !name.isEmpty, name.utf8.count <= 8192, value.utf8.count <= 8192 else {
+                throw CourierError(.invalidHeaders, "header \"\(name.prefix(40))\": empty name, or name or value over 8 KiB")
+            }
+            // Scalars, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
+            guard !(name + value).unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                throw CourierError(.invalidHeaders, "header \"\(name.prefix(40))\" contains a line break")
+            }
+        }
     }
 
     static func validate(_ url: URL) throws(CourierError) {

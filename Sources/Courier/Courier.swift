@@ -30,7 +30,7 @@ public final class Courier {
     /// Throws `.directoryLocked` if another `Courier` has the directory open.
     public init(directory: URL, configuration: Configuration = Configuration()) throws(CourierError) {
         guard configuration.maxConcurrentDeliveries >= 1 else {
-            throw CourierError(.invalidURL, "maxConcurrentDeliveries must be at least 1")
+            throw CourierError(.invalidConfiguration, "maxConcurrentDeliveries must be at least 1")
         }
         self.directory = directory
         self.configuration = configuration

@@ -10,6 +10,11 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         case invalidJSON
         /// The URL is not an absolute http or https URL.
         case invalidURL
+        /// Extra headers that cannot be sent or stored (more than 200, an empty name, a name
+        /// or value with a line break, or longer than 8 KiB).
+        case invalidHeaders
+        /// A `Configuration` value is out of range (documented on the setting).
+        case invalidConfiguration
         /// The body is larger than `Configuration.maximumMessageSize`.
         case messageTooLarge
         /// The disk is full, or `Configuration.maximumStorageBytes` is reached. Nothing was

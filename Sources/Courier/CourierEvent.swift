@@ -4,7 +4,8 @@ public enum CourierEvent: Sendable, Hashable {
     case enqueued(MessageID)
     /// Attempt `number` (1-based, counted across restarts) is starting.
     case attempt(MessageID, number: Int)
-    /// Attempt `attempt` failed; the next one starts in about `retryIn`.
+    /// Attempt `attempt` failed; the next one starts in about `retryIn` (zero when the policy
+    /// gave up: `.abandoned` follows).
     case failed(MessageID, attempt: Int, outcome: DeliveryOutcome, retryIn: Duration)
     /// The server answered 2xx.
     case delivered(MessageID, attempts: Int)

@@ -30,6 +30,17 @@ import Testing
         await courier.close()
     }
 
+    @Test func headersThatCannotBeSentAreRefused() async throws {
+        let dir = TemporaryDirectory()
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let many = Dictionary(uniqueKeysWithValues: (0..<201).map { ("X-\($0)", "v") })
+        for headers in [many, ["": "v"], ["X-Bad": "a\r\nInjected: yes"], ["X-Long": String(repeating: "v", count: 9000)]] {
+            #expect { try courier.send(["a": 1], to: inbox, headers: headers) } throws: { ($0 as? CourierError)?.code == .invalidHeaders }
+        }
+        #expect(try records(dir) == 0)
+        await courier.close()
+    }
+
     @Test func nonHTTPURLsAndOversizedBodiesAreRefused() async throws {
         let dir = TemporaryDirectory()
         var config = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
@@ -212,6 +223,14 @@ import Testing
 }
 
 @Suite struct StorageFaultTests {
+    /// Reopens `/c` on `fs` a minute "earlier", so nothing is due and the state stays as replayed.
+    func reopenIdle(_ fs: SimulatedFileSystem) throws -> Courier {
+        var reopen = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        reopen.fileSystem = fs
+        reopen.now = { wallStart.addingTimeInterval(-60) }
+        return try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
+    }
+
     @Test func aFullDiskIsStorageFullAndQueuedMessagesSurvive() async throws {
         let fs = SimulatedFileSystem()
         let transport = ScriptedTransport()
@@ -226,10 +245,7 @@ import Testing
         fs.capacityBytes = nil
         let later = try courier.send(["n": 100], to: inbox)
         await courier.close()
-        var reopen = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
-        reopen.fileSystem = fs
-        reopen.now = { wallStart.addingTimeInterval(-60) }
-        let again = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
+        let again = try reopenIdle(fs)
         #expect(Set(again.scheduledStates.keys) == Set(kept + [later]))
         await again.close()
     }
@@ -244,10 +260,7 @@ import Testing
         let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
         let id = try courier.send(["n": 1], to: inbox)
         fs.crash()  // power loss: everything not fsynced is gone
-        var reopen = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
-        reopen.fileSystem = fs
-        reopen.now = { wallStart.addingTimeInterval(-60) }
-        let again = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
+        let again = try reopenIdle(fs)
         #expect(Array(again.scheduledStates.keys) == [id])
         await again.close()
         _ = courier
