@@ -4,6 +4,8 @@ extension Courier {
     /// Returns once message `id` is delivered (at once if it already was).
     /// Throws `.abandoned` if the retry policy gave up on it, `.closed` if the courier closes
     /// first, `.unknownMessage` for an id it never saw or resolved too long ago to remember.
+    /// Cancelling the calling task does not end the wait (it ends when the message resolves
+    /// or the courier closes).
     public func delivered(_ id: MessageID) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let immediate: Result<Void, CourierError>? = lock.withLock {
