@@ -5,20 +5,17 @@ extension Dump {
     /// messages, damaged spans, torn tail.
     public func stats(json: Bool) -> Status {
         var perKind: [RecordKind: Int] = [:]
-        var ids: [String: Bool] = [:]  // message id → has a terminal record
-        var recordsWithID = 0
-        var recordsOfDeadMessages = 0
-        var idOfRecord: [String] = []
+        var messages: [String: (records: Int, ended: Bool)] = [:]
         guard let report = read({ r in
             perKind[r.kind, default: 0] += 1
             guard let id = describer.messageID(of: r) else { return }
-            recordsWithID += 1
-            idOfRecord.append(id)
-            if describer.isTerminal(r.kind) { ids[id] = true } else if ids[id] == nil { ids[id] = false }
+            messages[id, default: (0, false)].records += 1
+            if describer.isTerminal(r.kind) { messages[id]!.ended = true }
         }) else { return .usage }
-        for id in idOfRecord where ids[id] == true { recordsOfDeadMessages += 1 }
-        let live = ids.values.filter { !$0 }.count
-        let dead = ids.count - live
+        let recordsWithID = messages.values.reduce(0) { $0 + $1.records }
+        let recordsOfDeadMessages = messages.values.filter(\.ended).reduce(0) { $0 + $1.records }
+        let dead = messages.values.filter(\.ended).count
+        let live = messages.count - dead
         let bytes = report.segments.reduce(0) { $0 + $1.bytes }
         let kinds = perKind.keys.sorted { $0.rawValue < $1.rawValue }
         if json {

@@ -10,11 +10,3 @@ public protocol RecordDescriber: Sendable {
     /// Whether this kind ends a message's life (delivered, abandoned).
     func isTerminal(_ kind: RecordKind) -> Bool
 }
-
-/// Knows nothing beyond the log's own fields.
-public struct OpaqueRecords: RecordDescriber {
-    public init() {}
-    public func messageID(of record: LogRecord) -> String? { nil }
-    public func details(of record: LogRecord) -> [(key: String, value: String)] { [] }
-    public func isTerminal(_ kind: RecordKind) -> Bool { kind == .delivered || kind == .abandoned }
-}
