@@ -8,23 +8,33 @@ import NIOPosix
 /// POSTs through AsyncHTTPClient: the default on Linux. Measured here against a loopback
 /// server that drops 5% of connections, it reports each drop at once and never re-sends a POST
 /// on its own, where URLSession on Linux hung until its timeout and re-sent POSTs unasked.
+///
+/// Policies shared with `URLSessionTransport`: `request.timeout` is a deadline for the whole
+/// request, body included, and redirects are never followed (a 3xx is reported as it is and
+/// retried like a 5xx).
 public final class AsyncHTTPClientTransport: DeliveryTransport {
     private let client: HTTPClient
     private let ownsClient: Bool
+    private let clock: any Clock<Duration>
 
     /// Uses its own client, shut down by `shutdown()`. Redirects are not followed: a POST
     /// redirected elsewhere should be an explicit decision, and 3xx is retried like 5xx.
-    public init() {
+    /// - Parameter clock: what the whole-request deadline is measured on. The default is
+    ///   `ContinuousClock()`.
+    public init(clock: any Clock<Duration> = ContinuousClock()) {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         ownsClient = true
+        self.clock = clock
     }
 
-    /// Uses `client`, which the caller shuts down.
-    public init(client: HTTPClient) {
+    /// Uses `client`, which the caller shuts down (configure it with
+    /// `redirectConfiguration = .disallow` to keep Courier's redirect policy).
+    public init(client: HTTPClient, clock: any Clock<Duration> = ContinuousClock()) {
         self.client = client
         ownsClient = false
+        self.clock = clock
     }
 
     public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
@@ -32,13 +42,19 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
         http.method = .POST
         for (name, value) in request.headers { http.headers.add(name: name, value: value) }
         http.body = .bytes(ByteBuffer(bytes: request.body))
-        do {
-            let response = try await client.execute(http, timeout: .nanoseconds(Int64(request.timeout.seconds * 1e9)))
-            // Drain (and drop) the body so the connection can be reused; cap what we read.
-            _ = try? await response.body.collect(upTo: 1 << 20)
-            return .response(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
-        } catch {
-            return .failure(Self.classify(error))
+        let client = self.client
+        let prepared = http
+        let timeout = TimeAmount.nanoseconds(Int64(request.timeout.seconds * 1e9))
+        // AHC's own timeout stops at the response head; the deadline covers the body too.
+        return await withDeadline(request.timeout, clock: clock) {
+            do {
+                let response = try await client.execute(prepared, timeout: timeout)
+                // Drain (and drop) the body so the connection can be reused; cap what we read.
+                _ = try? await response.body.collect(upTo: 1 << 20)
+                return .response(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
+            } catch {
+                return .failure(Self.classify(error))
+            }
         }
     }
 
@@ -65,6 +81,6 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
     }
 }
 
-/// `HTTPClient` is thread-safe; the references never change.
+/// `HTTPClient` is thread-safe; the references never change; the clock is only read.
 extension AsyncHTTPClientTransport: @unchecked Sendable {}
 #endif

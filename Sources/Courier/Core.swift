@@ -13,7 +13,8 @@ struct Core {
     var inFlight: [MessageID: Task<Void, Never>] = [:]
     var timer: (task: Task<Void, Never>, deadline: Duration)?
     var closed = false
-    var unknownRecords = 0
+    /// What opening found wrong, if anything: the first event of every `events` stream.
+    var openingDamage: String?
     /// Messages resolved since the last compaction.
     var resolvedSinceCompaction = 0
     var compacting = false

@@ -7,33 +7,36 @@ import Foundation
 extension Courier {
     /// Starts every due message the concurrency limit allows and re-arms the timer.
     func pump() {
+        // Read the app's clock before taking the lock: no user code runs under it.
+        let instant = currentInstant()
         let effects = lock.withLock { () -> Effects in
             var effects = Effects()
             guard !core.closed else { return effects }
-            let now = wallNowMilliseconds()
             // Each turn starts one delivery: bounded by maxConcurrentDeliveries.
             while core.inFlight.count < configuration.maxConcurrentDeliveries,
-                  let state = core.scheduler.takeDue(nowMilliseconds: now) {
+                  let state = core.scheduler.takeDue(nowMilliseconds: instant.wallMilliseconds) {
                 let attempt = Int(state.attempts) + 1
                 effects.events.append(.attempt(state.id, number: attempt))
                 core.inFlight[state.id] = Task { [self] in
                     let outcome = await transport.deliver(request(for: state, attempt: attempt))
-                    finish(state, attempt: attempt, outcome: outcome)
+                    // Logging the outcome may fsync (a segment roll) or unlink (compaction):
+                    // blocking work, done on the I/O queue, not on the cooperative pool.
+                    await onIOQueue { [self] in finish(state, attempt: attempt, outcome: outcome) }
                 }
             }
-            armTimer(now: now)
+            armTimer(at: instant)
             effects.subscribers = Array(core.subscribers.values)
-            effects.idle = takeSettleWaitersIfSettled()
+            effects.idle = takeSettleWaitersIfSettled(at: instant)
             return effects
         }
         effects.run()
     }
 
     /// Under `lock`: one timer, for the earliest due message, if a delivery slot is free.
-    private func armTimer(now: UInt64) {
+    private func armTimer(at instant: EngineInstant) {
         guard core.inFlight.count < configuration.maxConcurrentDeliveries,
               let due = core.scheduler.earliestDue() else { return }
-        let deadline = clock.elapsed() + .milliseconds(Int64(due - min(due, now)))
+        let deadline = instant.elapsed + .milliseconds(Int64(due - min(due, instant.wallMilliseconds)))
         if let timer = core.timer, timer.deadline <= deadline { return }
         core.timer?.task.cancel()
         let sleep = clock.sleep
@@ -51,6 +54,21 @@ extension Courier {
         pump()
     }
 
+    /// The engine's "now": the injected clock's elapsed time, and the wall time at open plus
+    /// that. Calls the app's clock, so never while holding `lock` (asserted in debug builds).
+    func currentInstant() -> EngineInstant {
+        #if DEBUG
+        assert(!lock.isHeldByCurrentThread, "the app's clock must not be called under the courier's lock")
+        #endif
+        let elapsed = clock.elapsed()
+        let wall = wallStartMilliseconds + UInt64(max(0, elapsed.seconds * 1000))
+        wallTime.milliseconds = wall
+        return EngineInstant(elapsed: elapsed, wallMilliseconds: wall)
+    }
+
+    /// Wall time in ms since 1970 (see `currentInstant()`).
+    func wallNowMilliseconds() -> UInt64 { currentInstant().wallMilliseconds }
+
     private func request(for state: MessageState, attempt: Int) -> DeliveryRequest {
         var headers: [String: String] = [:]
         for h in state.headers { headers[h.name] = h.value }
@@ -60,15 +78,17 @@ extension Courier {
     }
 
     /// An attempt ended: decide, log the decision, update the schedule, tell the app.
+    /// Runs on `ioQueue`.
     func finish(_ state: MessageState, attempt: Int, outcome: DeliveryOutcome) {
         let id = state.id
         if case .failure(let f) = outcome, f.kind == .cancelled {
             // Cancelled by close(): not an attempt. The message is pending, as on disk.
+            let instant = currentInstant()
             let effects = lock.withLock { () -> Effects in
                 core.scheduler.release(id)
                 core.inFlight[id] = nil
                 var effects = Effects()
-                effects.idle = takeSettleWaitersIfSettled()
+                effects.idle = takeSettleWaitersIfSettled(at: instant)
                 return effects
             }
             effects.run()
@@ -138,6 +158,12 @@ extension Courier {
             core.idleWaiters.removeAll()
         }
     }
+}
+
+/// A moment as the engine sees it: the injected clock's elapsed time and the wall time.
+struct EngineInstant {
+    var elapsed: Duration
+    var wallMilliseconds: UInt64
 }
 
 /// A `RandomNumberGenerator` over the configuration's closure.

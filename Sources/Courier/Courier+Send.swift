@@ -8,7 +8,9 @@ extension Courier {
     /// of these. Anything else (a `Date`, `Data`, a custom object, NaN) throws `.invalidJSON`
     /// and writes nothing.
     /// - Parameters:
-    ///   - headers: extra request headers (`Content-Type` and `Idempotency-Key` are set for you).
+    ///   - headers: extra request headers. `Content-Type` (`application/json`) and
+    ///     `Idempotency-Key` (the message id) are set by Courier; passing either throws
+    ///     `.invalidHeaders`.
     ///   - onDelivered: called once, on a background thread, when the server answered 2xx.
     ///   - onAbandoned: called once if the retry policy gives up (never, by default).
     ///   Callbacks live in memory: after a restart, follow messages with `delivered(_:)` or
@@ -32,9 +34,9 @@ extension Courier {
                            callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
-    /// Sends bytes as they are, with the given `Content-Type`.
+    /// Sends bytes as they are, with the given `Content-Type` (required: bytes carry no type).
     @discardableResult
-    public func send(data: Data, contentType: String = "application/json", to url: URL, headers: [String: String] = [:],
+    public func send(data: Data, contentType: String, to url: URL, headers: [String: String] = [:],
                      onDelivered: (@Sendable (MessageID) -> Void)? = nil,
                      onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil) throws(CourierError) -> MessageID {
         try enqueue(body: Array(data), contentType: contentType, url: url, headers: headers,
@@ -45,19 +47,21 @@ extension Courier {
                          callbacks: Callbacks) throws(CourierError) -> MessageID {
         try Self.validate(url)
         try Self.validate(headers)
+        try Self.validate(contentType: contentType)
         guard body.count <= configuration.maximumMessageSize else {
             throw CourierError(.messageTooLarge, "\(body.count) bytes; the limit is \(configuration.maximumMessageSize) (Configuration.maximumMessageSize)")
         }
         let id = configuration.makeMessageID()
         let now = wallNowMilliseconds()
         var allHeaders = [Header(name: "Content-Type", value: contentType)]
-        for (name, value) in headers.sorted(by: { $0.key < $1.key })
-        where name.lowercased() != "content-type" && name.lowercased() != "idempotency-key" {
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             allHeaders.append(Header(name: name, value: value))
         }
         let event = Event.enqueued(MessageState(id: id, url: url.absoluteString, headers: allHeaders, body: body,
                                                 createdMilliseconds: now, nextDueMilliseconds: now))
         let encoded = event.encoded()
+        try checkRecordSize(encoded, bodyBytes: body.count)
+        let confirmLater = configuration.durability == .always
         let effects = try lock.locked { () throws(CourierError) -> Effects in
             guard !core.closed else { throw CourierError(.closed, "the courier is closed") }
             guard log.sizeBytes + encoded.count <= configuration.maximumStorageBytes else {
@@ -69,24 +73,63 @@ extension Courier {
             } catch {
                 throw CourierError(error)
             }
+            // In the projection at once, in log order (the compactor must see it), but with
+            // `.always` held back from delivery until its fsync succeeded.
             core.scheduler.apply(event, sequence: sequence)
-            if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { core.callbacks[id] = callbacks }
-            var effects = Effects()
-            effects.events = [.enqueued(id)]
-            effects.subscribers = Array(core.subscribers.values)
-            return effects
+            if confirmLater {
+                core.scheduler.hold(id)
+                return Effects()
+            }
+            return accept(id, callbacks)
         }
-        if configuration.durability == .always {
-            do throws(LogError) { try log.sync() } catch { throw CourierError(error) }
+        if confirmLater {
+            try confirmDurable(id, callbacks)
+        } else {
+            effects.run()
         }
-        effects.run()
         pump()
         return id
     }
 
+    /// `.always`: waits for the fsync, then lets the message be delivered; if the fsync
+    /// failed, this Courier drops the message (no delivery, no event, no callback) and `send`
+    /// throws `.storageFailed` with its id: whether it is on disk is unknown (see `CourierError`).
+    private func confirmDurable(_ id: MessageID, _ callbacks: Callbacks) throws(CourierError) {
+        do throws(LogError) {
+            try log.sync()
+        } catch {
+            lock.withLock { core.scheduler.remove(id) }
+            if error.code == .closed {
+                throw CourierError(.closed, "the courier closed before the message was confirmed durable; close() syncs the log, so it is delivered after reopening unless that sync failed", messageID: id)
+            }
+            throw CourierError(.storageFailed, "the message was written but the fsync failed, so it may or may not survive a power loss (\(error)); close and reopen the Courier: if pendingMessages lists \(id) it will be delivered, otherwise send it again", messageID: id)
+        }
+        let effects = lock.withLock { () -> Effects in
+            core.scheduler.release(id)
+            return accept(id, callbacks)
+        }
+        effects.run()
+    }
+
+    /// Under `lock`: the message is accepted; registers its callbacks and tells subscribers.
+    private func accept(_ id: MessageID, _ callbacks: Callbacks) -> Effects {
+        if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { core.callbacks[id] = callbacks }
+        var effects = Effects()
+        effects.events = [.enqueued(id)]
+        effects.subscribers = Array(core.subscribers.values)
+        return effects
+    }
+
+    /// Headers Courier sets itself; a caller passing one gets `.invalidHeaders`, never a
+    /// silent drop.
+    static let reservedHeaders: Set<String> = ["content-type", "idempotency-key"]
+
     static func validate(_ headers: [String: String]) throws(CourierError) {
         guard headers.count <= 200 else { throw CourierError(.invalidHeaders, "\(headers.count) headers; at most 200") }
         for (name, value) in headers {
+            if reservedHeaders.contains(name.lowercased()) {
+                throw CourierError(.invalidHeaders, "header \"\(name)\" is set by Courier: the content type comes from send(data:contentType:to:) (application/json for JSON sends), and Idempotency-Key is always the message id")
+            }
             guard !name.isEmpty, name.utf8.count <= 8192, value.utf8.count <= 8192 else {
                 throw CourierError(.invalidHeaders, "header \"\(name.prefix(40))\": empty name, or name or value over 8 KiB")
             }
@@ -94,6 +137,13 @@ extension Courier {
             guard !(name + value).unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else {
                 throw CourierError(.invalidHeaders, "header \"\(name.prefix(40))\" contains a line break")
             }
+        }
+    }
+
+    static func validate(contentType: String) throws(CourierError) {
+        guard !contentType.isEmpty, contentType.utf8.count <= 8192,
+              !contentType.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+            throw CourierError(.invalidHeaders, "contentType must be a non-empty header value of at most 8 KiB without line breaks")
         }
     }
 
@@ -107,5 +157,18 @@ extension Courier {
         guard url.absoluteString.utf8.count < Int(UInt16.max) else {
             throw CourierError(.invalidURL, "URL longer than 65,535 bytes")
         }
+    }
+}
+
+extension Courier {
+    /// Sends bytes as JSON (`Content-Type: application/json`). Kept so code written before the
+    /// content type became explicit still compiles; say `contentType:` instead.
+    @available(*, deprecated, message: "pass contentType: explicitly, e.g. send(data:contentType: \"application/json\", to:)")
+    @discardableResult
+    public func send(data: Data, to url: URL, headers: [String: String] = [:],
+                     onDelivered: (@Sendable (MessageID) -> Void)? = nil,
+                     onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil) throws(CourierError) -> MessageID {
+        try send(data: data, contentType: "application/json", to: url, headers: headers,
+                 onDelivered: onDelivered, onAbandoned: onAbandoned)
     }
 }

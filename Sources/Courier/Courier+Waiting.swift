@@ -38,10 +38,15 @@ extension Courier {
 
     /// A new stream of everything that happens from now on. Each access makes its own stream;
     /// it keeps the newest 10,000 events if its reader falls behind, and finishes on `close()`.
+    /// If opening the log found damage, every stream begins with a `.storageFailed` saying so
+    /// (details in `recovery`).
     public var events: AsyncStream<CourierEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         let key = lock.withLock { () -> Int? in
             guard !core.closed else { return nil }
+            // Yielding only buffers (no consumer code runs here), so it is safe under the lock,
+            // and it orders this event before any the engine sends to the new subscriber.
+            if let damage = core.openingDamage { continuation.yield(.storageFailed(damage)) }
             let key = core.nextSubscriber
             core.nextSubscriber += 1
             core.subscribers[key] = continuation
@@ -61,9 +66,10 @@ extension Courier {
     /// timer past its deadline waiting to run. With a manual clock, "advance, then settle"
     /// makes every step of the engine observable without sleeping.
     func settle() async {
+        let instant = currentInstant()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = lock.withLock { () -> Bool in
-                if isSettled { return true }
+                if isSettled(at: instant) { return true }
                 core.settleWaiters.append(continuation)
                 return false
             }
@@ -71,19 +77,19 @@ extension Courier {
         }
     }
 
-    /// Under `lock`.
-    private var isSettled: Bool {
+    /// Under `lock`, with `instant` read before taking it.
+    private func isSettled(at instant: EngineInstant) -> Bool {
         if core.closed { return true }
         guard core.inFlight.isEmpty else { return false }
-        if let timer = core.timer, timer.deadline <= clock.elapsed() { return false }
+        if let timer = core.timer, timer.deadline <= instant.elapsed { return false }
         // A message may be due with no timer yet (the pump that arms it has not run).
-        if let due = core.scheduler.earliestDueWithoutMutation, due <= wallNowMilliseconds(), core.timer == nil { return false }
+        if let due = core.scheduler.earliestDueWithoutMutation, due <= instant.wallMilliseconds, core.timer == nil { return false }
         return true
     }
 
-    /// Under `lock`: the settle waiters to resume, if the engine is settled.
-    func takeSettleWaitersIfSettled() -> [CheckedContinuation<Void, Never>] {
-        guard !core.settleWaiters.isEmpty, isSettled else { return [] }
+    /// Under `lock`: the settle waiters to resume, if the engine is settled at `instant`.
+    func takeSettleWaitersIfSettled(at instant: EngineInstant) -> [CheckedContinuation<Void, Never>] {
+        guard !core.settleWaiters.isEmpty, isSettled(at: instant) else { return [] }
         defer { core.settleWaiters.removeAll() }
         return core.settleWaiters
     }

@@ -1,4 +1,5 @@
 import CourierLog
+import Dispatch
 import Foundation
 
 /// Guaranteed delivery of messages to HTTP servers.
@@ -20,31 +21,43 @@ public final class Courier {
     public let configuration: Configuration
     let log: WriteAheadLog
     let transport: any DeliveryTransport
+    /// Whether Courier made `transport` (and so shuts it down on `close()`): a transport the
+    /// app injected belongs to the app.
+    let ownsTransport: Bool
     let clock: EngineClock
     let wallStartMilliseconds: UInt64
-    let lock = NSLock()
+    /// The latest wall time computed, read by the log for record timestamps.
+    let wallTime: WallTimeCache
+    /// The largest event body one record holds, whatever its compression.
+    let maximumRecordBytes: Int
+    /// Blocking file work of the engine (appends after attempts, compaction's fsync and
+    /// unlink, the final sync) runs here, never on Swift's cooperative thread pool, so a slow
+    /// disk cannot starve the app's other async work. Serial: it also orders that work.
+    let ioQueue = DispatchQueue(label: "courier.io", qos: .utility)
+    /// What opening found: the log's recovery plus what replay found.
+    public let recovery: RecoveryReport
+    let lock = CourierLock()
     /// Everything mutable. Only touched while holding `lock`.
     var core: Core
 
     /// Opens (or creates) the log in `directory`, replays it, and starts delivering.
-    /// Throws `.directoryLocked` if another `Courier` has the directory open.
+    /// Throws `.invalidConfiguration` naming the first conflict in `configuration` (see
+    /// `Configuration.problems`), `.directoryLocked` if another `Courier` has the directory
+    /// open, `.storageFailed` if the log cannot be read.
     public init(directory: URL, configuration: Configuration = Configuration()) throws(CourierError) {
-        guard configuration.maxConcurrentDeliveries >= 1 else {
-            throw CourierError(.invalidConfiguration, "maxConcurrentDeliveries must be at least 1")
-        }
+        if let problem = configuration.problems.first { throw CourierError(.invalidConfiguration, problem) }
         self.directory = directory
         self.configuration = configuration
+        self.ownsTransport = configuration.transport == nil
         self.transport = configuration.transport ?? defaultTransport()
         self.clock = EngineClock(configuration.clock)
         let wallStart = UInt64(max(0, configuration.now().timeIntervalSince1970 * 1000))
         self.wallStartMilliseconds = wallStart
-        var logConfiguration = WriteAheadLog.Configuration()
-        logConfiguration.segmentSizeBytes = configuration.segmentSizeBytes
-        // `.always` is applied by Courier itself, outside its lock, so concurrent senders
-        // share fsyncs; the log only does `write(2)` under the lock.
-        logConfiguration.syncPolicy = configuration.durability == .always ? .never : configuration.durability
-        let clock = self.clock
-        logConfiguration.now = { wallStart + UInt64(max(0, clock.elapsed().seconds * 1000)) }
+        let wallTime = WallTimeCache(wallStart)
+        self.wallTime = wallTime
+        var logConfiguration = configuration.logConfiguration()
+        logConfiguration.now = { wallTime.milliseconds }
+        self.maximumRecordBytes = logConfiguration.maximumRecordBytes
         do {
             log = try WriteAheadLog(directory: directory.path, configuration: logConfiguration, fileSystem: configuration.fileSystem)
         } catch {
@@ -53,12 +66,12 @@ public final class Courier {
         core = Core(scheduler: Scheduler(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination),
                     resolved: ResolvedMemory(limit: configuration.resolvedMemoryCount))
         do {
-            try replay()
+            recovery = try Self.replay(log, into: &core, configuration: configuration, nowMilliseconds: wallStart)
         } catch {
             try? log.close()
             throw CourierError(.storageFailed, "replay failed: \(error)")
         }
-        compactIfWorthIt()
+        ioQueue.async { [weak self] in self?.compactIfWorthIt() }
         pump()
     }
 
@@ -72,12 +85,10 @@ public final class Courier {
     /// Messages sent and not yet delivered or abandoned (in flight included).
     public var pendingCount: Int { lock.withLock { core.scheduler.count } }
 
-    /// What opening the log found: a torn tail cut away, and so on.
-    public var recovery: RecoveryReport { log.recovery }
-
     /// Stops delivery (attempts in flight are cancelled and will run again after the next
     /// open), syncs the log and releases the directory. Waiters on `delivered(_:)` throw
-    /// `.closed`; event streams finish. Calling it twice is harmless.
+    /// `.closed`; event streams finish. Shuts down the transport only if Courier made it.
+    /// Calling it twice is harmless.
     public func close() async {
         let (tasks, timer) = lock.withLock { () -> ([Task<Void, Never>], Task<Void, Never>?) in
             core.closed = true
@@ -86,8 +97,8 @@ public final class Courier {
         timer?.cancel()
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
-        await transport.shutdown()
-        try? log.close()
+        if ownsTransport { await transport.shutdown() }
+        await onIOQueue { [log] in try? log.close() }
         let effects = lock.withLock { () -> Effects in
             var effects = Effects()
             for (_, waiters) in core.waiters { effects.failures += waiters.map { ($0, CourierError(.closed, "the courier was closed")) } }
@@ -102,34 +113,15 @@ public final class Courier {
         effects.run()
     }
 
-    /// Rebuilds the scheduler from the log.
-    private func replay() throws {
-        var scheduler = core.scheduler
-        var resolved = core.resolved
-        var unknown = 0
-        _ = try log.replay { record in
-            guard let event = Event.decode(kind: record.kind, body: record.body) else {
-                unknown += 1
-                return
-            }
-            if scheduler.apply(event, sequence: record.sequence) == .ended {
-                if case .abandoned(let id, _, let reason) = event { resolved.record(id, .abandoned(reason)) }
-                if case .delivered(let id, _, _) = event { resolved.record(id, .delivered) }
+    /// Runs blocking file work on `ioQueue` and waits for it without holding a thread of the
+    /// cooperative pool.
+    func onIOQueue(_ work: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            ioQueue.async {
+                work()
+                continuation.resume()
             }
         }
-        // A due time far in the future can only come from a wall clock that went backwards
-        // since it was written: bring it within one maximum delay of now.
-        let now = wallNowMilliseconds()
-        let limit = now + UInt64(max(configuration.retry.maximumDelay, configuration.retry.retryAfterLimit).seconds * 1000)
-        scheduler.clampDue(toAtMost: limit)
-        core.scheduler = scheduler
-        core.resolved = resolved
-        core.unknownRecords = unknown
-    }
-
-    /// Wall time in ms since 1970: the wall time at open plus the injected clock's elapsed time.
-    func wallNowMilliseconds() -> UInt64 {
-        wallStartMilliseconds + UInt64(max(0, clock.elapsed().seconds * 1000))
     }
 }
 

@@ -22,7 +22,11 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         case storageFull
         /// The directory is open in another `Courier` (this process or another).
         case directoryLocked
-        /// The log failed (an I/O error); reopen the `Courier`.
+        /// The log failed (an I/O error); close and reopen the `Courier`. Thrown by `send` with
+        /// `durability = .always` when the fsync failed: the message was written but may not
+        /// be on disk, so its fate is unknown. This `Courier` will not deliver it (no event, no
+        /// callback); after reopening, it is delivered if the write survived
+        /// (`pendingMessages` lists `messageID`), else send it again.
         case storageFailed
         /// `close()` was called.
         case closed
@@ -35,10 +39,14 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public var code: Code
     public var message: String
+    /// The message the error is about, when there is one: set by `send` when the outcome of
+    /// the write is unknown (see `Courier.Durability` in README: a failed fsync with `.always`).
+    public var messageID: MessageID?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, messageID: MessageID? = nil) {
         self.code = code
         self.message = message
+        self.messageID = messageID
     }
 
     public var description: String { "\(code.rawValue): \(message)" }

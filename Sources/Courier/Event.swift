@@ -36,6 +36,8 @@ enum Event: Sendable, Equatable {
     case snapshot(MessageState)
 
     static let version: UInt8 = 1
+    /// Bytes of an `enqueued` or `snapshot` body besides its URL, headers and body.
+    static let stateOverheadBytes = 1 + 16 + 2 + 1 + 4 + 8 + 4 + 8
 
     var kind: RecordKind {
         switch self {

@@ -106,7 +106,13 @@ struct Scheduler {
         reschedule(id)
     }
 
-    /// An attempt was cancelled (close): the message is schedulable again, unchanged.
+    /// Keeps a message out of delivery, as if in flight, until `release` (used while its
+    /// `.always` fsync is pending). It stays in the projection, so the compactor pins it.
+    mutating func hold(_ id: MessageID) {
+        entries[id]?.inFlight = true
+    }
+
+    /// An attempt was cancelled (close), or a hold ended: the message is schedulable again.
     mutating func release(_ id: MessageID) {
         guard entries[id] != nil else { return }
         entries[id]!.inFlight = false

@@ -5,29 +5,43 @@ import FoundationNetworking
 
 /// POSTs through `URLSession`. The default on Apple platforms; selectable on Linux, where it
 /// is not the default (it misbehaves when servers drop connections: see README).
+///
+/// Policies shared with `AsyncHTTPClientTransport`: `request.timeout` is a deadline for the
+/// whole request (not URLSession's idle `timeoutInterval`), and redirects are never followed:
+/// a 3xx is reported as it is, and the retry policy retries it like a 5xx.
 public final class URLSessionTransport: DeliveryTransport {
     private let session: URLSession
+    private let clock: any Clock<Duration>
 
-    /// - Parameter configuration: the default is an ephemeral configuration (no cookies, no
-    ///   cache: each POST stands alone).
-    public init(configuration: URLSessionConfiguration = .ephemeral) {
-        session = URLSession(configuration: configuration)
+    /// - Parameters:
+    ///   - configuration: the default is an ephemeral configuration (no cookies, no cache:
+    ///     each POST stands alone).
+    ///   - clock: what the whole-request deadline is measured on. The default is
+    ///     `ContinuousClock()`; tests pass a manual clock.
+    public init(configuration: URLSessionConfiguration = .ephemeral, clock: any Clock<Duration> = ContinuousClock()) {
+        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
+        self.clock = clock
     }
 
     public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = "POST"
         urlRequest.httpBody = request.body
+        // The idle timeout, as a backstop; the deadline below is the real limit.
         urlRequest.timeoutInterval = request.timeout.seconds
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        do {
-            let (_, response) = try await session.data(for: urlRequest)
-            guard let http = response as? HTTPURLResponse else {
-                return .failure(TransportFailure(.other, "not an HTTP response"))
+        let session = self.session
+        let sendable = urlRequest
+        return await withDeadline(request.timeout, clock: clock) {
+            do {
+                let (_, response) = try await session.data(for: sendable)
+                guard let http = response as? HTTPURLResponse else {
+                    return .failure(TransportFailure(.other, "not an HTTP response"))
+                }
+                return .response(status: http.statusCode, retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
+            } catch {
+                return .failure(Self.classify(error))
             }
-            return .response(status: http.statusCode, retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
-        } catch {
-            return .failure(Self.classify(error))
         }
     }
 
@@ -50,5 +64,18 @@ public final class URLSessionTransport: DeliveryTransport {
     }
 }
 
-/// `URLSession` is thread-safe; the reference never changes.
+/// `URLSession` is thread-safe and the references never change; the clock is only read.
 extension URLSessionTransport: @unchecked Sendable {}
+
+/// Refuses every redirect: URLSession then hands the 3xx response itself to the caller
+/// (`urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)` called with
+/// nil). A POST redirected elsewhere should be the app's explicit decision, not a default.
+final class RedirectRefusal: NSObject, URLSessionTaskDelegate {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}
+
+/// Stateless.
+extension RedirectRefusal: @unchecked Sendable {}

@@ -47,6 +47,29 @@ public enum Format {
     public static let tornSuffix = ".torn"
     public static let lockFileName = "LOCK"
     static let segmentNameDigits = 16
+
+    // MARK: Limits of a valid record
+    //
+    // These belong to the format, not to a run's settings: the run that reads a log may use
+    // other settings than the run that wrote it, and recovery must never call a record
+    // invalid that the writer accepted (that would cut acknowledged data away as a "torn
+    // tail"). The writer refuses, before writing anything, every record these reject.
+
+    /// The largest body a record may hold, in bytes, before compression: 64 MiB. Readers
+    /// reject larger declared sizes without allocating, so crafted input cannot exhaust memory.
+    public static let maximumBodyBytes = 64 << 20
+    /// The smallest segment size a writer may be configured with: 4 KiB.
+    public static let minimumSegmentBytes = 4096
+    /// The largest segment size a writer may be configured with: 1 GiB (a segment's offsets
+    /// and a record's frame length must stay far inside 32 bits).
+    public static let maximumSegmentBytes = 1 << 30
+
+    /// The bytes a record of `bodyBytes` takes on disk (header + LZ4 frame) in the worst case,
+    /// an incompressible body: LZ4 then stores each 64 KiB block raw, with a 4-byte header.
+    public static func worstCaseRecordBytes(bodyBytes: Int) -> Int {
+        let blocks = max(1, (bodyBytes + 65_535) / 65_536)
+        return recordHeaderSize + bodyFrameOverhead + 4 * blocks + bodyBytes
+    }
 }
 
 /// Flags of a record header.

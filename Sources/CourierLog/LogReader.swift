@@ -4,14 +4,12 @@
 public struct LogReader: Sendable {
     public let directory: String
     public let fileSystem: any LogFileSystem
-    /// Bodies that declare more than this are treated as damage. The default is 64 MiB, far
-    /// above any segment the writer makes, so it only stops crafted input from allocating.
-    public var maximumBodyBytes: Int
 
-    public init(directory: String, fileSystem: any LogFileSystem = PosixFileSystem(), maximumBodyBytes: Int = 64 << 20) {
+    /// What counts as a valid record is fixed by the format (`Format.maximumBodyBytes`), not by
+    /// a setting here: every reader, and the writer's recovery, agree on it.
+    public init(directory: String, fileSystem: any LogFileSystem = PosixFileSystem()) {
         self.directory = directory
         self.fileSystem = fileSystem
-        self.maximumBodyBytes = maximumBodyBytes
     }
 
     /// The segment file names in log order, and the names of other `.wal` files that do not
@@ -30,7 +28,7 @@ public struct LogReader: Sendable {
     public func read(_ visit: (LogRecord) throws -> Void) throws -> ReplayReport {
         let (names, ignored) = try segmentNames()
         var report = ReplayReport(ignoredFiles: ignored)
-        let scanner = SegmentScanner(maximumBodyBytes: maximumBodyBytes)
+        let scanner = SegmentScanner()
         var last: UInt64?
         for (index, name) in names.enumerated() {
             let bytes: [UInt8]

@@ -7,15 +7,23 @@ import Darwin
 #endif
 
 /// The real file system, through POSIX calls (no Foundation on the write path).
+///
+/// Logs can hold personal data, so what it creates is private to the user: directories
+/// `0700`, files `0600` (before the umask, which can only remove bits). A log directory that
+/// already exists with wider permissions is narrowed to `0700` when it is opened.
 public struct PosixFileSystem: LogFileSystem {
     public init() {}
+
+    /// Permissions of the directories and files the log creates.
+    public static let directoryMode: mode_t = 0o700
+    public static let fileMode: mode_t = 0o600
 
     public func createDirectory(atPath path: String) throws(LogError) {
         var prefix = path.hasPrefix("/") ? "/" : ""
         // One mkdir per path component: bounded by the component count.
         for component in path.split(separator: "/") {
             prefix += component + "/"
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+            if mkdir(prefix, Self.directoryMode) != 0 && errno != EEXIST {
                 throw Self.error("cannot create directory", prefix)
             }
         }
@@ -23,6 +31,10 @@ public struct PosixFileSystem: LogFileSystem {
         guard stat(path, &st) == 0 else { throw Self.error("cannot stat directory", path) }
         guard (st.st_mode & S_IFMT) == S_IFDIR else {
             throw LogError(.notADirectory, "not a directory", path: path)
+        }
+        // An existing directory (made by the app, or by an older version) is narrowed too.
+        if st.st_mode & 0o077 != 0, chmod(path, Self.directoryMode) != 0 {
+            throw Self.error("cannot restrict the permissions of the log directory", path)
         }
     }
 
@@ -73,7 +85,7 @@ public struct PosixFileSystem: LogFileSystem {
 
     public func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
         let flags = O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0)
-        let fd = open(path, flags, 0o644)
+        let fd = open(path, flags, Self.fileMode)
         guard fd >= 0 else { throw Self.error("cannot open file for writing", path) }
         return PosixFile(fd: fd, path: path)
     }
@@ -91,7 +103,7 @@ public struct PosixFileSystem: LogFileSystem {
 
     public func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock {
         let lockPath = joinPath(path, Format.lockFileName)
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, Self.fileMode)
         guard fd >= 0 else { throw Self.error("cannot open lock file", lockPath) }
         // flock locks belong to the open file description, so a second open of the same
         // directory in this very process conflicts too (fcntl locks would not).

@@ -3,8 +3,10 @@
 ///
 /// Rules (the *why* is in ARCHITECTURE.md, "Recovery"):
 /// - A record is valid when its header has the right magic and sizes, its CRC (seeded with the
-///   segment's salt) matches, its LZ4 frame decodes to the declared size, and its sequence
-///   number is above every earlier one.
+///   segment's salt) matches, its LZ4 frame decodes to the declared size of at most
+///   `Format.maximumBodyBytes`, and its sequence number is above every earlier one. Nothing
+///   else, and no setting of the reading process, enters into it: this is the one definition
+///   of a valid record.
 /// - Bytes that are not a valid record start a search for the next valid record header. If one
 ///   is found, the bytes between are a damaged span: reported, skipped, and nothing else is lost.
 /// - If none is found, the rest of the segment is the trailing span. In the newest segment that
@@ -13,7 +15,6 @@
 ///   never reached the disk: they are part of the trailing span, so batches are all-or-nothing.
 struct SegmentScanner {
     let decoder = LZ4Decoder()
-    let maximumBodyBytes: Int
 
     struct Result {
         var header: SegmentHeader?
@@ -57,7 +58,7 @@ struct SegmentScanner {
                 result.header = stored
                 salt = stored.salt
             }
-            var cursor = Cursor(raw: raw, salt: salt, segment: segment, decoder: decoder, maximumBodyBytes: maximumBodyBytes)
+            var cursor = Cursor(raw: raw, salt: salt, segment: segment, decoder: decoder)
             try cursor.run(after: after, result: &result, visit: visit)
             return result
         }
@@ -83,18 +84,16 @@ private struct Cursor {
     let salt: UInt32
     let segment: String
     let decoder: LZ4Decoder
-    let maximumBodyBytes: Int
     /// CRC bytes the resynchronising search may spend. Real damage costs one CRC per genuine
     /// header; only crafted input (many fake headers with long lengths) could exhaust this, and
     /// then the rest of the segment is reported as one span instead of taking quadratic time.
     var resyncBudgetBytes: Int
 
-    init(raw: UnsafeRawBufferPointer, salt: UInt32, segment: String, decoder: LZ4Decoder, maximumBodyBytes: Int) {
+    init(raw: UnsafeRawBufferPointer, salt: UInt32, segment: String, decoder: LZ4Decoder) {
         self.raw = raw
         self.salt = salt
         self.segment = segment
         self.decoder = decoder
-        self.maximumBodyBytes = maximumBodyBytes
         self.resyncBudgetBytes = 4 * raw.count + (1 << 20)
     }
 
@@ -169,7 +168,7 @@ private struct Cursor {
         let sequence = raw.loadLE(UInt64.self, at: pos + 16)
         if let after, sequence <= after { return nil }
         let frame = UnsafeRawBufferPointer(rebasing: raw[(pos + Format.recordHeaderSize)..<(pos + total)])
-        guard let body = decoder.decompress(frame, limit: maximumBodyBytes) else { return nil }
+        guard let body = decoder.decompress(frame, limit: Format.maximumBodyBytes) else { return nil }
         return LogRecord(
             sequence: sequence,
             kind: RecordKind(rawValue: raw[pos + 32]),

@@ -46,6 +46,10 @@ extension WriteAheadLog {
 
     /// Under `mutex`. Encodes into the scratch buffer, rolls if needed, writes.
     private func encodeAndWrite<C: Collection<LogEntry>>(_ entries: C) throws(LogError) -> ClosedRange<UInt64> {
+        // A reader would reject a larger body: refuse it before anything is written.
+        for entry in entries where entry.body.count > Format.maximumBodyBytes {
+            throw LogError(.recordTooLarge, "a body of \(entry.body.count) bytes; the format allows at most \(Format.maximumBodyBytes)")
+        }
         let timestamp = configuration.now()
         let first = state.nextSequence
         state.scratch.removeAll(keepingCapacity: true)

@@ -21,7 +21,8 @@ extension WriteAheadLog {
         /// two segments. The default is 8 MiB: a segment is read whole during replay, so this
         /// bounds replay's peak memory on a phone; compaction frees space a segment at a time,
         /// so smaller segments return space sooner; and at ~200 bytes per record a segment
-        /// still holds ~40,000 records, so rolls (two fsyncs each) are rare. Minimum 4 KiB.
+        /// still holds ~40,000 records, so rolls (two fsyncs each) are rare. From 4 KiB
+        /// (`Format.minimumSegmentBytes`) to 1 GiB (`Format.maximumSegmentBytes`).
         public var segmentSizeBytes: Int = 8 << 20
 
         /// The default is `.interval(.milliseconds(100))`: a phone rarely loses power
@@ -39,11 +40,27 @@ extension WriteAheadLog {
         public init() {}
 
         /// The largest body one record is sure to fit in a segment with its headers, even if
-        /// it does not compress (LZ4 then stores 64 KiB blocks raw, 4 bytes of header each).
+        /// it does not compress (LZ4 then stores 64 KiB blocks raw, 4 bytes of header each),
+        /// and never above the format's `Format.maximumBodyBytes`. `append` accepts any body up
+        /// to this size; larger ones may still fit when they compress well.
         public var maximumRecordBytes: Int {
-            let blockHeadersBytes = 4 * (segmentSizeBytes / 65_536 + 1)
-            return segmentSizeBytes - Format.segmentHeaderSize - Format.recordHeaderSize
-                - Format.bodyFrameOverhead - blockHeadersBytes
+            let space = segmentSizeBytes - Format.segmentHeaderSize
+            // A body no larger than `space` has at most as many blocks as `space` would.
+            let blockHeadersBytes = 4 * ((space + 65_535) / 65_536)
+            let body = min(Format.maximumBodyBytes, space - Format.recordHeaderSize - Format.bodyFrameOverhead - blockHeadersBytes)
+            assert(Format.worstCaseRecordBytes(bodyBytes: body) <= space)
+            return max(0, body)
+        }
+
+        /// Why these settings cannot make a log, or nil if they can.
+        public var problem: String? {
+            guard segmentSizeBytes >= Format.minimumSegmentBytes, segmentSizeBytes <= Format.maximumSegmentBytes else {
+                return "segmentSizeBytes is \(segmentSizeBytes); it must be from \(Format.minimumSegmentBytes) to \(Format.maximumSegmentBytes)"
+            }
+            if case .interval(let d) = syncPolicy, d <= .zero {
+                return "syncPolicy .interval(\(d)) must be positive"
+            }
+            return nil
         }
     }
 }

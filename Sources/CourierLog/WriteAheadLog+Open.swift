@@ -31,8 +31,9 @@ struct Opener {
     private func recoverNewest(_ name: String, report: inout RecoveryReport) throws(LogError) -> (nextSequence: UInt64, removed: Bool) {
         let path = joinPath(directory, name)
         let bytes = try fileSystem.readFile(atPath: path)
-        let scan = SegmentScanner(maximumBodyBytes: configuration.segmentSizeBytes)
-            .scan(bytes, segment: name, after: nil) { _ in }
+        // The same scanner, with the same format-wide limits, as every reader: recovery never
+        // cuts a record that replay or wal-dump would accept.
+        let scan = SegmentScanner().scan(bytes, segment: name, after: nil) { _ in }
         if scan.recordCount == 0 {
             // Nothing valid: an unfinished segment creation, or a segment opened and closed
             // with no append. Its name is the next sequence number, which the new segment

@@ -26,9 +26,7 @@ public final class WriteAheadLog {
     /// Throws `.locked` if the directory is open elsewhere, in this process or another.
     public init(directory: String, configuration: Configuration = Configuration(),
                 fileSystem: any LogFileSystem = PosixFileSystem()) throws(LogError) {
-        guard configuration.segmentSizeBytes >= 4096 else {
-            throw LogError(.invalidArgument, "segmentSizeBytes must be at least 4096")
-        }
+        if let problem = configuration.problem { throw LogError(.invalidArgument, problem) }
         self.directory = directory
         self.configuration = configuration
         self.fileSystem = fileSystem
@@ -98,6 +96,42 @@ public struct RecoveryReport: Sendable, Equatable {
     /// The segment this session appends to.
     public var activeSegment: String = ""
     public var nextSequence: UInt64 = 1
+
+    // What reading the log after opening found (filled in by `absorb(_:)`; the layer that
+    // decodes bodies adds `undecodableRecords`).
+
+    /// Spans that are not valid records, anywhere but a torn tail: each may have cost records.
+    public var damaged: [DamagedSpan] = []
+    /// Sequence numbers missing between the records read (lost to damage).
+    public var missingSequences: UInt64 = 0
+    /// Records whose checksums verify but whose bodies the reader could not interpret (damage
+    /// the checksum cannot see, or a record written by a newer version). They were skipped.
+    public var undecodableRecords: [RecordLocation] = []
+
+    public init() {}
+
+    /// True when nothing was found but a torn tail (which is end of log, not damage).
+    public var isClean: Bool { damaged.isEmpty && missingSequences == 0 && undecodableRecords.isEmpty }
+
+    /// Adds what a read of the log found.
+    public mutating func absorb(_ replay: ReplayReport) {
+        damaged += replay.damaged
+        missingSequences += replay.missingSequences
+    }
+
+    /// One line for people: what was lost and where, or that nothing was.
+    public var summary: String {
+        var parts: [String] = []
+        if !damaged.isEmpty {
+            parts.append("\(damaged.count) damaged span(s): " + damaged.prefix(3).map(\.description).joined(separator: "; "))
+        }
+        if missingSequences > 0 { parts.append("\(missingSequences) sequence number(s) missing") }
+        if !undecodableRecords.isEmpty {
+            parts.append("\(undecodableRecords.count) record(s) not understood: " + undecodableRecords.prefix(3).map(\.description).joined(separator: ", "))
+        }
+        if let tornTail { parts.append("torn tail cut (\(tornTail))") }
+        return parts.isEmpty ? "clean" : parts.joined(separator: "; ")
+    }
 }
 
 /// A segment: its name, first sequence number and size.

@@ -77,7 +77,7 @@ extension SimulatedFileSystem {
         try lock.withLock { () throws(LogError) -> any DirectoryLock in
             guard !heldLocks.contains(path) else { throw LogError(.locked, "log directory is already open", path: path) }
             heldLocks.insert(path)
-            return SimulatedLock(fileSystem: self, path: path)
+            return SimulatedLock(fileSystem: self, path: path, generation: lockGeneration)
         }
     }
 
@@ -129,8 +129,10 @@ extension SimulatedFileSystem {
         }
     }
 
-    func unlock(_ path: String) {
-        lock.withLock { _ = heldLocks.remove(path) }
+    /// Releases `path`, unless a crash or kill since the lock was taken already released it
+    /// (the new holder's lock must survive a stale holder's release).
+    func unlock(_ path: String, generation: Int) {
+        lock.withLock { if generation == lockGeneration { _ = heldLocks.remove(path) } }
     }
 }
 
@@ -155,12 +157,14 @@ final class SimulatedFile: LogFile {
 final class SimulatedLock: DirectoryLock {
     let fileSystem: SimulatedFileSystem
     let path: String
+    let generation: Int
     private let released = ConditionLockBox()
     nonisolated(unsafe) private var done = false
 
-    init(fileSystem: SimulatedFileSystem, path: String) {
+    init(fileSystem: SimulatedFileSystem, path: String, generation: Int) {
         self.fileSystem = fileSystem
         self.path = path
+        self.generation = generation
     }
 
     func unlock() {
@@ -168,6 +172,6 @@ final class SimulatedLock: DirectoryLock {
             defer { done = true }
             return !done
         }
-        if first { fileSystem.unlock(path) }
+        if first { fileSystem.unlock(path, generation: generation) }
     }
 }

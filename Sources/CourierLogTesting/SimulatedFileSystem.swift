@@ -29,6 +29,8 @@ public final class SimulatedFileSystem: LogFileSystem {
     var durableEntries: [String: Int] = [:]
     var directories: Set<String> = []
     var heldLocks: Set<String> = []
+    /// Bumped by every crash or kill: locks taken before it are already released.
+    var lockGeneration = 0
     var scheduled: [(operation: Operation, skip: Int, fault: Fault)] = []
     var nextNode = 1
     var capacity: Int?
@@ -92,6 +94,20 @@ public final class SimulatedFileSystem: LogFileSystem {
             }
             entries = durableEntries
             heldLocks.removeAll()
+            lockGeneration += 1
+            scheduled.removeAll()
+            operationsLeft = nil
+        }
+    }
+
+    /// Simulates the process being killed (SIGKILL, a crash, iOS ending a suspended app) while
+    /// the machine keeps running: every byte a `write` stored survives in the page cache, synced
+    /// or not; the directory lock is released; scheduled faults and `stopAfter` end. Objects of
+    /// the "dead" process must not be used afterwards (a real dead process does nothing more).
+    public func killProcess() {
+        lock.withLock {
+            heldLocks.removeAll()
+            lockGeneration += 1
             scheduled.removeAll()
             operationsLeft = nil
         }

@@ -20,6 +20,7 @@ public final class ScriptedTransport: DeliveryTransport {
     private var inFlight = 0
     private var maxInFlight = 0
     private var countWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
+    private var shutdowns = 0
 
     public init(_ script: @escaping Script = { _ in .response(status: 200) }) {
         self.script = script
@@ -29,6 +30,8 @@ public final class ScriptedTransport: DeliveryTransport {
     public var requests: [DeliveryRequest] { lock.withLock { recorded } }
     /// The most requests that were in flight at the same time.
     public var maximumInFlight: Int { lock.withLock { maxInFlight } }
+    /// How many times `shutdown()` was called (Courier never shuts down a transport it was given).
+    public var shutdownCount: Int { lock.withLock { shutdowns } }
     /// Requests waiting to be released.
     public var heldCount: Int { lock.withLock { held.count } }
 
@@ -94,6 +97,10 @@ public final class ScriptedTransport: DeliveryTransport {
         if Task.isCancelled { return .failure(TransportFailure(.cancelled, "cancelled")) }
         return script(request)
     }
+}
+
+extension ScriptedTransport {
+    public func shutdown() async { lock.withLock { shutdowns += 1 } }
 }
 
 /// All state is guarded by `lock`.

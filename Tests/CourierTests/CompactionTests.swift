@@ -13,6 +13,7 @@ import Testing
         let transport = ScriptedTransport { $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200) }
         var config = testConfiguration(clock: ManualClock(), transport: transport)
         config.segmentSizeBytes = 16 << 10
+        config.maximumMessageSize = 1024
         let courier = try Courier(directory: dir.url, configuration: config)
         let stuck = try (0..<5).map { try courier.send(["stuck": $0], to: down) }
         var peak = 0
@@ -43,6 +44,7 @@ import Testing
             var config = testConfiguration(clock: ManualClock(), transport: transport)
             config.fileSystem = fs
             config.segmentSizeBytes = 4096
+            config.maximumMessageSize = 1024
             config.compactionEnabled = false
             let courier = try Courier(directory: dir, configuration: config)
             for i in 0..<3 { try courier.send(["stuck": i], to: down) }

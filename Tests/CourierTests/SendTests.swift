@@ -52,7 +52,7 @@ import Testing
         #expect { try courier.send(["a": String(repeating: "x", count: 200)], to: inbox) } throws: {
             ($0 as? CourierError)?.code == .messageTooLarge
         }
-        #expect { try courier.send(data: Data(count: 101), to: inbox) } throws: { ($0 as? CourierError)?.code == .messageTooLarge }
+        #expect { try courier.send(data: Data(count: 101), contentType: "application/octet-stream", to: inbox) } throws: { ($0 as? CourierError)?.code == .messageTooLarge }
         #expect(try records(dir) == 0)
         await courier.close()
     }
@@ -77,7 +77,9 @@ import Testing
         let transport = ScriptedTransport()
         transport.holdResponses = true
         var config = testConfiguration(clock: ManualClock(), transport: transport)
-        config.maximumStorageBytes = 2000
+        config.segmentSizeBytes = 4096
+        config.maximumMessageSize = 1024
+        config.maximumStorageBytes = 8192
         let courier = try Courier(directory: dir.url, configuration: config)
         var sent = 0
         do {

@@ -1,0 +1,70 @@
+import CourierLog
+
+extension Courier.Configuration {
+    /// Bytes a message's URL and extra headers may take beside a body of `maximumMessageSize`
+    /// in the check `init` makes: a body of the maximum size with a URL and headers this small
+    /// always fits one record. `send` checks the real encoded size and throws
+    /// `.messageTooLarge` for a message whose URL and headers make it too big for a segment.
+    static let envelopeAllowanceBytes = 512
+
+    /// The log settings these Courier settings make.
+    func logConfiguration() -> WriteAheadLog.Configuration {
+        var log = WriteAheadLog.Configuration()
+        log.segmentSizeBytes = segmentSizeBytes
+        // `.always` is applied by Courier itself, outside its lock, so concurrent senders
+        // share fsyncs; the log only does `write(2)` under the lock.
+        log.syncPolicy = durability == .always ? .never : durability
+        return log
+    }
+
+    /// Every conflict in these settings, in words that name the settings; empty when valid.
+    /// `Courier.init` throws `.invalidConfiguration` with the first one.
+    public var problems: [String] {
+        var problems: [String] = []
+        func require(_ condition: Bool, _ problem: @autoclosure () -> String) {
+            if !condition { problems.append(problem()) }
+        }
+        let log = logConfiguration()
+        if let problem = log.problem { problems.append(problem) }
+        require(maxConcurrentDeliveries >= 1 && maxConcurrentDeliveries <= 1_000,
+                "maxConcurrentDeliveries is \(maxConcurrentDeliveries); it must be from 1 to 1000")
+        require(requestTimeout > .zero, "requestTimeout must be positive (it is \(requestTimeout))")
+        require(maximumMessageSize >= 0, "maximumMessageSize must not be negative")
+        if log.problem == nil {
+            let largest = log.maximumRecordBytes - Event.stateOverheadBytes - Self.envelopeAllowanceBytes
+            require(maximumMessageSize <= largest,
+                    "maximumMessageSize (\(maximumMessageSize)) does not fit segmentSizeBytes (\(segmentSizeBytes)): a segment of that size holds messages of at most \(max(0, largest)) bytes; raise segmentSizeBytes or lower maximumMessageSize")
+        }
+        require(maximumStorageBytes >= 2 * segmentSizeBytes,
+                "maximumStorageBytes (\(maximumStorageBytes)) must be at least twice segmentSizeBytes (\(segmentSizeBytes)): compaction frees space a whole sealed segment at a time")
+        require(compactionThreshold >= 1, "compactionThreshold must be at least 1")
+        require(resolvedMemoryCount >= 0, "resolvedMemoryCount must not be negative")
+        problems += retry.problems
+        return problems
+    }
+}
+
+extension RetryPolicy {
+    /// Every value out of range, in words; empty when valid.
+    var problems: [String] {
+        var problems: [String] = []
+        if initialDelay < .zero { problems.append("retry.initialDelay must not be negative") }
+        if maximumDelay < .zero { problems.append("retry.maximumDelay must not be negative") }
+        if !(multiplier.isFinite && multiplier >= 1) { problems.append("retry.multiplier must be a finite number of at least 1 (it is \(multiplier))") }
+        if let attempts = maximumAttempts, attempts < 1 { problems.append("retry.maximumAttempts must be at least 1 (or nil)") }
+        if let expiry, expiry <= .zero { problems.append("retry.expiry must be positive (or nil)") }
+        if retryAfterLimit < .zero { problems.append("retry.retryAfterLimit must not be negative") }
+        return problems
+    }
+}
+
+extension Courier {
+    /// Refuses, before anything is written, an event the log could not hold in one record
+    /// whatever its compression: the writer would refuse it too, and a reader could never
+    /// meet a record the writer did not accept.
+    func checkRecordSize(_ encoded: [UInt8], bodyBytes: Int) throws(CourierError) {
+        guard encoded.count <= maximumRecordBytes else {
+            throw CourierError(.messageTooLarge, "the message (body \(bodyBytes) bytes, with its URL and headers \(encoded.count) bytes) does not fit one record of a \(configuration.segmentSizeBytes)-byte segment (at most \(maximumRecordBytes) bytes); raise Configuration.segmentSizeBytes")
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/// The whole-request deadline every transport enforces (`Configuration.requestTimeout`):
+/// connection, upload, response head and body all count, unlike URLSession's
+/// `timeoutInterval`, which only limits idle time between bytes. Platform-neutral, so the
+/// same code runs, and is tested, on every platform.
+///
+/// The operation runs in a child task; a second child sleeps on `clock` until the deadline.
+/// Whichever ends first decides; the other is cancelled. When the deadline wins, the
+/// operation is cancelled and its (cancelled) outcome is replaced by `.timeout`.
+func withDeadline(_ timeout: Duration, clock: any Clock<Duration>,
+                  _ operation: @escaping @Sendable () async -> DeliveryOutcome) async -> DeliveryOutcome {
+    let sleep = deadlineSleeper(clock)
+    return await withTaskGroup(of: DeliveryOutcome?.self) { group in
+        group.addTask { await operation() }
+        group.addTask {
+            do { try await sleep(timeout) } catch { return nil }  // cancelled: the operation ended first
+            return .failure(TransportFailure(.timeout, "no complete response within \(timeout) (Configuration.requestTimeout)"))
+        }
+        // At most two results: the loop ends.
+        for await result in group {
+            guard let result else { continue }
+            group.cancelAll()
+            return result
+        }
+        // Only when the sleeper was cancelled and the operation produced nothing: impossible,
+        // since the operation always returns an outcome; cancelled is the honest answer.
+        return .failure(TransportFailure(.cancelled, "cancelled"))
+    }
+}
+
+/// Opens the existential once: a sleep of a duration on `clock`.
+private func deadlineSleeper(_ clock: any Clock<Duration>) -> @Sendable (Duration) async throws -> Void {
+    func open<C: Clock>(_ clock: C) -> @Sendable (Duration) async throws -> Void where C.Duration == Duration {
+        { try await clock.sleep(for: $0) }
+    }
+    return open(clock)
+}
