@@ -54,6 +54,10 @@ public final class FlakyServer: Sendable {
         let server = HTTPServer(address: try .inet(ip4: "127.0.0.1", port: port), timeout: 60, logger: .disabled)
         self.server = server
         let state = self.state
+        // A redirect, to check that clients never follow one with a POST on their own.
+        await server.appendRoute("POST /redirect") { _ in
+            HTTPResponse(statusCode: .temporaryRedirect, headers: HTTPHeaders([.location: "/messages"]))
+        }
         await server.appendRoute("POST *") { request in try await state.handle(request) }
         await server.appendRoute("GET /stats") { _ in state.statisticsResponse() }
         task = Task { try await server.run() }

@@ -1,0 +1,127 @@
+@testable import Courier
+import CourierLog
+import CourierLogTesting
+import CourierTesting
+import Foundation
+import Testing
+
+/// How the engine treats the app's threads and code: no user code under the courier's lock,
+/// no blocking file work on Swift's cooperative pool (issue 7).
+@Suite struct EngineDisciplineTests {
+    /// The injected clock is the app's code: it must never run while the courier's lock is
+    /// held (a clock that took a lock of its own could deadlock against a callback).
+    @Test func theInjectedClockIsNeverCalledUnderTheLock() async throws {
+        let clock = ProbingClock()
+        let transport = ScriptedTransport { $0.attempt < 3 ? .response(status: 503) : .response(status: 200) }
+        var config = testConfiguration(clock: ManualClock(), transport: transport, jitter: .none)
+        config.clock = clock
+        let courier = try Courier(directory: TemporaryDirectory().url, configuration: config)
+        clock.probe = { [weak courier] in courier?.lock.isHeldByCurrentThread ?? false }
+        let ids = try (0..<5).map { try courier.send(["n": $0], to: inbox) }
+        for _ in 0..<4 { await courier.settle(); clock.base.advance(by: .seconds(5)) }
+        for id in ids { try await courier.delivered(id) }
+        await courier.close()
+        #expect(clock.calls > 10, "the probe ran")
+        #expect(clock.violations == 0)
+    }
+
+    /// fsync and unlink (segment rolls, compaction, the final sync) happen on the courier's I/O
+    /// queue, never inside a Swift task, so a slow disk cannot starve the app's async work.
+    @Test func blockingFileWorkNeverRunsOnTheCooperativePool() async throws {
+        let fs = TaskRecordingFileSystem()
+        var config = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        config.fileSystem = fs
+        config.segmentSizeBytes = 4096
+        config.maximumMessageSize = 1024
+        // The app opens and sends from a plain thread here (opening and sending are the
+        // caller's synchronous work), so every call made from a task is the engine's.
+        let settings = config
+        let courier = try await withCheckedThrowingContinuation { (c: CheckedContinuation<Courier, any Error>) in
+            DispatchQueue.global().async {
+                do {
+                    let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: settings)
+                    for i in 0..<200 { _ = try? courier.send(["n": i, "pad": String(repeating: "x", count: 100)], to: inbox) }
+                    c.resume(returning: courier)
+                } catch {
+                    c.resume(throwing: error)
+                }
+            }
+        }
+        await courier.waitUntilIdle()
+        await courier.close()
+        #expect(courier.lock.withLock { courier.core.compactions } > 0, "compaction ran (it syncs and unlinks)")
+        #expect(fs.blockingCalls > 0)
+        #expect(fs.blockingCallsFromTasks == 0, "\(fs.blockingCallsFromTasks) of \(fs.blockingCalls) fsync/unlink calls ran on the cooperative pool")
+    }
+}
+
+/// A clock whose every reading asks `probe` whether the courier's lock is held.
+final class ProbingClock: Clock, @unchecked Sendable {
+    let base = ManualClock()
+    private let lock = NSLock()
+    private var counts = (calls: 0, violations: 0)
+    var probe: (@Sendable () -> Bool)? {
+        get { lock.withLock { probeValue } }
+        set { lock.withLock { probeValue = newValue } }
+    }
+    private var probeValue: (@Sendable () -> Bool)?
+
+    var calls: Int { lock.withLock { counts.calls } }
+    var violations: Int { lock.withLock { counts.violations } }
+
+    var now: ManualClock.Instant {
+        let violated = probe?() ?? false
+        lock.withLock {
+            counts.calls += 1
+            if violated { counts.violations += 1 }
+        }
+        return base.now
+    }
+    var minimumResolution: Duration { .zero }
+    func sleep(until deadline: ManualClock.Instant, tolerance: Duration?) async throws {
+        try await base.sleep(until: deadline, tolerance: tolerance)
+    }
+}
+
+/// A simulated file system that counts fsync, directory fsync and unlink calls, and those
+/// made from inside a Swift task.
+final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
+    let base = SimulatedFileSystem()
+    private let lock = NSLock()
+    private var total = 0
+    private var fromTasks = 0
+
+    var blockingCalls: Int { lock.withLock { total } }
+    var blockingCallsFromTasks: Int { lock.withLock { fromTasks } }
+
+    func note() {
+        let inTask = withUnsafeCurrentTask { $0 != nil }
+        lock.withLock {
+            total += 1
+            if inTask { fromTasks += 1 }
+        }
+    }
+
+    func createDirectory(atPath path: String) throws(LogError) { try base.createDirectory(atPath: path) }
+    func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] { try base.contentsOfDirectory(atPath: path) }
+    func readFile(atPath path: String) throws(LogError) -> [UInt8] { try base.readFile(atPath: path) }
+    func fileSize(atPath path: String) throws(LogError) -> Int { try base.fileSize(atPath: path) }
+    func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
+        RecordingFile(try base.openFile(atPath: path, create: create), owner: self)
+    }
+    func removeFile(atPath path: String) throws(LogError) { note(); try base.removeFile(atPath: path) }
+    func syncDirectory(atPath path: String) throws(LogError) { note(); try base.syncDirectory(atPath: path) }
+    func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock { try base.lockDirectory(atPath: path) }
+}
+
+final class RecordingFile: LogFile, @unchecked Sendable {
+    let file: any LogFile
+    let owner: TaskRecordingFileSystem
+    init(_ file: any LogFile, owner: TaskRecordingFileSystem) {
+        self.file = file
+        self.owner = owner
+    }
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int { try file.write(bytes, at: offset) }
+    func sync() throws(LogError) { owner.note(); try file.sync() }
+    func truncate(to size: Int) throws(LogError) { try file.truncate(to: size) }
+}

@@ -1,0 +1,68 @@
+@testable import Courier
+import CourierTesting
+import FlakyServer
+import Foundation
+import Testing
+
+/// One policy on every transport: `requestTimeout` is a whole-request deadline, and redirects
+/// are never followed.
+@Suite struct TransportPolicyTests {
+    func transports(clock: ManualClock) -> [(String, any DeliveryTransport)] {
+        var all: [(String, any DeliveryTransport)] = [("URLSession", URLSessionTransport(clock: clock))]
+        #if canImport(AsyncHTTPClient)
+        all.append(("AsyncHTTPClient", AsyncHTTPClientTransport(clock: clock)))
+        #endif
+        return all
+    }
+
+    func request(_ url: URL, timeout: Duration) -> DeliveryRequest {
+        DeliveryRequest(url: url, headers: ["Content-Type": "application/json", "Idempotency-Key": UUID().uuidString],
+                        body: Data("{}".utf8), timeout: timeout, messageID: MessageID(), attempt: 1)
+    }
+
+    /// The deadline runs on the injected clock: advancing it past the timeout ends a request
+    /// the server is still holding (an idle timeout would wait in real time, 60 s here).
+    @Test(.timeLimit(.minutes(1)))
+    func theDeadlineCoversTheWholeRequestOnEveryTransport() async throws {
+        let server = try await FlakyServer(behavior: .init(failureRate: 0, delay: .seconds(20)))
+        let url = await server.url
+        let clock = ManualClock()
+        for (name, transport) in transports(clock: clock) {
+            let sleepers = clock.sleeperCount
+            let attempt = Task { await transport.deliver(request(url, timeout: .seconds(60))) }
+            // Wait (bounded) until the deadline's sleeper is registered, then pass it.
+            for _ in 0..<2_000 where clock.sleeperCount == sleepers { try await Task.sleep(for: .milliseconds(1)) }
+            clock.advance(by: .seconds(61))
+            let outcome = await attempt.value
+            guard case .failure(let f) = outcome else { Issue.record("\(name): \(outcome)"); continue }
+            #expect(f.kind == .timeout, "\(name): \(f)")
+            await transport.shutdown()
+        }
+        await server.stop()
+    }
+
+    @Test func anOperationThatEndsFirstIsNotTimedOut() async {
+        let clock = ManualClock()
+        let outcome = await withDeadline(.seconds(1), clock: clock) { .response(status: 204, retryAfter: nil) }
+        #expect(outcome == .response(status: 204, retryAfter: nil))
+        #expect(clock.sleeperCount == 0, "the deadline's sleeper was cancelled")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func redirectsAreReportedNotFollowed() async throws {
+        let server = try await FlakyServer(behavior: .init(failureRate: 0))
+        let base = await server.url
+        let redirect = URL(string: "/redirect", relativeTo: base)!.absoluteURL
+        for (name, transport) in transports(clock: ManualClock()) {
+            let outcome = await transport.deliver(request(redirect, timeout: .seconds(10)))
+            #expect(outcome.status == 307, "\(name): \(outcome)")
+            await transport.shutdown()
+        }
+        #expect(server.statistics.requests == 0, "no POST reached /messages")
+        await server.stop()
+    }
+}
+
+extension DeliveryOutcome {
+    var status: Int? { if case .response(let s, _) = self { s } else { nil } }
+}
