@@ -1,4 +1,5 @@
 @testable import Courier
+import CourierLogTesting
 import CourierTesting
 import FlakyServer
 import Foundation
@@ -64,5 +65,60 @@ func courierLoadBinary() -> String {
         let accepted = server.acceptedKeySet
         let missing = acknowledged.filter { !accepted.contains($0.description) }
         #expect(missing.isEmpty, "\(missing.count) acknowledged messages never reached the server")
+    }
+
+    /// The same promise over random configurations within the documented bounds and random
+    /// bodies (empty to `maximumMessageSize`, compressible or not): a real child process is
+    /// killed after a random number of acknowledged sends, and every one is pending when this
+    /// process opens the directory with the same settings. The server fails every request, so
+    /// nothing leaves the outbox by being delivered.
+    @Test(.timeLimit(.minutes(2)), arguments: 0..<3)
+    func everyAcknowledgedSendOfARandomConfigurationSurvivesSIGKILL(seed: UInt64) async throws {
+        let binary = courierLoadBinary()
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "build first: make test builds courier-load")
+        var rng = SeededRandom(seed: 0x5EED_0000 + seed)
+        let config = AcknowledgedSurvivalTests.randomConfiguration(&rng)
+        let server = try await FlakyServer(behavior: .init(failureRate: 1, seed: seed))
+        let url = await server.url
+        let dir = TemporaryDirectory()
+        let durability = switch config.durability { case .never: "never"; case .always: "always"; default: "interval" }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: binary)
+        child.arguments = [dir.url.path, url.absoluteString, "400", "500",
+                           "--segment-size", "\(config.segmentSizeBytes)", "--max-message", "\(config.maximumMessageSize)",
+                           "--durability", durability, "--bodies", "\(seed)"]
+        let pipe = Pipe()
+        child.standardOutput = pipe
+        try child.run()
+        let killAfter = Int.random(in: 5...80, using: &rng)
+        var acknowledged: [MessageID] = []
+        var buffer = Data()
+        // Read ids until `killAfter` were acknowledged. Bounded by the child's output.
+        readLoop: while acknowledged.count < killAfter {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer += chunk
+            while let newline = buffer.firstIndex(of: 10) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer = Data(buffer[(newline + 1)...])
+                guard let id = MessageID(line) else { Issue.record("child said: \(line)"); break readLoop }
+                acknowledged.append(id)
+            }
+        }
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        await server.stop()
+        #expect(acknowledged.count >= killAfter, "the child acknowledged sends before it was killed")
+
+        var reopen = config
+        let held = ScriptedTransport()
+        held.holdResponses = true
+        reopen.transport = held
+        let survivor = try Courier(directory: dir.url, configuration: reopen)
+        let pending = Set(survivor.pendingMessages.map(\.id))
+        let lost = acknowledged.filter { !pending.contains($0) }
+        #expect(lost.isEmpty, "segment \(config.segmentSizeBytes), max message \(config.maximumMessageSize), \(durability): lost \(lost.count) of \(acknowledged.count)")
+        #expect(survivor.recovery.isClean, "\(survivor.recovery.summary)")
+        await survivor.close()
     }
 }

@@ -1,8 +1,12 @@
 // courier-load: sends messages through a Courier and prints each id as soon as `send`
 // returned (flushed), so a parent process knows exactly which sends were acknowledged. Used by
-// the SIGKILL crash test and for quick load runs.
+// the SIGKILL crash tests and for quick load runs.
 //
-//     courier-load DIR URL COUNT [PAUSE_MICROSECONDS]
+//     courier-load DIR URL COUNT [PAUSE_MICROSECONDS] [--segment-size N] [--max-message N]
+//                  [--durability never|interval|always] [--bodies SEED]
+//
+// With `--bodies SEED`, bodies are random (seeded) raw bytes: empty, up to `--max-message`,
+// compressible or not. Otherwise each body is a small JSON object.
 import Courier
 import Foundation
 
@@ -12,30 +16,63 @@ import Glibc
 import Darwin
 #endif
 
-let args = CommandLine.arguments
-guard args.count == 4 || args.count == 5, let url = URL(string: args[2]), let count = Int(args[3]) else {
-    print("usage: courier-load DIR URL COUNT [PAUSE_MICROSECONDS]")
-    exit(2)
-}
-let pause = args.count == 5 ? UInt32(args[4]) ?? 0 : 0
 /// Writes a line straight to file descriptor 1 (no stdio buffer): once written, a parent
 /// reading the pipe sees it even if this process is killed the next instant.
 func emit(_ line: String) {
     var bytes = Array((line + "\n").utf8)
     _ = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress, $0.count) }
 }
+
+func usage() -> Never {
+    print("usage: courier-load DIR URL COUNT [PAUSE_MICROSECONDS] [--segment-size N] [--max-message N] [--durability never|interval|always] [--bodies SEED]")
+    exit(2)
+}
+
+var positional: [String] = []
+var options: [String: String] = [:]
+var rest = CommandLine.arguments.dropFirst()
+// Each turn consumes one or two arguments: bounded by the argument count.
+while let arg = rest.popFirst() {
+    if arg.hasPrefix("--") {
+        guard let value = rest.popFirst() else { usage() }
+        options[String(arg.dropFirst(2))] = value
+    } else {
+        positional.append(arg)
+    }
+}
+guard positional.count == 3 || positional.count == 4, let url = URL(string: positional[1]), let count = Int(positional[2]) else { usage() }
+let pause = positional.count == 4 ? UInt32(positional[3]) ?? 0 : 0
+
 var config = Courier.Configuration()
 config.retry = RetryPolicy(initialDelay: .milliseconds(5), maximumDelay: .milliseconds(50))
+if let v = options["segment-size"] { guard let n = Int(v) else { usage() }; config.segmentSizeBytes = n }
+if let v = options["max-message"] { guard let n = Int(v) else { usage() }; config.maximumMessageSize = n }
+switch options["durability"] {
+case nil: break
+case "never": config.durability = .never
+case "interval": config.durability = .interval(.milliseconds(100))
+case "always": config.durability = .always
+default: usage()
+}
+var bodies: SplitMix? = options["bodies"].map { SplitMix(seed: UInt64($0) ?? 0) }
+
 let courier: Courier
 do {
-    courier = try Courier(directory: URL(fileURLWithPath: args[1]), configuration: config)
+    courier = try Courier(directory: URL(fileURLWithPath: positional[0]), configuration: config)
 } catch {
     emit("error: \(error)")
     exit(1)
 }
 for i in 0..<count {
     do {
-        let id = try courier.send(["n": i, "text": "message \(i) from pid \(getpid())"], to: url)
+        let id: MessageID
+        if var rng = bodies {
+            let body = rng.body(maximum: config.maximumMessageSize)
+            bodies = rng
+            id = try courier.send(data: body, contentType: "application/octet-stream", to: url)
+        } else {
+            id = try courier.send(["n": i, "text": "message \(i) from pid \(getpid())"], to: url)
+        }
         emit(id.description)
         if pause > 0 { usleep(pause) }
     } catch {
@@ -46,3 +83,23 @@ for i in 0..<count {
 await courier.waitUntilIdle()
 await courier.close()
 emit("done")
+
+/// SplitMix64: seeded bodies, the same for the same seed.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Empty, the maximum, or in between; random bytes or repeated text.
+    mutating func body(maximum: Int) -> Data {
+        let size = [0, maximum, Int.random(in: 0...maximum, using: &self)].randomElement(using: &self)!
+        if Bool.random(using: &self) { return Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &self) }) }
+        return Data(String(repeating: "abcd", count: size / 4 + 1).utf8.prefix(size))
+    }
+}

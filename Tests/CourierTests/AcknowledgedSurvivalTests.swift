@@ -1,0 +1,82 @@
+@testable import Courier
+import CourierLog
+import CourierLogTesting
+import CourierTesting
+import Foundation
+import Testing
+
+/// The property behind Courier's one promise (issue 7): for any configuration within the
+/// documented bounds and any bodies within `maximumMessageSize`, every message whose `send`
+/// returned is pending after the process ends at any point and the directory is reopened.
+@Suite struct AcknowledgedSurvivalTests {
+    /// A random configuration within the documented bounds (`Configuration.problems` is empty).
+    static func randomConfiguration(_ rng: inout SeededRandom) -> Courier.Configuration {
+        var c = Courier.Configuration()
+        let sizes = [Format.minimumSegmentBytes, 4097, 8192, 16_384, 65_536, 100_000, 262_144, 1 << 20]
+        c.segmentSizeBytes = sizes.randomElement(using: &rng)!
+        var log = WriteAheadLog.Configuration()
+        log.segmentSizeBytes = c.segmentSizeBytes
+        let largest = log.maximumRecordBytes - Event.stateOverheadBytes - Courier.Configuration.envelopeAllowanceBytes
+        c.maximumMessageSize = Int.random(in: 0...largest, using: &rng)
+        c.maximumStorageBytes = 64 << 20
+        c.durability = [.never, .interval(.milliseconds(100)), .always].randomElement(using: &rng)!
+        c.maxConcurrentDeliveries = Int.random(in: 1...8, using: &rng)
+        return c
+    }
+
+    /// A body of 0…`maximum` bytes: empty, compressible text, or random (incompressible) bytes.
+    static func randomBody(maximum: Int, _ rng: inout SeededRandom) -> Data {
+        let size = [0, maximum, Int.random(in: 0...maximum, using: &rng)].randomElement(using: &rng)!
+        if Bool.random(using: &rng) {
+            return Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        }
+        return Data(String(repeating: "abcd", count: size / 4 + 1).utf8.prefix(size))
+    }
+
+    @Test(arguments: 0..<24)
+    func everyAcknowledgedSendIsPendingAfterTheProcessEndsAnywhere(seed: UInt64) async throws {
+        var rng = SeededRandom(seed: 0xC0_0000 + seed)
+        let fs = SimulatedFileSystem()
+        let held = ScriptedTransport()
+        held.holdResponses = true
+        var config = Self.randomConfiguration(&rng)
+        #expect(config.problems.isEmpty, "\(config.problems)")
+        config.fileSystem = fs
+        config.transport = held
+        config.clock = ManualClock()
+        config.makeMessageID = SequentialMessageIDs().next
+        let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
+        let count = Int.random(in: 1...30, using: &rng)
+        // Where the process ends: after some sends, or with the disk stopping mid-send (every
+        // later write and fsync fails, as a dying process's would).
+        let stopAfterSends = Int.random(in: 0...count, using: &rng)
+        var acknowledged: [MessageID] = []
+        for i in 0..<count {
+            if i == stopAfterSends && Bool.random(using: &rng) { fs.stopAfter(operations: Int.random(in: 0...3, using: &rng)) }
+            let body = Self.randomBody(maximum: config.maximumMessageSize, &rng)
+            switch Result(catching: { () throws(CourierError) in try courier.send(data: body, contentType: "application/octet-stream", to: inbox) }) {
+            case .success(let id): acknowledged.append(id)
+            case .failure(let error): #expect(error.code == .storageFailed, "seed \(seed): \(error)")
+            }
+        }
+        let powerLoss = config.durability == .always && Bool.random(using: &rng)
+        if powerLoss {
+            // `.always` promises more: a power loss loses nothing acknowledged either, even
+            // with half-written unsynced bytes left behind.
+            let keep = Int.random(in: 0...64, using: &rng)
+            fs.crash(keepingUnsyncedBytes: { _, unsynced in min(keep, unsynced) })
+        } else {
+            fs.killProcess()
+        }
+
+        var reopen = config
+        reopen.now = { wallStart.addingTimeInterval(-3600) }  // nothing due: pending stays as replayed
+        let again = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
+        let pending = Set(again.pendingMessages.map(\.id))
+        let lost = acknowledged.filter { !pending.contains($0) }
+        #expect(lost.isEmpty, "seed \(seed), segment \(config.segmentSizeBytes), max message \(config.maximumMessageSize), \(config.durability), power loss \(powerLoss): lost \(lost.count) of \(acknowledged.count)")
+        #expect(again.recovery.isClean, "seed \(seed): \(again.recovery.summary)")
+        await again.close()
+        _ = courier
+    }
+}
