@@ -8,6 +8,7 @@ public enum GoldenLogs {
     /// Names and the `wal-dump verify` status each must give.
     public static let expectedVerifyStatus: [String: Int32] = [
         "clean": 0, "torn-tail": 0, "zero-tail": 0, "flipped-byte": 1, "garbage-file": 1, "not-a-log": 1,
+        "large-record": 0,
     ]
 
     public static func configuration() -> WriteAheadLog.Configuration {
@@ -32,8 +33,24 @@ public enum GoldenLogs {
         try fileSystem.removeFile(atPath: directory + "/" + Format.lockFileName)  // empty; not part of the format
     }
 
+    /// Three records whose bodies (20,000 bytes of JSON each) are five times the 4 KiB segment
+    /// size but compress to a few hundred bytes. A reader of any setting accepts them, so
+    /// recovery must keep them (an early version cut such a segment away as a "torn tail").
+    public static func writeLargeRecords(directory: String, fileSystem: any LogFileSystem) throws {
+        let log = try WriteAheadLog(directory: directory, configuration: configuration(), fileSystem: fileSystem)
+        for i in 0..<3 {
+            var text = #"{"id":"big-\#(i)","text":""#
+            text += String(repeating: "abcd", count: (20_000 - text.utf8.count - 2) / 4 + 1).prefix(20_000 - text.utf8.count - 2)
+            text += #""}"#
+            try log.append(Array(text.utf8), kind: .enqueued)
+        }
+        try log.close()
+        try fileSystem.removeFile(atPath: directory + "/" + Format.lockFileName)
+    }
+
     /// Writes every golden log under `root` (one directory each).
     public static func writeAll(root: String, fileSystem: any LogFileSystem) throws {
+        try writeLargeRecords(directory: root + "/large-record", fileSystem: fileSystem)
         let clean = root + "/clean"
         try writeClean(directory: clean, fileSystem: fileSystem)
         let (segments, _) = try LogReader(directory: clean, fileSystem: fileSystem).segmentNames()

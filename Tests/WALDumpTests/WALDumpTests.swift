@@ -29,12 +29,30 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let fs = SimulatedFileSystem()
         try GoldenLogs.writeAll(root: "/golden", fileSystem: fs)
         let made = fs.allPaths().filter { $0.hasPrefix("/golden/") }
-        #expect(made.count == 12)
+        #expect(made.count == 13)
         for path in made {
             let committed = fixtures + "/logs/" + path.dropFirst("/golden/".count)
             let bytes = try #require(FileManager.default.contents(atPath: committed), "missing \(committed)")
             #expect(Array(bytes) == fs.contents(of: path), "\(committed) differs from what the writer makes")
         }
+    }
+
+    /// Records larger than the segment they sit in (they compress well) are valid to every
+    /// reader, so opening the log for writing keeps all of them: nothing is cut as a torn tail.
+    @Test func recoveryKeepsEveryRecordOfTheLargeRecordLog() throws {
+        let fs = SimulatedFileSystem()
+        let source = fixtures + "/logs/large-record"
+        for name in try FileManager.default.contentsOfDirectory(atPath: source) {
+            fs.setContents(Array(try #require(FileManager.default.contents(atPath: source + "/" + name))), of: "/big/" + name)
+        }
+        var config = GoldenLogs.configuration()
+        config.segmentSizeBytes = Format.minimumSegmentBytes
+        let log = try WriteAheadLog(directory: "/big", configuration: config, fileSystem: fs)
+        #expect(log.recovery.tornTail == nil && log.recovery.removedSegment == nil)
+        var sizes: [Int] = []
+        _ = try log.replay { sizes.append($0.body.count) }
+        #expect(sizes == [20_000, 20_000, 20_000])
+        try log.close()
     }
 
     @Test(arguments: goldenNames)
