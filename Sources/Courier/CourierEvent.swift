@@ -11,8 +11,9 @@ public enum CourierEvent: Sendable, Hashable {
     case delivered(MessageID, attempts: Int)
     /// The retry policy gave up; the message will not be sent again.
     case abandoned(MessageID, attempts: Int, reason: String)
-    /// A state change could not be written to the log (disk full, I/O error). Delivery goes
-    /// on in memory; after a restart the message may be sent again (the server dedupes by
-    /// `Idempotency-Key`).
+    /// Storage trouble, in words for people. Either a state change could not be written to the
+    /// log (disk full, I/O error): delivery goes on in memory, and after a restart the message
+    /// may be sent again (the server dedupes by `Idempotency-Key`). Or opening the log found
+    /// damage (details in `Courier.recovery`): then it is the first event of every stream.
     case storageFailed(String)
 }
