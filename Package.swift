@@ -37,16 +37,18 @@ let package = Package(
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
-        // The system liblz4 (Debian: liblz4-dev, Homebrew: lz4).
+        // The system liblz4 (Debian: liblz4-dev), on Linux only: its block API is the log's
+        // block codec there. Apple platforms use the Compression framework instead, so an iOS
+        // app needs no system library (the LZ4 frame format itself is Swift, on every platform).
         .systemLibrary(
             name: "CLZ4",
             pkgConfig: "liblz4",
-            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+            providers: [.apt(["liblz4-dev"])]
         ),
         // Hardware CRC-32C (SSE4.2 / ARMv8 CRC), with a Swift fallback in CourierLog.
         .target(name: "CCRC32C"),
         // The write-ahead log. It knows nothing about HTTP or messages.
-        .target(name: "CourierLog", dependencies: ["CLZ4", "CCRC32C"]),
+        .target(name: "CourierLog", dependencies: [.target(name: "CLZ4", condition: .when(platforms: [.linux])), "CCRC32C"]),
         .target(name: "CourierLogTesting", dependencies: ["CourierLog"]),
         // The messaging layer and public API: events, projection, retry engine, transports.
         .target(name: "Courier", dependencies: [
@@ -85,12 +87,14 @@ let package = Package(
                            .product(name: "AsyncHTTPClient", package: "async-http-client",
                                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"]))],
             path: "Tools/courier-bench"),
-        .executableTarget(name: "wal-bench", dependencies: ["CourierLog", "CLZ4"], path: "Tools/wal-bench"),
+        .executableTarget(name: "wal-bench", dependencies: ["CourierLog", .target(name: "CLZ4", condition: .when(platforms: [.linux]))],
+                         path: "Tools/wal-bench"),
         .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting"], path: "Tools/wal-fixtures"),
 
         // Tests
         .testTarget(name: "CourierSampleTests", dependencies: ["CourierSample", "Courier", "CourierTesting"]),
-        .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting"]),
+        .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting",
+                                                          .target(name: "CLZ4", condition: .when(platforms: [.linux]))]),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer"]),
         .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting", "Courier", "CourierTesting"]),
     ],

@@ -6,13 +6,23 @@ struct Core {
     var resolved: ResolvedMemory
     var callbacks: [MessageID: Callbacks] = [:]
     var waiters: [MessageID: [CheckedContinuation<Void, any Error>]] = [:]
-    var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Waiters for "nothing pending", by key (so a cancelled wait can remove its own).
+    var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    var nextWaiterKey = 0
     var settleWaiters: [CheckedContinuation<Void, Never>] = []
     var subscribers: [Int: AsyncStream<CourierEvent>.Continuation] = [:]
     var nextSubscriber = 0
     var inFlight: [MessageID: Task<Void, Never>] = [:]
     var timer: (task: Task<Void, Never>, deadline: Duration)?
     var closed = false
+    /// `pause()` was called: start no new attempt (until `resume()`).
+    var paused = false
+    /// `deliverPending(within:)` calls under way: they deliver even while paused.
+    var forcedRuns = 0
+    /// `deliverPending(within:)` calls stopping: no new attempt while one winds down.
+    var stopping = 0
+    /// Messages delivered since open (for `deliverPending`'s summary).
+    var deliveredCount = 0
     /// What opening found wrong, if anything: the first event of every `events` stream.
     var openingDamage: String?
     /// Messages resolved since the last compaction.
@@ -21,6 +31,11 @@ struct Core {
     /// Segment count when the compactor last looked (it looks again after a roll).
     var segmentsAtLastCheck = 0
     var compactions = 0
+}
+
+extension Core {
+    /// Whether the engine may start attempts now.
+    var mayStartAttempts: Bool { (!paused || forcedRuns > 0) && stopping == 0 }
 }
 
 struct Callbacks {

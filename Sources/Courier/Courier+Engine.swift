@@ -12,6 +12,10 @@ extension Courier {
         let effects = lock.withLock { () -> Effects in
             var effects = Effects()
             guard !core.closed else { return effects }
+            guard core.mayStartAttempts else {
+                effects.idle = takeSettleWaitersIfSettled(at: instant)
+                return effects
+            }
             // Each turn starts one delivery: bounded by maxConcurrentDeliveries.
             while core.inFlight.count < configuration.maxConcurrentDeliveries,
                   let state = core.scheduler.takeDue(nowMilliseconds: instant.wallMilliseconds) {
@@ -144,6 +148,7 @@ extension Courier {
         let waiters = core.waiters.removeValue(forKey: id) ?? []
         switch resolution {
         case .delivered:
+            core.deliveredCount += 1
             effects.events.append(.delivered(id, attempts: attempts))
             if let callback = callbacks?.onDelivered { effects.delivered.append((callback, id)) }
             effects.successes += waiters
@@ -154,7 +159,7 @@ extension Courier {
             effects.failures += waiters.map { ($0, error) }
         }
         if core.scheduler.isEmpty {
-            effects.idle += core.idleWaiters
+            effects.idle += core.idleWaiters.values
             core.idleWaiters.removeAll()
         }
     }

@@ -29,7 +29,8 @@ extension Courier {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = lock.withLock { () -> Bool in
                 if core.scheduler.isEmpty || core.closed { return true }
-                core.idleWaiters.append(continuation)
+                core.idleWaiters[core.nextWaiterKey] = continuation
+                core.nextWaiterKey += 1
                 return false
             }
             if now { continuation.resume() }
@@ -81,6 +82,7 @@ extension Courier {
     private func isSettled(at instant: EngineInstant) -> Bool {
         if core.closed { return true }
         guard core.inFlight.isEmpty else { return false }
+        if !core.mayStartAttempts { return true }  // paused: nothing more will start
         if let timer = core.timer, timer.deadline <= instant.elapsed { return false }
         // A message may be due with no timer yet (the pump that arms it has not run).
         if let due = core.scheduler.earliestDueWithoutMutation, due <= instant.wallMilliseconds, core.timer == nil { return false }

@@ -103,7 +103,7 @@ public final class Courier {
             var effects = Effects()
             for (_, waiters) in core.waiters { effects.failures += waiters.map { ($0, CourierError(.closed, "the courier was closed")) } }
             core.waiters.removeAll()
-            effects.idle = core.idleWaiters + core.settleWaiters
+            effects.idle = Array(core.idleWaiters.values) + core.settleWaiters
             core.idleWaiters.removeAll()
             core.settleWaiters.removeAll()
             effects.finishStreams = Array(core.subscribers.values)

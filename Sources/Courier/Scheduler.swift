@@ -130,6 +130,17 @@ struct Scheduler {
         if queues[key]?.isEmpty == true { queues[key] = nil }
     }
 
+    /// Makes every message not in flight due at `now` at the latest; returns how many moved.
+    mutating func makeDue(atOrBefore now: UInt64) -> Int {
+        var moved = 0
+        for (id, entry) in entries where !entry.inFlight && entry.state.nextDueMilliseconds > now {
+            entries[id]!.state.nextDueMilliseconds = now
+            reschedule(id)
+            moved += 1
+        }
+        return moved
+    }
+
     /// Pulls every due time after `limit` back to `limit` (after a wall-clock jump).
     mutating func clampDue(toAtMost limit: UInt64) {
         for (id, entry) in entries where entry.state.nextDueMilliseconds > limit {

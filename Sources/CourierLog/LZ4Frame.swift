@@ -1,0 +1,162 @@
+/// The LZ4 frame format (lz4_Frame_format.md), written and parsed in Swift over a platform
+/// `LZ4BlockCodec`. The writer makes exactly the frames liblz4's `LZ4F_compressFrame` made
+/// with the log's preferences (tested byte for byte), so logs written before and after read
+/// the same, and `lz4 -dc` still decodes a segment:
+///
+///     magic 0x184D2204 (4) · FLG (1) · BD (1) · [content size, u64] · HC (1)
+///     blocks: u32 size (bit 31: stored raw) + data, each ≤ 64 KiB of content
+///     end mark u32 0 · content checksum u32 (XXH32 of the body, seed 0)
+///
+/// FLG = version 01, independent blocks, content checksum, and content size when the body is
+/// not empty (liblz4 omits a zero size, reading 0 as "unknown"); BD = 64 KiB blocks;
+/// HC = second byte of XXH32(FLG…content size). A block is stored raw when compressing it
+/// does not make it smaller (as `LZ4F_makeBlock` does).
+enum LZ4Frame {
+    static let magic: UInt32 = 0x184D_2204
+    static let blockBytes = 65_536
+    static let flagVersion: UInt8 = 0x40
+    static let flagIndependentBlocks: UInt8 = 0x20
+    static let flagBlockChecksum: UInt8 = 0x10
+    static let flagContentSize: UInt8 = 0x08
+    static let flagContentChecksum: UInt8 = 0x04
+    static let blockMaximum64KiB: UInt8 = 0x40
+    static let rawBlockBit: UInt32 = 0x8000_0000
+}
+
+/// Writes one frame per body. Not thread-safe: the writer owns one under its lock.
+final class LZ4Encoder {
+    private let codec: any LZ4BlockCodec
+    /// One block's compression target, reused (a fresh buffer per block would cost an
+    /// allocation each).
+    private let block = UnsafeMutableRawBufferPointer.allocate(byteCount: LZ4Frame.blockBytes, alignment: 16)
+
+    init(codec: any LZ4BlockCodec = makePlatformBlockCodec()) { self.codec = codec }
+
+    deinit { block.deallocate() }
+
+    /// Appends one LZ4 frame holding `body` to `out`; returns the frame's length.
+    func compress(_ body: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) -> Int {
+        let start = out.count
+        out.appendLE(LZ4Frame.magic)
+        let descriptorStart = out.count
+        var flags = LZ4Frame.flagVersion | LZ4Frame.flagIndependentBlocks | LZ4Frame.flagContentChecksum
+        if body.count > 0 { flags |= LZ4Frame.flagContentSize }
+        out.append(flags)
+        out.append(LZ4Frame.blockMaximum64KiB)
+        if body.count > 0 { out.appendLE(UInt64(body.count)) }
+        let headerChecksum = out.withUnsafeBytes { XXH32.digest(UnsafeRawBufferPointer(rebasing: $0[descriptorStart...])) }
+        out.append(UInt8(truncatingIfNeeded: headerChecksum >> 8))
+        var offset = 0
+        // Each turn consumes one block of the body: bounded by body.count / 64 KiB + 1.
+        while offset < body.count {
+            let chunk = UnsafeRawBufferPointer(rebasing: body[offset..<min(body.count, offset + LZ4Frame.blockBytes)])
+            // Compressed only if strictly smaller: the target holds at most count - 1 bytes.
+            let n = codec.compress(chunk, into: UnsafeMutableRawBufferPointer(rebasing: block[0..<(chunk.count - 1)]))
+            if n > 0 && n < chunk.count {
+                out.appendLE(UInt32(n))
+                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: block[0..<n]))
+            } else {
+                out.appendLE(UInt32(chunk.count) | LZ4Frame.rawBlockBit)
+                out.append(contentsOf: chunk)
+            }
+            offset += chunk.count
+        }
+        out.appendLE(UInt32(0))
+        out.appendLE(XXH32.digest(body))
+        return out.count - start
+    }
+}
+
+/// Reads frames the log wrote. Not thread-safe: each reader owns one.
+final class LZ4Decoder {
+    private let codec: any LZ4BlockCodec
+
+    init(codec: any LZ4BlockCodec = makePlatformBlockCodec()) { self.codec = codec }
+
+    /// Decodes exactly one whole frame that fills `frame`, or returns nil. Frames whose content
+    /// is larger than `limit`, that the writer never makes (linked blocks, a dictionary id),
+    /// with a wrong checksum, or with trailing bytes are rejected; nothing is allocated before
+    /// the declared size passed `limit`.
+    func decompress(_ frame: UnsafeRawBufferPointer, limit: Int) -> [UInt8]? {
+        guard let header = Self.header(frame), header.contentSize <= UInt64(limit) else { return nil }
+        let size = Int(header.contentSize)
+        var ok = false
+        let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            let produced = decodeBlocks(frame, from: header.blocksOffset, flags: header.flags, into: buffer)
+            initialized = produced ?? 0
+            ok = produced == size
+        }
+        guard ok, header.flags & LZ4Frame.flagContentChecksum != 0 else { return nil }
+        // The content checksum is the frame's last 4 bytes (checked by decodeBlocks' end).
+        let stored = frame.loadLE(UInt32.self, at: frame.count - 4)
+        guard out.withUnsafeBytes({ XXH32.digest($0) }) == stored else { return nil }
+        return out
+    }
+
+    struct Header {
+        var flags: UInt8
+        var contentSize: UInt64
+        var blocksOffset: Int
+    }
+
+    /// Parses and verifies the frame header. A frame without a content size must be empty
+    /// (the writer omits the size only then).
+    static func header(_ frame: UnsafeRawBufferPointer) -> Header? {
+        guard frame.count >= Format.minimumBodyFrameSize, frame.loadLE(UInt32.self, at: 0) == LZ4Frame.magic else { return nil }
+        let flags = frame[4]
+        let required = LZ4Frame.flagVersion | LZ4Frame.flagIndependentBlocks | LZ4Frame.flagContentChecksum
+        // Version 01, independent blocks, content checksum; reserved bit and dictionary id clear.
+        guard flags & 0xC0 == LZ4Frame.flagVersion, flags & required == required, flags & 0x03 == 0 else { return nil }
+        let blockID = (frame[5] >> 4) & 0x07
+        guard frame[5] & 0x8F == 0, blockID == 4 else { return nil }  // the writer's 64 KiB blocks
+        var offset = 6
+        var contentSize: UInt64 = 0
+        if flags & LZ4Frame.flagContentSize != 0 {
+            guard frame.count >= offset + 8 + 1 + 8 else { return nil }
+            contentSize = frame.loadLE(UInt64.self, at: offset)
+            offset += 8
+        }
+        let checksum = XXH32.digest(UnsafeRawBufferPointer(rebasing: frame[4..<offset]))
+        guard frame[offset] == UInt8(truncatingIfNeeded: checksum >> 8) else { return nil }
+        return Header(flags: flags, contentSize: contentSize, blocksOffset: offset + 1)
+    }
+
+    /// The content size the frame declares (nil if the header is not valid).
+    static func contentSize(_ frame: UnsafeRawBufferPointer) -> UInt64? { header(frame)?.contentSize }
+
+    /// Decodes the blocks starting at `offset` into `out`; returns the bytes produced, or nil
+    /// if a block is malformed, too big, or the frame does not end exactly with its end mark
+    /// and content checksum.
+    private func decodeBlocks(_ frame: UnsafeRawBufferPointer, from offset: Int, flags: UInt8,
+                              into out: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+        let raw = UnsafeMutableRawBufferPointer(out)
+        let blockChecksum = flags & LZ4Frame.flagBlockChecksum != 0 ? 4 : 0
+        var pos = offset
+        var produced = 0
+        // Each turn consumes at least 4 bytes of `frame`: bounded by frame.count / 4.
+        for _ in 0...(frame.count / 4) {
+            guard pos + 4 <= frame.count else { return nil }
+            let word = frame.loadLE(UInt32.self, at: pos)
+            pos += 4
+            if word == 0 { return pos + 4 == frame.count ? produced : nil }  // end mark, then the content checksum
+            let length = Int(word & ~LZ4Frame.rawBlockBit)
+            guard length <= LZ4Frame.blockBytes, pos + length + blockChecksum <= frame.count else { return nil }
+            let data = UnsafeRawBufferPointer(rebasing: frame[pos..<(pos + length)])
+            let room = min(LZ4Frame.blockBytes, raw.count - produced)
+            if word & LZ4Frame.rawBlockBit != 0 {
+                guard length <= room else { return nil }
+                UnsafeMutableRawBufferPointer(rebasing: raw[produced..<(produced + length)]).copyMemory(from: data)
+                produced += length
+            } else {
+                guard room > 0, let n = codec.decompress(data, into: UnsafeMutableRawBufferPointer(rebasing: raw[produced..<(produced + room)])),
+                      n <= room else { return nil }
+                produced += n
+            }
+            if blockChecksum > 0 {
+                guard frame.loadLE(UInt32.self, at: pos + length) == XXH32.digest(data) else { return nil }
+            }
+            pos += length + blockChecksum
+        }
+        return nil
+    }
+}
