@@ -57,6 +57,15 @@ extension Courier {
         /// Whether the compactor runs. Turn it off to keep every record for inspection with
         /// `wal-dump` (disk use then grows without bound). The default is true.
         public var compactionEnabled = true
+        /// Whether the default transport may use a cellular network. The default is true.
+        /// Applies to URLSession (Apple platforms); AsyncHTTPClient (Linux) has no such notion.
+        public var allowsCellularAccess = true
+        /// Whether the default transport may use a network the system marks expensive
+        /// (cellular, personal hotspot). The default is true. URLSession on Apple platforms only.
+        public var allowsExpensiveNetworkAccess = true
+        /// Whether the default transport may send in Low Data Mode. The default is true.
+        /// URLSession on Apple platforms only.
+        public var allowsConstrainedNetworkAccess = true
         /// How many resolved ids `delivered(_:)` remembers (most recent first). Older ids throw
         /// `.unknownMessage`. The default is 100,000 (about 3 MB).
         public var resolvedMemoryCount = 100_000

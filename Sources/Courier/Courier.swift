@@ -36,6 +36,8 @@ public final class Courier {
     let ioQueue = DispatchQueue(label: "courier.io", qos: .utility)
     /// What opening found: the log's recovery plus what replay found.
     public let recovery: RecoveryReport
+    /// The app-lifecycle wiring, if the app enabled it (iOS: `enableAppLifecycleIntegration()`).
+    let lifecycle = PlatformIntegrationBox()
     let lock = CourierLock()
     /// Everything mutable. Only touched while holding `lock`.
     var core: Core
@@ -49,7 +51,7 @@ public final class Courier {
         self.directory = directory
         self.configuration = configuration
         self.ownsTransport = configuration.transport == nil
-        self.transport = configuration.transport ?? defaultTransport()
+        self.transport = configuration.transport ?? defaultTransport(for: configuration)
         self.clock = EngineClock(configuration.clock)
         let wallStart = UInt64(max(0, configuration.now().timeIntervalSince1970 * 1000))
         self.wallStartMilliseconds = wallStart
@@ -63,6 +65,7 @@ public final class Courier {
         } catch {
             throw CourierError(error)
         }
+        Self.applyPlatformDataProtection(to: directory)
         core = Core(scheduler: Scheduler(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination),
                     resolved: ResolvedMemory(limit: configuration.resolvedMemoryCount))
         do {
@@ -95,6 +98,7 @@ public final class Courier {
             return (Array(core.inFlight.values), core.timer?.task)
         }
         timer?.cancel()
+        if let integration = lifecycle.take() { await integration.stop() }
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
         if ownsTransport { await transport.shutdown() }

@@ -40,9 +40,15 @@ extension DeliveryTransport {
 
 /// The platform's default transport.
 public func defaultTransport() -> any DeliveryTransport {
+    defaultTransport(for: Courier.Configuration())
+}
+
+/// The platform's default transport for `configuration`: AsyncHTTPClient on Linux; on Apple
+/// platforms URLSession, with the configuration's network-access policy.
+func defaultTransport(for configuration: Courier.Configuration) -> any DeliveryTransport {
     #if canImport(AsyncHTTPClient)
     return AsyncHTTPClientTransport()
     #else
-    return URLSessionTransport()
+    return URLSessionTransport(configuration: URLSessionTransport.sessionConfiguration(for: configuration))
     #endif
 }

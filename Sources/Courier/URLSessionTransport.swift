@@ -47,6 +47,19 @@ public final class URLSessionTransport: DeliveryTransport {
 
     public func shutdown() async { session.finishTasksAndInvalidate() }
 
+    /// The session configuration the default transport uses: ephemeral (no cookies, no cache),
+    /// with `configuration`'s network-access policy. (swift-corelibs-foundation has only
+    /// `allowsCellularAccess`; the other two exist on Apple platforms only.)
+    static func sessionConfiguration(for configuration: Courier.Configuration) -> URLSessionConfiguration {
+        let session = URLSessionConfiguration.ephemeral
+        session.allowsCellularAccess = configuration.allowsCellularAccess
+        #if canImport(Darwin)
+        session.allowsExpensiveNetworkAccess = configuration.allowsExpensiveNetworkAccess
+        session.allowsConstrainedNetworkAccess = configuration.allowsConstrainedNetworkAccess
+        #endif
+        return session
+    }
+
     static func classify(_ error: any Error) -> TransportFailure {
         if error is CancellationError { return TransportFailure(.cancelled, "cancelled") }
         guard let e = error as? URLError else { return TransportFailure(.other, "\(error)") }

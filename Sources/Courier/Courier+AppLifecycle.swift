@@ -1,0 +1,120 @@
+#if os(iOS) && canImport(UIKit) && canImport(BackgroundTasks) && canImport(Network)
+import BackgroundTasks
+import Network
+import UIKit
+
+// iOS only. NOT COMPILED HERE (no Apple machine): every API below was checked against Apple's
+// documentation (pages listed in README, "Platform support"). It only wires iOS events to
+// platform-neutral calls that are tested on Linux: `retryNow()`, `deliverPending(within:)`
+// (through `runBackgroundDelivery(within:)`), `pendingCount`.
+
+extension Courier {
+    /// Registers the handler of the `BGProcessingTask` that delivers pending messages while the
+    /// app is in the background. Call it once, before the app finishes launching (iOS requires
+    /// every launch handler to be registered by then), with an identifier listed under
+    /// `BGTaskSchedulerPermittedIdentifiers` in Info.plist. The task works for the courier on
+    /// which `enableAppLifecycleIntegration()` was called.
+    public static func registerBackgroundDelivery(identifier: String) {
+        BackgroundDeliveryRegistry.shared.identifier = identifier
+        _ = BGTaskScheduler.shared.register(forTaskWithIdentifier: identifier, using: nil) { task in
+            let handle = UncheckedSendable(value: task)
+            guard let courier = BackgroundDeliveryRegistry.shared.courier else {
+                task.setTaskCompleted(success: true)
+                return
+            }
+            // A processing task may run for minutes; its expiration cancels the delivery, which
+            // then stops cleanly at once.
+            let work = Task {
+                let outcome = await courier.runBackgroundDelivery(within: .seconds(3600))
+                if outcome.reschedule { Courier.scheduleBackgroundDelivery() }
+                handle.value.setTaskCompleted(success: outcome.success)
+            }
+            task.expirationHandler = { work.cancel() }
+        }
+    }
+
+    /// Asks iOS for a background processing task (network required) if one was registered.
+    static func scheduleBackgroundDelivery() {
+        guard let identifier = BackgroundDeliveryRegistry.shared.identifier else { return }
+        let request = BGProcessingTaskRequest(identifier: identifier)
+        request.requiresNetworkConnectivity = true
+        request.requiresExternalPower = false
+        // Fails when the identifier is not permitted or too many requests are pending: iOS
+        // then simply does not run one; the next launch delivers.
+        try? BGTaskScheduler.shared.submit(request)
+    }
+
+    /// Opt-in wiring to the app's life, so nothing happens behind the app's back:
+    /// - entering the background with messages pending: `beginBackgroundTask` around
+    ///   `deliverPending(within: 25 s)`, ended on expiry; and a background processing request
+    ///   (if `registerBackgroundDelivery(identifier:)` was called);
+    /// - coming to the foreground, and the network path becoming satisfied: `retryNow()`.
+    /// Call once, on the main actor; it lasts until the courier is closed or released.
+    @MainActor
+    public func enableAppLifecycleIntegration() {
+        BackgroundDeliveryRegistry.shared.courier = self
+        let integration = AppLifecycleIntegration(courier: self)
+        integration.start()
+        lifecycle.value = integration
+    }
+}
+
+/// The observers, path monitor and background task of one courier.
+@MainActor
+final class AppLifecycleIntegration: PlatformIntegration {
+    private weak var courier: Courier?
+    private var observers: [any NSObjectProtocol] = []
+    private let monitor = NWPathMonitor()
+    private var backgroundTask = UIBackgroundTaskIdentifier.invalid
+    private var delivery: Task<Void, Never>?
+
+    init(courier: Courier) { self.courier = courier }
+
+    func start() {
+        let center = NotificationCenter.default
+        observers.append(center.addObserver(forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: .main) { [weak self] _ in
+            MainActor.assumeIsolated { self?.didEnterBackground() }
+        })
+        observers.append(center.addObserver(forName: UIApplication.willEnterForegroundNotification, object: nil, queue: .main) { [weak self] _ in
+            MainActor.assumeIsolated { self?.courier?.retryNow() }
+        })
+        let courier = self.courier
+        monitor.pathUpdateHandler = { [weak courier] path in
+            if path.status == .satisfied { courier?.retryNow() }
+        }
+        monitor.start(queue: DispatchQueue(label: "courier.path-monitor"))
+    }
+
+    private func didEnterBackground() {
+        guard let courier, courier.pendingCount > 0, backgroundTask == .invalid else { return }
+        backgroundTask = UIApplication.shared.beginBackgroundTask(withName: "Courier delivery") { [weak self] in
+            // iOS is about to suspend the app: stop (deliverPending returns at once when its
+            // task is cancelled) and end the background task now, as iOS requires.
+            MainActor.assumeIsolated {
+                self?.delivery?.cancel()
+                self?.endBackgroundTask()
+            }
+        }
+        delivery = Task { [weak self] in
+            let outcome = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
+            if outcome.reschedule { Courier.scheduleBackgroundDelivery() }
+            self?.endBackgroundTask()
+        }
+    }
+
+    private func endBackgroundTask() {
+        guard backgroundTask != .invalid else { return }
+        UIApplication.shared.endBackgroundTask(backgroundTask)
+        backgroundTask = .invalid
+    }
+
+    /// Called by `close()`.
+    func stop() {
+        monitor.cancel()
+        for observer in observers { NotificationCenter.default.removeObserver(observer) }
+        observers.removeAll()
+        delivery?.cancel()
+        endBackgroundTask()
+    }
+}
+#endif

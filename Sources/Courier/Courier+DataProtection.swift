@@ -1,0 +1,25 @@
+import Foundation
+
+extension Courier {
+    /// On iOS-family platforms, makes the log readable by background delivery while the device
+    /// is locked (`completeUntilFirstUserAuthentication`: after the first unlock since boot) and
+    /// keeps it out of iCloud and iTunes backups (an outbox restored onto another device would
+    /// send old messages again). Files created later inherit the directory's protection. A
+    /// failure leaves the system default, which for app files is this same class unless the
+    /// app's entitlement chose a stricter one. Elsewhere: nothing (POSIX permissions apply).
+    /// NOT COMPILED HERE for iOS: see README, "Platform support".
+    static func applyPlatformDataProtection(to directory: URL) {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        let manager = FileManager.default
+        let attributes: [FileAttributeKey: Any] = [.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication]
+        try? manager.setAttributes(attributes, ofItemAtPath: directory.path)
+        for name in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
+            try? manager.setAttributes(attributes, ofItemAtPath: directory.appendingPathComponent(name).path)
+        }
+        var url = directory
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = true
+        try? url.setResourceValues(values)
+        #endif
+    }
+}

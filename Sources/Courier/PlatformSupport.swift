@@ -1,0 +1,76 @@
+import Foundation
+
+/// Small platform-neutral pieces the Apple-only integration builds on, compiled and tested on
+/// every platform so that the Apple-only files stay thin.
+
+/// A value that is safe to send but whose type is not marked so (e.g. a `BGTask`, which
+/// Apple documents as usable from any thread). Only for that case.
+struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+}
+
+/// A platform's app-lifecycle wiring (on iOS: observers, a path monitor, a background task),
+/// owned by the courier and stopped by `close()`.
+protocol PlatformIntegration: AnyObject, Sendable {
+    @MainActor func stop()
+}
+
+/// Holds a courier's platform integration, if the app enabled one.
+final class PlatformIntegrationBox {
+    private let lock = NSLock()
+    private var stored: (any PlatformIntegration)?
+
+    var value: (any PlatformIntegration)? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+
+    /// Removes and returns the integration (for `close()`).
+    func take() -> (any PlatformIntegration)? {
+        lock.withLock {
+            defer { stored = nil }
+            return stored
+        }
+    }
+}
+
+/// Why `@unchecked Sendable`: `stored` is only touched under `lock`.
+extension PlatformIntegrationBox: @unchecked Sendable {}
+
+/// The courier that background delivery works for, and the task identifier it was registered
+/// under: set by `registerBackgroundDelivery(identifier:)` and `enableAppLifecycleIntegration()`,
+/// read when iOS launches a background task (possibly before any courier is open).
+final class BackgroundDeliveryRegistry {
+    static let shared = BackgroundDeliveryRegistry()
+    private let lock = NSLock()
+    private var identifierValue: String?
+    private weak var courierValue: Courier?
+
+    var identifier: String? {
+        get { lock.withLock { identifierValue } }
+        set { lock.withLock { identifierValue = newValue } }
+    }
+
+    var courier: Courier? {
+        get { lock.withLock { courierValue } }
+        set { lock.withLock { courierValue = newValue } }
+    }
+}
+
+/// Why `@unchecked Sendable`: both fields are only touched under `lock`.
+extension BackgroundDeliveryRegistry: @unchecked Sendable {}
+
+extension Courier {
+    /// The budget for delivery in a background task: iOS grants an app entering the background
+    /// about 30 seconds, and the rest must be left for a clean stop.
+    static let backgroundBudget: Duration = .seconds(25)
+
+    /// What a background task should do when it runs: deliver within `budget` (ended early by
+    /// cancellation when iOS expires the task), then say whether it finished and whether
+    /// another background request is needed. Platform-neutral and tested; the Apple-only
+    /// code only calls it.
+    func runBackgroundDelivery(within budget: Duration) async -> (success: Bool, reschedule: Bool) {
+        let summary = await deliverPending(within: budget)
+        return (summary.remaining == 0, summary.remaining > 0)
+    }
+}
