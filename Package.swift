@@ -89,6 +89,8 @@ let package = Package(
             path: "Tools/courier-bench"),
         .executableTarget(name: "wal-bench", dependencies: ["CourierLog", .target(name: "CLZ4", condition: .when(platforms: [.linux]))],
                          path: "Tools/wal-bench"),
+        // libFuzzer target (`make fuzz`): built only with `--sanitize fuzzer`, never by `make test`.
+        .executableTarget(name: "fuzz-lz4-frame", dependencies: ["CourierLog"], path: "Tools/fuzz-lz4-frame"),
         .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting"], path: "Tools/wal-fixtures"),
 
         // Tests

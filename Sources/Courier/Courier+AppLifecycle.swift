@@ -14,23 +14,33 @@ extension Courier {
     /// every launch handler to be registered by then), with an identifier listed under
     /// `BGTaskSchedulerPermittedIdentifiers` in Info.plist. The task works for the courier on
     /// which `enableAppLifecycleIntegration()` was called.
+    /// Registering one identifier twice is a crash in iOS: call this exactly once.
     public static func registerBackgroundDelivery(identifier: String) {
-        BackgroundDeliveryRegistry.shared.identifier = identifier
-        _ = BGTaskScheduler.shared.register(forTaskWithIdentifier: identifier, using: nil) { task in
+        // Nonisolated on purpose: iOS calls the launch handler on a background queue.
+        let registered = BGTaskScheduler.shared.register(forTaskWithIdentifier: identifier, using: nil) { task in
             let handle = UncheckedSendable(value: task)
+            let completion = OnceFlag()
             guard let courier = BackgroundDeliveryRegistry.shared.courier else {
-                task.setTaskCompleted(success: true)
+                // Launched before the app opened its courier: keep the chain of requests alive.
+                Courier.scheduleBackgroundDelivery()
+                task.setTaskCompleted(success: false)
                 return
             }
+            // Ask for the next run first (a suspended app cannot ask later), if there is work.
+            if courier.pendingCount > 0 { Courier.scheduleBackgroundDelivery() }
             // A processing task may run for minutes; its expiration cancels the delivery, which
-            // then stops cleanly at once.
+            // then stops cleanly, and completes the task at once, as iOS requires.
             let work = Task {
                 let outcome = await courier.runBackgroundDelivery(within: .seconds(3600))
-                if outcome.reschedule { Courier.scheduleBackgroundDelivery() }
-                handle.value.setTaskCompleted(success: outcome.success)
+                if completion.claim() { handle.value.setTaskCompleted(success: outcome.success) }
             }
-            task.expirationHandler = { work.cancel() }
+            task.expirationHandler = {
+                work.cancel()
+                if completion.claim() { handle.value.setTaskCompleted(success: false) }
+            }
         }
+        // Not registered (e.g. the identifier is missing from Info.plist): never submit for it.
+        if registered { BackgroundDeliveryRegistry.shared.identifier = identifier }
     }
 
     /// Asks iOS for a background processing task (network required) if one was registered.
@@ -52,6 +62,7 @@ extension Courier {
     /// Call once, on the main actor; it lasts until the courier is closed or released.
     @MainActor
     public func enableAppLifecycleIntegration() {
+        lifecycle.take()?.stop()  // called twice: one set of observers, not two
         BackgroundDeliveryRegistry.shared.courier = self
         let integration = AppLifecycleIntegration(courier: self)
         integration.start()
@@ -79,7 +90,8 @@ final class AppLifecycleIntegration: PlatformIntegration {
             MainActor.assumeIsolated { self?.courier?.retryNow() }
         })
         let courier = self.courier
-        monitor.pathUpdateHandler = { [weak courier] path in
+        // @Sendable: called on the monitor's queue, never on the main actor.
+        monitor.pathUpdateHandler = { @Sendable [weak courier] path in
             if path.status == .satisfied { courier?.retryNow() }
         }
         monitor.start(queue: DispatchQueue(label: "courier.path-monitor"))
@@ -87,6 +99,8 @@ final class AppLifecycleIntegration: PlatformIntegration {
 
     private func didEnterBackground() {
         guard let courier, courier.pendingCount > 0, backgroundTask == .invalid else { return }
+        // Ask for a processing task now: once suspended, the app cannot ask.
+        Courier.scheduleBackgroundDelivery()
         backgroundTask = UIApplication.shared.beginBackgroundTask(withName: "Courier delivery") { [weak self] in
             // iOS is about to suspend the app: stop (deliverPending returns at once when its
             // task is cancelled) and end the background task now, as iOS requires.
@@ -95,9 +109,9 @@ final class AppLifecycleIntegration: PlatformIntegration {
                 self?.endBackgroundTask()
             }
         }
+        guard backgroundTask != .invalid else { return }  // iOS grants no time now
         delivery = Task { [weak self] in
-            let outcome = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
-            if outcome.reschedule { Courier.scheduleBackgroundDelivery() }
+            _ = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
             self?.endBackgroundTask()
         }
     }
@@ -107,6 +121,8 @@ final class AppLifecycleIntegration: PlatformIntegration {
         UIApplication.shared.endBackgroundTask(backgroundTask)
         backgroundTask = .invalid
     }
+
+    deinit { monitor.cancel() }  // a courier released without close()
 
     /// Called by `close()`.
     func stop() {

@@ -6,7 +6,9 @@ extension Courier {
     /// keeps it out of iCloud and iTunes backups (an outbox restored onto another device would
     /// send old messages again). Files created later inherit the directory's protection. A
     /// failure leaves the system default, which for app files is this same class unless the
-    /// app's entitlement chose a stricter one. Elsewhere: nothing (POSIX permissions apply).
+    /// app's entitlement chose a stricter one. Note: with a `.complete` entitlement this
+    /// *lowers* the log's protection, on purpose (a locked device could not deliver otherwise).
+    /// Elsewhere: nothing (POSIX permissions apply).
     /// NOT COMPILED HERE for iOS: see README, "Platform support".
     static func applyPlatformDataProtection(to directory: URL) {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)

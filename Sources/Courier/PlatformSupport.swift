@@ -37,6 +37,23 @@ final class PlatformIntegrationBox {
 /// Why `@unchecked Sendable`: `stored` is only touched under `lock`.
 extension PlatformIntegrationBox: @unchecked Sendable {}
 
+/// True for the first `claim()` only: so a background task is completed exactly once, by
+/// whichever of its expiration handler and its work gets there first.
+final class OnceFlag {
+    private let lock = NSLock()
+    private var claimed = false
+
+    func claim() -> Bool {
+        lock.withLock {
+            defer { claimed = true }
+            return !claimed
+        }
+    }
+}
+
+/// Why `@unchecked Sendable`: `claimed` is only touched under `lock`.
+extension OnceFlag: @unchecked Sendable {}
+
 /// The courier that background delivery works for, and the task identifier it was registered
 /// under: set by `registerBackgroundDelivery(identifier:)` and `enableAppLifecycleIntegration()`,
 /// read when iOS launches a background task (possibly before any courier is open).

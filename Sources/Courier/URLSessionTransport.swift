@@ -47,6 +47,10 @@ public final class URLSessionTransport: DeliveryTransport {
 
     public func shutdown() async { session.finishTasksAndInvalidate() }
 
+    // A session keeps its delegate until invalidated: without this, a transport released
+    // without `shutdown()` would leak its session.
+    deinit { session.finishTasksAndInvalidate() }
+
     /// The session configuration the default transport uses: ephemeral (no cookies, no cache),
     /// with `configuration`'s network-access policy. (swift-corelibs-foundation has only
     /// `allowsCellularAccess`; the other two exist on Apple platforms only.)

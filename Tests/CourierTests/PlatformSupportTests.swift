@@ -60,3 +60,14 @@ final class FakeIntegration: PlatformIntegration {
     var stopped = false
     func stop() { stopped = true }
 }
+
+@Suite struct OnceFlagTests {
+    @Test func onlyTheFirstClaimWinsAcrossThreads() async {
+        let flag = OnceFlag()
+        let wins = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<50 { group.addTask { flag.claim() } }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(wins == 1)
+    }
+}
