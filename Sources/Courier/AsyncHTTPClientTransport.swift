@@ -62,6 +62,13 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
         if ownsClient { try? await client.shutdown() }
     }
 
+    // A transport released without `shutdown()` (a courier dropped without `close()`) must not
+    // leak its client (AsyncHTTPClient traps on that in debug builds). Shutting down twice only
+    // reports "already shut down" to the callback, which is ignored.
+    deinit {
+        if ownsClient { client.shutdown { _ in } }
+    }
+
     static func classify(_ error: any Error) -> TransportFailure {
         if error is CancellationError { return TransportFailure(.cancelled, "cancelled") }
         if let e = error as? HTTPClientError {

@@ -16,6 +16,10 @@ import CourierLog
 /// the same thing ("last full state wins"); during 3, the log loses a prefix of segments, and
 /// deltas left without their full state belong to resolved messages and are ignored.
 extension Courier {
+    /// Compactions run since open (public as `compactionCount` in CourierTesting).
+    @_spi(CourierTesting)
+    public var compactionCountForTesting: Int { lock.withLock { core.compactions } }
+
     func compactIfWorthIt() {
         guard configuration.compactionEnabled else { return }
         compact(force: false)

@@ -63,10 +63,12 @@ extension Courier {
         return stream
     }
 
-    /// For tests: returns once the engine has nothing runnable — no attempt in flight and no
-    /// timer past its deadline waiting to run. With a manual clock, "advance, then settle"
-    /// makes every step of the engine observable without sleeping.
-    func settle() async {
+    /// For tests (public as `settle()` in CourierTesting): returns once the engine has nothing
+    /// runnable — no attempt in flight and no timer past its deadline waiting to run. With a
+    /// manual clock, "advance, then settle" makes every step of the engine observable without
+    /// sleeping.
+    @_spi(CourierTesting)
+    public func settleForTesting() async {
         let instant = currentInstant()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = lock.withLock { () -> Bool in

@@ -50,8 +50,6 @@ public final class Courier {
         if let problem = configuration.problems.first { throw CourierError(.invalidConfiguration, problem) }
         self.directory = directory
         self.configuration = configuration
-        self.ownsTransport = configuration.transport == nil
-        self.transport = configuration.transport ?? defaultTransport(for: configuration)
         self.clock = EngineClock(configuration.clock)
         let wallStart = UInt64(max(0, configuration.now().timeIntervalSince1970 * 1000))
         self.wallStartMilliseconds = wallStart
@@ -74,6 +72,10 @@ public final class Courier {
             try? log.close()
             throw CourierError(.storageFailed, "replay failed: \(error)")
         }
+        // Made last: a transport Courier creates must be shut down, and an init that threw
+        // earlier never has to.
+        self.ownsTransport = configuration.transport == nil
+        self.transport = configuration.transport ?? defaultTransport(for: configuration)
         ioQueue.async { [weak self] in self?.compactIfWorthIt() }
         pump()
     }
@@ -132,3 +134,20 @@ public final class Courier {
 /// Why `Courier` is `Sendable`: its mutable state (`core`) is only read or written while
 /// holding `lock`; every other stored property is immutable and itself thread-safe.
 extension Courier: @unchecked Sendable {}
+
+extension Courier {
+    /// Opens (or creates) the log in `directory`, replays it and starts delivering, like
+    /// `init`, but does the file work off the caller's thread: replay reads the whole log,
+    /// which takes a while with many pending messages, and an app must never do it on its main
+    /// thread. Throws what `init` throws.
+    ///
+    ///     let courier = try await Courier.open(directory: outbox)
+    public static func open(directory: URL, configuration: Configuration = Configuration()) async throws(CourierError) -> Courier {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Courier, CourierError>, Never>) in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(returning: Result { () throws(CourierError) in try Courier(directory: directory, configuration: configuration) })
+            }
+        }
+        return try result.get()
+    }
+}

@@ -49,8 +49,10 @@ public final class ManualClock: Clock {
         }
     }
 
-    /// Moves time forward and wakes every sleeper whose deadline has come.
-    public func advance(by duration: Duration) {
+    /// Moves time forward, wakes every sleeper whose deadline has come, and yields so the
+    /// woken tasks get to run (as swift-clocks' `TestClock.advance` does). To wait until a
+    /// `Courier` has acted on the new time, follow with `await courier.settle()`.
+    public func advance(by duration: Duration) async {
         let due = lock.withLock { () -> [Sleeper] in
             current = current.advanced(by: duration)
             let due = sleepers.filter { $0.value.deadline <= current }
@@ -58,6 +60,8 @@ public final class ManualClock: Clock {
             return due.values.sorted { $0.deadline < $1.deadline }
         }
         for sleeper in due { sleeper.continuation.resume() }
+        // Bounded: a few turns of the executor, enough for woken tasks to start.
+        for _ in 0..<8 { await Task.yield() }
     }
 }
 

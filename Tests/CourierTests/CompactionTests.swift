@@ -23,7 +23,7 @@ import Testing
             peak = max(peak, courier.log.sizeBytes)
         }
         #expect(courier.pendingCount == 5)
-        let compactions = courier.lock.withLock { courier.core.compactions }
+        let compactions = courier.compactionCount
         #expect(compactions > 3, "4,000 messages through 16 KiB segments must compact")
         // Live data: 5 small messages. Bound: one segment being filled, one sealed, slack.
         #expect(peak <= 3 * config.segmentSizeBytes, "peak \(peak) bytes")

@@ -13,7 +13,7 @@ import Testing
         courier.pause()
         let ids = try (0..<3).map { try courier.send(["n": $0], to: inbox) }
         await courier.settle()
-        clock.advance(by: .seconds(3600))
+        await clock.advance(by: .seconds(3600))
         await courier.settle()
         #expect(transport.requests.isEmpty)
         courier.resume()
@@ -49,7 +49,7 @@ import Testing
         await transport.waitForRequests(1)
         await courier.settle()
         #expect(courier.pendingCount == 1)
-        clock.advance(by: .seconds(60))
+        await clock.advance(by: .seconds(60))
         await courier.settle()
         #expect(transport.requests.count == 1, "still waiting its hour")
         courier.retryNow()
@@ -82,7 +82,7 @@ import Testing
         try courier.send(["n": 1], to: inbox)
         let run = Task { await courier.deliverPending(within: .seconds(25)) }
         await transport.waitForRequests(1)
-        clock.advance(by: .seconds(25))
+        await clock.advance(by: .seconds(25))
         let summary = await run.value
         #expect(summary == .init(delivered: 0, remaining: 1))
         #expect(courier.log.durableSequence == courier.log.nextSequence - 1, "synced")

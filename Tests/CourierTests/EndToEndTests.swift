@@ -11,7 +11,7 @@ import Testing
     func drain(_ courier: Courier, _ clock: ManualClock, rounds: Int = 80) async {
         for _ in 0..<rounds where courier.pendingCount > 0 {
             await courier.settle()
-            clock.advance(by: .seconds(2))
+            await clock.advance(by: .seconds(2))
         }
     }
 
@@ -108,7 +108,7 @@ import Testing
         let ids = try (0..<30).map { try courier.send(["n": $0], to: url) }
         for _ in 0..<60 where courier.pendingCount > 0 {
             await courier.settle()
-            clock.advance(by: .seconds(1))
+            await clock.advance(by: .seconds(1))
         }
         for id in ids { try await courier.delivered(id) }
         await courier.close()

@@ -81,7 +81,7 @@ import Testing
         let id = try #require(thrown?.messageID)
         #expect(courier.pendingCount == 0)
         await courier.settle()
-        clock.advance(by: .seconds(600))
+        await clock.advance(by: .seconds(600))
         await courier.settle()
         #expect(transport.requests.isEmpty)
         #expect(called.value == 0)

@@ -120,7 +120,7 @@ import Testing
         let first = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: failing))
         let id = try first.send(["text": "hi"], to: inbox)
         await first.settle()
-        clock.advance(by: .seconds(1))
+        await clock.advance(by: .seconds(1))
         await first.settle()
         #expect(failing.requests.map(\.attempt) == [1, 2])
         await first.close()
@@ -134,7 +134,7 @@ import Testing
         #expect(second.pendingCount == 1)
         await second.settle()
         #expect(working.requests.isEmpty, "not due yet")
-        clock2.advance(by: .seconds(1))
+        await clock2.advance(by: .seconds(1))
         try await second.delivered(id)
         #expect(working.requests.map(\.attempt) == [3])
         await second.close()
@@ -168,7 +168,7 @@ import Testing
         config.maxConcurrentDeliveries = 2
         let courier = try Courier(directory: dir.url, configuration: config)
         for i in 0..<8 { try courier.send(["n": i], to: inbox) }
-        for _ in 0..<6 { await courier.settle(); clock.advance(by: .seconds(10)) }
+        for _ in 0..<6 { await courier.settle(); await clock.advance(by: .seconds(10)) }
         await courier.waitUntilIdle()
         await courier.close()
 

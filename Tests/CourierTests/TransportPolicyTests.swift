@@ -32,7 +32,7 @@ import Testing
             let attempt = Task { await transport.deliver(request(url, timeout: .seconds(60))) }
             // Wait (bounded) until the deadline's sleeper is registered, then pass it.
             for _ in 0..<2_000 where clock.sleeperCount == sleepers { try await Task.sleep(for: .milliseconds(1)) }
-            clock.advance(by: .seconds(61))
+            await clock.advance(by: .seconds(61))
             let outcome = await attempt.value
             guard case .failure(let f) = outcome else { Issue.record("\(name): \(outcome)"); continue }
             #expect(f.kind == .timeout, "\(name): \(f)")

@@ -3,8 +3,10 @@
 // the SIGKILL crash tests and for quick load runs.
 //
 //     courier-load DIR URL COUNT [PAUSE_MICROSECONDS] [--segment-size N] [--max-message N]
-//                  [--durability never|interval|always] [--bodies SEED]
+//                  [--durability never|interval|always] [--bodies SEED] [--idle SECONDS]
 //
+// With `--idle SECONDS`, it opens the courier, sends COUNT messages, then sits idle that long
+// before closing (for `strace -c -f` of an idle courier).
 // With `--bodies SEED`, bodies are random (seeded) raw bytes: empty, up to `--max-message`,
 // compressible or not. Otherwise each body is a small JSON object.
 import Courier
@@ -24,7 +26,7 @@ func emit(_ line: String) {
 }
 
 func usage() -> Never {
-    print("usage: courier-load DIR URL COUNT [PAUSE_MICROSECONDS] [--segment-size N] [--max-message N] [--durability never|interval|always] [--bodies SEED]")
+    print("usage: courier-load DIR URL COUNT [PAUSE_MICROSECONDS] [--segment-size N] [--max-message N] [--durability never|interval|always] [--bodies SEED] [--idle SECONDS]")
     exit(2)
 }
 
@@ -81,6 +83,10 @@ for i in 0..<count {
     }
 }
 await courier.waitUntilIdle()
+if let idle = options["idle"].flatMap(Int.init) {
+    emit("idle")
+    try? await Task.sleep(for: .seconds(idle))
+}
 await courier.close()
 emit("done")
 

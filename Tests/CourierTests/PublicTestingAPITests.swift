@@ -1,0 +1,52 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+/// What an app's own tests can do with the public API alone: no `@testable import` here.
+@Suite struct PublicTestingAPITests {
+    @Test func anAppDrivesRetriesWithAManualClockAndSettle() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("app-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clock = ManualClock()
+        let transport = ScriptedTransport { $0.attempt < 3 ? .response(status: 500) : .response(status: 200) }
+        var config = Courier.Configuration()
+        config.clock = clock
+        config.transport = transport
+        config.retry = RetryPolicy(initialDelay: .seconds(10), jitter: .none)
+        let courier = try await Courier.open(directory: dir, configuration: config)
+        let id = try courier.send(["hello": "world"], to: URL(string: "https://example.com/inbox")!)
+        await courier.settle()
+        #expect(transport.requests.count == 1)
+        await clock.advance(by: .seconds(10))
+        await courier.settle()
+        #expect(transport.requests.count == 2)
+        await clock.advance(by: .seconds(20))
+        try await courier.delivered(id)
+        #expect(transport.requests.map(\.attempt) == [1, 2, 3])
+        #expect(courier.compactionCount == 0)
+        await courier.close()
+    }
+
+    @Test func openingOffTheCallersThreadThrowsWhatInitThrows() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("app-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = try await Courier.open(directory: dir)
+        await #expect { try await Courier.open(directory: dir) } throws: { ($0 as? CourierError)?.code == .directoryLocked }
+        await first.close()
+    }
+
+    /// A courier with its own (default) transport, dropped without `close()`, and one whose
+    /// init failed: neither leaks nor traps (AsyncHTTPClient traps on an unshut client).
+    @Test func aCourierDroppedWithoutCloseReleasesItsOwnTransport() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("app-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        do {
+            let dropped = try Courier(directory: dir)
+            _ = dropped.pendingCount
+        }
+        let again = try Courier(directory: dir)
+        #expect(throws: CourierError.self) { try Courier(directory: dir) }
+        await again.close()
+    }
+}
