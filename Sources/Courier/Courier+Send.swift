@@ -62,7 +62,7 @@ extension Courier {
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
         let confirmLater = configuration.durability == .always
-        let effects = try lock.locked { () throws(CourierError) -> Effects in
+        let effects = try lock.withLock { () throws(CourierError) -> Effects in
             guard !core.closed else { throw CourierError(.closed, "the courier is closed") }
             guard log.sizeBytes + encoded.count <= configuration.maximumStorageBytes else {
                 throw CourierError(.storageFull, "the log holds \(log.sizeBytes) bytes; the limit is \(configuration.maximumStorageBytes) (Configuration.maximumStorageBytes)")

@@ -17,18 +17,9 @@ final class CourierLock {
     private var owner: pthread_t?
     #endif
 
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        lock.lock()
-        #if DEBUG
-        owner = pthread_self()
-        defer { owner = nil }
-        #endif
-        defer { lock.unlock() }
-        return try body()
-    }
-
-    /// `withLock` with a typed error (Foundation's only rethrows `any Error`).
-    func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    /// Runs `body` holding the lock. Typed throws: a non-throwing body needs no `try`, and a
+    /// `throws(CourierError)` body keeps its error type (Foundation's `withLock` erases it).
+    func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.lock()
         #if DEBUG
         owner = pthread_self()

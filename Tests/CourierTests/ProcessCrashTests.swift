@@ -18,6 +18,28 @@ func courierLoadBinary() -> String {
     return dir.appendingPathComponent("courier-load").path
 }
 
+/// The ids a `courier-load` child printed (each one a `send` that returned), read until at
+/// least `count` arrived or the child's output ended. Bounded by the child's output.
+func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
+    var acknowledged: [MessageID] = []
+    var buffer = Data()
+    while acknowledged.count < count {
+        let chunk = pipe.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        buffer += chunk
+        while let newline = buffer.firstIndex(of: 10) {
+            let line = String(decoding: buffer[..<newline], as: UTF8.self)
+            buffer = Data(buffer[(newline + 1)...])
+            guard let id = MessageID(line) else {
+                Issue.record("child said: \(line)")
+                return acknowledged
+            }
+            acknowledged.append(id)
+        }
+    }
+    return acknowledged
+}
+
 @Suite struct ProcessCrashTests {
     /// A child process sends 2,000 messages to a flaky server and is killed with SIGKILL after
     /// a few hundred acknowledged sends. A second Courier (this process) opens the directory and
@@ -36,20 +58,8 @@ func courierLoadBinary() -> String {
         let pipe = Pipe()
         child.standardOutput = pipe
         try child.run()
-        var acknowledged: [MessageID] = []
-        var buffer = Data()
-        // Read ids until 300 were acknowledged, then kill mid-stream. Bounded by the output.
-        readLoop: while acknowledged.count < 300 {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            buffer += chunk
-            while let newline = buffer.firstIndex(of: 10) {
-                let line = String(decoding: buffer[..<newline], as: UTF8.self)
-                buffer = Data(buffer[(newline + 1)...])
-                guard let id = MessageID(line) else { Issue.record("child said: \(line)"); break readLoop }
-                acknowledged.append(id)
-            }
-        }
+        // Read ids until 300 were acknowledged, then kill mid-stream.
+        let acknowledged = readAcknowledged(from: pipe, atLeast: 300)
         kill(child.processIdentifier, SIGKILL)
         child.waitUntilExit()
         #expect(child.terminationReason == .uncaughtSignal)
@@ -91,20 +101,7 @@ func courierLoadBinary() -> String {
         child.standardOutput = pipe
         try child.run()
         let killAfter = Int.random(in: 5...80, using: &rng)
-        var acknowledged: [MessageID] = []
-        var buffer = Data()
-        // Read ids until `killAfter` were acknowledged. Bounded by the child's output.
-        readLoop: while acknowledged.count < killAfter {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            buffer += chunk
-            while let newline = buffer.firstIndex(of: 10) {
-                let line = String(decoding: buffer[..<newline], as: UTF8.self)
-                buffer = Data(buffer[(newline + 1)...])
-                guard let id = MessageID(line) else { Issue.record("child said: \(line)"); break readLoop }
-                acknowledged.append(id)
-            }
-        }
+        let acknowledged = readAcknowledged(from: pipe, atLeast: killAfter)
         kill(child.processIdentifier, SIGKILL)
         child.waitUntilExit()
         await server.stop()
