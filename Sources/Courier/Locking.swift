@@ -8,38 +8,45 @@ import Musl
 import Darwin
 #endif
 
-/// The courier's lock: an `NSLock` that, in debug builds, also knows which thread holds it, so
-/// tests can prove that no user code (clock, `now`, callbacks) runs while it is held.
+/// The courier's lock: an `NSLock` that, in debug builds, also knows whether the calling thread
+/// holds it, so tests and assertions can prove that no user code (clock, `now`, callbacks)
+/// runs while it is held. The holder is recorded in thread-local storage, so asking is free of
+/// data races (a shared `owner` field read by other threads was one: ThreadSanitizer said so).
 final class CourierLock {
     private let lock = NSLock()
-    #if DEBUG
-    /// The holder; written only by the holder, under `lock`.
-    private var owner: pthread_t?
-    #endif
 
     /// Runs `body` holding the lock. Typed throws: a non-throwing body needs no `try`, and a
     /// `throws(CourierError)` body keeps its error type (Foundation's `withLock` erases it).
     func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.lock()
         #if DEBUG
-        owner = pthread_self()
-        defer { owner = nil }
+        let previous = pthread_getspecific(heldCourierLockKey)
+        pthread_setspecific(heldCourierLockKey, Unmanaged.passUnretained(self).toOpaque())
+        defer { pthread_setspecific(heldCourierLockKey, previous) }
         #endif
         defer { lock.unlock() }
         return try body()
     }
 
     #if DEBUG
-    /// Whether the calling thread holds the lock (debug builds only). Reading `owner` without
-    /// the lock is a benign race: only the current thread can have set it to itself.
+    /// Whether the calling thread holds the lock (debug builds only).
     var isHeldByCurrentThread: Bool {
-        guard let owner else { return false }
-        return pthread_equal(owner, pthread_self()) != 0
+        pthread_getspecific(heldCourierLockKey) == Unmanaged.passUnretained(self).toOpaque()
     }
     #endif
 }
 
-/// Why `@unchecked Sendable`: `owner` is only written by the thread holding `lock`.
+#if DEBUG
+/// Thread-local: the `CourierLock` the current thread holds, if any.
+private let heldCourierLockKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let created = pthread_key_create(&key, nil)
+    precondition(created == 0, "pthread_key_create failed")
+    return key
+}()
+#endif
+
+/// Why `@unchecked Sendable`: its only state is the `NSLock`, which is thread-safe.
 extension CourierLock: @unchecked Sendable {}
 
 /// The latest wall time the engine computed, in ms since 1970, for the log's record
