@@ -66,7 +66,7 @@ extension Courier {
         #endif
         let elapsed = clock.elapsed()
         let wall = wallStartMilliseconds + UInt64(max(0, elapsed.seconds * 1000))
-        wallTime.milliseconds = wall
+        wallTime.withLock { $0 = max($0, wall) }
         return EngineInstant(elapsed: elapsed, wallMilliseconds: wall)
     }
 

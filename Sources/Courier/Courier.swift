@@ -37,7 +37,7 @@ public final class Courier {
     /// What opening found: the log's recovery plus what replay found.
     public let recovery: RecoveryReport
     /// The app-lifecycle wiring, if the app enabled it (iOS: `enableAppLifecycleIntegration()`).
-    let lifecycle = PlatformIntegrationBox()
+    let lifecycle = PlatformIntegrationBox(nil)
     let lock = CourierLock()
     /// Everything mutable. Only touched while holding `lock`.
     var core: Core
@@ -56,7 +56,7 @@ public final class Courier {
         let wallTime = WallTimeCache(wallStart)
         self.wallTime = wallTime
         var logConfiguration = configuration.logConfiguration()
-        logConfiguration.now = { wallTime.milliseconds }
+        logConfiguration.now = { wallTime.value }
         self.maximumRecordBytes = logConfiguration.maximumRecordBytes
         do {
             log = try WriteAheadLog(directory: directory.path, configuration: logConfiguration, fileSystem: configuration.fileSystem)

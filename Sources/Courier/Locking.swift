@@ -49,20 +49,39 @@ private let heldCourierLockKey: pthread_key_t = {
 /// Why `@unchecked Sendable`: its only state is the `NSLock`, which is thread-safe.
 extension CourierLock: @unchecked Sendable {}
 
-/// The latest wall time the engine computed, in ms since 1970, for the log's record
-/// timestamps: the log stamps records under its lock, where calling the app's clock is not
-/// allowed, so it reads this instead of the clock.
-final class WallTimeCache {
+/// A value guarded by its own lock (as swift-nio's `NIOLockedValueBox`): the one shape behind
+/// the small shared boxes of this module, so each is a line, not a class.
+final class Locked<Value> {
     private let lock = NSLock()
-    private var value: UInt64
+    private var stored: Value
 
-    init(_ milliseconds: UInt64) { value = milliseconds }
+    init(_ value: Value) { stored = value }
 
-    var milliseconds: UInt64 {
-        get { lock.withLock { value } }
-        set { lock.withLock { value = max(value, newValue) } }
+    func withLock<T>(_ body: (inout Value) -> T) -> T {
+        lock.withLock { body(&stored) }
+    }
+
+    var value: Value {
+        get { withLock { $0 } }
+        set { withLock { $0 = newValue } }
     }
 }
 
-/// Why `@unchecked Sendable`: `value` is only touched under `lock`.
-extension WallTimeCache: @unchecked Sendable {}
+extension Locked {
+    /// Removes and returns the value.
+    func take<Wrapped>() -> Wrapped? where Value == Wrapped? {
+        withLock { value in
+            defer { value = nil }
+            return value
+        }
+    }
+}
+
+/// Why `@unchecked Sendable`: `stored` is only touched under `lock`; values put in are
+/// `Sendable` at every use in this module.
+extension Locked: @unchecked Sendable {}
+
+/// The latest wall time the engine computed, in ms since 1970, for the log's record
+/// timestamps: the log stamps records under its lock, where calling the app's clock is not
+/// allowed, so it reads this instead. It only moves forward.
+typealias WallTimeCache = Locked<UInt64>

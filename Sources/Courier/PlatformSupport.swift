@@ -15,67 +15,43 @@ protocol PlatformIntegration: AnyObject, Sendable {
     @MainActor func stop()
 }
 
-/// Holds a courier's platform integration, if the app enabled one.
-final class PlatformIntegrationBox {
-    private let lock = NSLock()
-    private var stored: (any PlatformIntegration)?
-
-    var value: (any PlatformIntegration)? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
-    }
-
-    /// Removes and returns the integration (for `close()`).
-    func take() -> (any PlatformIntegration)? {
-        lock.withLock {
-            defer { stored = nil }
-            return stored
-        }
-    }
-}
-
-/// Why `@unchecked Sendable`: `stored` is only touched under `lock`.
-extension PlatformIntegrationBox: @unchecked Sendable {}
+/// Holds a courier's platform integration, if the app enabled one (`value`, `take()`).
+typealias PlatformIntegrationBox = Locked<(any PlatformIntegration)?>
 
 /// True for the first `claim()` only: so a background task is completed exactly once, by
 /// whichever of its expiration handler and its work gets there first.
-final class OnceFlag {
-    private let lock = NSLock()
-    private var claimed = false
+struct OnceFlag: Sendable {
+    private let claimed = Locked(false)
 
     func claim() -> Bool {
-        lock.withLock {
+        claimed.withLock { claimed in
             defer { claimed = true }
             return !claimed
         }
     }
 }
 
-/// Why `@unchecked Sendable`: `claimed` is only touched under `lock`.
-extension OnceFlag: @unchecked Sendable {}
-
 /// The courier that background delivery works for, and the task identifier it was registered
 /// under: set by `registerBackgroundDelivery(identifier:)` and `enableAppLifecycleIntegration()`,
 /// read when iOS launches a background task (possibly before any courier is open).
-final class BackgroundDeliveryRegistry {
+struct BackgroundDeliveryRegistry: Sendable {
     static let shared = BackgroundDeliveryRegistry()
-    private let lock = NSLock()
-    private var identifierValue: String?
-    private weak var courierValue: Courier?
+    private let identifierBox = Locked<String?>(nil)
+    private let courierBox = Locked(WeakCourier())
+
+    /// Weak: the registry must not keep a closed or released courier alive.
+    private struct WeakCourier { weak var courier: Courier? }
 
     var identifier: String? {
-        get { lock.withLock { identifierValue } }
-        set { lock.withLock { identifierValue = newValue } }
+        get { identifierBox.value }
+        nonmutating set { identifierBox.value = newValue }
     }
 
     var courier: Courier? {
-        get { lock.withLock { courierValue } }
-        set { lock.withLock { courierValue = newValue } }
+        get { courierBox.value.courier }
+        nonmutating set { courierBox.value = WeakCourier(courier: newValue) }
     }
 }
-
-/// Why `@unchecked Sendable`: both fields are only touched under `lock`.
-extension BackgroundDeliveryRegistry: @unchecked Sendable {}
 
 extension Courier {
     /// The budget for delivery in a background task: iOS grants an app entering the background

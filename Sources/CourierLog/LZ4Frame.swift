@@ -121,9 +121,6 @@ final class LZ4Decoder {
         return Header(flags: flags, contentSize: contentSize, blocksOffset: offset + 1)
     }
 
-    /// The content size the frame declares (nil if the header is not valid).
-    static func contentSize(_ frame: UnsafeRawBufferPointer) -> UInt64? { header(frame)?.contentSize }
-
     /// Decodes the blocks starting at `offset` into `out`; returns the bytes produced, or nil
     /// if a block is malformed, too big, or the frame does not end exactly with its end mark
     /// and content checksum.

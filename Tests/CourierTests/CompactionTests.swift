@@ -43,8 +43,7 @@ import Testing
             let transport = ScriptedTransport { $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200) }
             var config = testConfiguration(clock: ManualClock(), transport: transport)
             config.fileSystem = fs
-            config.segmentSizeBytes = 4096
-            config.maximumMessageSize = 1024
+            config.useSmallestSegments()
             config.compactionEnabled = false
             let courier = try Courier(directory: dir, configuration: config)
             for i in 0..<3 { try courier.send(["stuck": i], to: down) }

@@ -31,8 +31,7 @@ import Testing
         let fs = TaskRecordingFileSystem()
         var config = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
         config.fileSystem = fs
-        config.segmentSizeBytes = 4096
-        config.maximumMessageSize = 1024
+        config.useSmallestSegments()
         // The app opens and sends from a plain thread here (opening and sending are the
         // caller's synchronous work), so every call made from a task is the engine's.
         let settings = config

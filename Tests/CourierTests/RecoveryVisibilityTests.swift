@@ -12,8 +12,7 @@ import Testing
         let fs = SimulatedFileSystem()
         var config = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
         config.fileSystem = fs
-        config.segmentSizeBytes = 4096
-        config.maximumMessageSize = 1024
+        config.useSmallestSegments()
         let transport = ScriptedTransport()
         transport.holdResponses = true
         config.transport = transport

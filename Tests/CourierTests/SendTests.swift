@@ -77,8 +77,7 @@ import Testing
         let transport = ScriptedTransport()
         transport.holdResponses = true
         var config = testConfiguration(clock: ManualClock(), transport: transport)
-        config.segmentSizeBytes = 4096
-        config.maximumMessageSize = 1024
+        config.useSmallestSegments()
         config.maximumStorageBytes = 8192
         let courier = try Courier(directory: dir.url, configuration: config)
         var sent = 0

@@ -28,6 +28,15 @@ func testConfiguration(clock: ManualClock, transport: any DeliveryTransport, jit
     return c
 }
 
+extension Courier.Configuration {
+    /// 4 KiB segments (the smallest the format allows), so a test rolls and compacts after a
+    /// few dozen messages; messages up to 1 KiB, which such a segment always holds.
+    mutating func useSmallestSegments() {
+        segmentSizeBytes = 4096
+        maximumMessageSize = 1024
+    }
+}
+
 extension Courier {
     /// Attempts in flight right now (for tests).
     var inFlightCount: Int { lock.withLock { core.inFlight.count } }
