@@ -17,12 +17,12 @@ extension Courier {
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
     /// usual. `send` still works: messages wait on disk.
     public func pause() {
-        lock.withLock { core.paused = true }
+        engineLock.withLock { engine.paused = true }
     }
 
     /// Undoes `pause()`: due messages start at once.
     public func resume() {
-        lock.withLock { core.paused = false }
+        engineLock.withLock { engine.paused = false }
         pump()
     }
 
@@ -31,8 +31,7 @@ extension Courier {
     /// out a long backoff does not wait for its timer. (Messages in flight are unaffected;
     /// the new due times are not logged, so after a restart the logged ones apply again.)
     public func retryNow() {
-        let now = currentInstant().wallMilliseconds
-        lock.withLock { _ = core.scheduler.makeDue(atOrBefore: now) }
+        outbox.makeAllDue(nowMilliseconds: currentInstant().wallMilliseconds)
         pump()
     }
 
@@ -44,10 +43,8 @@ extension Courier {
     /// after the same clean stop. Afterwards the courier carries on as before the call
     /// (delivering, or paused if it was).
     public func deliverPending(within budget: Duration) async -> DeliverySummary {
-        let before = lock.withLock { () -> Int in
-            core.forcedRuns += 1
-            return core.deliveredCount
-        }
+        engineLock.withLock { engine.forcedRuns += 1 }
+        let before = outbox.read(\.deliveredCount)
         retryNow()
         let deadline = currentInstant().elapsed + budget
         let sleep = clock.sleep
@@ -58,39 +55,31 @@ extension Courier {
             _ = await group.next()
             group.cancelAll()
         }
-        let inFlight = lock.withLock { () -> [Task<Void, Never>] in
-            core.stopping += 1
-            return Array(core.inFlight.values)
+        let inFlight = engineLock.withLock { () -> [Task<Void, Never>] in
+            engine.stopping += 1
+            return Array(engine.tasks.values)
         }
         for task in inFlight { task.cancel() }
         for task in inFlight { await task.value }
         await onIOQueue { [log] in try? log.sync() }
-        let summary = lock.withLock { () -> DeliverySummary in
-            core.stopping -= 1
-            core.forcedRuns -= 1
-            return DeliverySummary(delivered: core.deliveredCount - before, remaining: core.scheduler.count)
+        engineLock.withLock {
+            engine.stopping -= 1
+            engine.forcedRuns -= 1
         }
+        let summary = outbox.read { DeliverySummary(delivered: $0.deliveredCount - before, remaining: $0.projection.count) }
         pump()
         return summary
     }
 
     /// `waitUntilIdle()` that also ends when the calling task is cancelled.
     func waitUntilIdleOrCancelled() async {
-        let key = lock.withLock { () -> Int in
-            defer { core.nextWaiterKey += 1 }
-            return core.nextWaiterKey
-        }
+        let key = outbox.makeWaiterKey()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = lock.withLock { () -> Bool in
-                    if core.scheduler.isEmpty || core.closed || Task.isCancelled { return true }
-                    core.idleWaiters[key] = continuation
-                    return false
-                }
-                if now { continuation.resume() }
+                if !outbox.addIdleWaiter(key, continuation, cancelled: { Task.isCancelled }) { continuation.resume() }
             }
         } onCancel: {
-            lock.withLock { core.idleWaiters.removeValue(forKey: key) }?.resume()
+            outbox.removeIdleWaiter(key)?.resume()
         }
     }
 }

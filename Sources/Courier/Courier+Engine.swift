@@ -1,68 +1,108 @@
 import CourierLog
 import Foundation
 
+/// The engine's bookkeeping, guarded by `Courier.engineLock`.
+struct EngineState {
+    /// Attempts under way, by a token unique to each (a message may be attempted again before
+    /// the task of its previous attempt has removed itself).
+    var tasks: [UInt64: Task<Void, Never>] = [:]
+    var nextToken: UInt64 = 0
+    var timer: (task: Task<Void, Never>, deadline: Duration)?
+    var settleWaiters: [CheckedContinuation<Void, Never>] = []
+    var closed = false
+    /// `pause()` was called: start no new attempt (until `resume()`).
+    var paused = false
+    /// `deliverPending(within:)` calls under way: they deliver even while paused.
+    var forcedRuns = 0
+    /// `deliverPending(within:)` calls stopping: no new attempt while one winds down.
+    var stopping = 0
+
+    /// Whether the engine may start attempts now.
+    var mayStartAttempts: Bool { (!paused || forcedRuns > 0) && stopping == 0 }
+}
+
 /// The delivery engine. No thread polls: `pump` starts what is due, then arms one timer for
 /// the earliest message not yet due; sends, finished attempts and that timer call `pump`
 /// again. **Only the engine sleeps**, and only on the injected clock.
 extension Courier {
     /// Starts every due message the concurrency limit allows and re-arms the timer.
     func pump() {
-        // Read the app's clock before taking the lock: no user code runs under it.
+        // Read the app's clock before taking a lock: no user code runs under one.
         let instant = currentInstant()
-        let effects = lock.withLock { () -> Effects in
+        let effects = engineLock.withLock { () -> Effects in
             var effects = Effects()
-            guard !core.closed else { return effects }
-            guard core.mayStartAttempts else {
-                effects.idle = takeSettleWaitersIfSettled(at: instant)
-                return effects
-            }
-            // Each turn starts one delivery: bounded by maxConcurrentDeliveries.
-            while core.inFlight.count < configuration.maxConcurrentDeliveries,
-                  let state = core.scheduler.takeDue(nowMilliseconds: instant.wallMilliseconds) {
-                let attempt = Int(state.attempts) + 1
-                effects.events.append(.attempt(state.id, number: attempt))
-                core.inFlight[state.id] = Task { [self] in
-                    let outcome = await transport.deliver(request(for: state, attempt: attempt))
-                    // Logging the outcome may fsync (a segment roll) or unlink (compaction):
-                    // blocking work, done on the I/O queue, not on the cooperative pool.
-                    await onIOQueue { [self] in finish(state, attempt: attempt, outcome: outcome) }
+            guard !engine.closed else { return effects }
+            if engine.mayStartAttempts {
+                let free = configuration.maxConcurrentDeliveries - engine.tasks.count
+                let attempts = outbox.takeDue(nowMilliseconds: instant.wallMilliseconds, limit: free)
+                for attempt in attempts {
+                    let token = engine.nextToken
+                    engine.nextToken += 1
+                    engine.tasks[token] = Task { [self] in await run(attempt, token: token) }
                 }
+                armTimer(at: instant)
             }
-            armTimer(at: instant)
-            effects.subscribers = Array(core.subscribers.values)
             effects.idle = takeSettleWaitersIfSettled(at: instant)
             return effects
         }
         effects.run()
     }
 
-    /// Under `lock`: one timer, for the earliest due message, if a delivery slot is free.
+    /// One attempt: read the message back, POST it, log what happened.
+    private func run(_ attempt: Attempt, token: UInt64) async {
+        let read = await onIOQueue(readQueue) { [outbox] in
+            Result { () throws(LogError) in try outbox.loadState(attempt.id) }
+        }
+        let outcome: DeliveryOutcome
+        let state: MessageState
+        switch read {
+        case .success(let loaded?):
+            state = loaded
+            outcome = await transport.deliver(request(for: state, attempt: attempt.number))
+        case .success(nil):
+            // Resolved meanwhile (cannot happen while in flight; harmless if it did).
+            end(token)
+            return
+        case .failure(let error):
+            let due = currentInstant().wallMilliseconds + UInt64(configuration.retry.maximumDelay.seconds * 1000)
+            outbox.recordUnreadable(attempt.id, error: error, dueMilliseconds: due).run()
+            end(token)
+            pump()
+            return
+        }
+        // Logging the outcome may fsync (a segment roll) or unlink (compaction): blocking work,
+        // done on the I/O queue, not on the cooperative pool.
+        await onIOQueue { [self] in finish(attempt, state: state, outcome: outcome, token: token) }
+    }
+
+    /// Under `engineLock`: one timer, for the earliest due message, if a delivery slot is free.
     private func armTimer(at instant: EngineInstant) {
-        guard core.inFlight.count < configuration.maxConcurrentDeliveries,
-              let due = core.scheduler.earliestDue() else { return }
+        guard engine.tasks.count < configuration.maxConcurrentDeliveries,
+              let due = outbox.earliestDue else { return }
         let deadline = instant.elapsed + .milliseconds(Int64(due - min(due, instant.wallMilliseconds)))
-        if let timer = core.timer, timer.deadline <= deadline { return }
-        core.timer?.task.cancel()
+        if let timer = engine.timer, timer.deadline <= deadline { return }
+        engine.timer?.task.cancel()
         let sleep = clock.sleep
         let task = Task { [weak self] in
             do { try await sleep(deadline) } catch { return }  // cancelled: a newer timer replaced it
             self?.timerFired(deadline)
         }
-        core.timer = (task, deadline)
+        engine.timer = (task, deadline)
     }
 
     private func timerFired(_ deadline: Duration) {
-        lock.withLock {
-            if core.timer?.deadline == deadline { core.timer = nil }
+        engineLock.withLock {
+            if engine.timer?.deadline == deadline { engine.timer = nil }
         }
         pump()
     }
 
     /// The engine's "now": the injected clock's elapsed time, and the wall time at open plus
-    /// that. Calls the app's clock, so never while holding `lock` (asserted in debug builds).
+    /// that. Calls the app's clock, so never while holding a lock (asserted in debug builds).
     func currentInstant() -> EngineInstant {
         #if DEBUG
-        assert(!lock.isHeldByCurrentThread, "the app's clock must not be called under the courier's lock")
+        assert(!outbox.lock.isHeldByCurrentThread && !engineLock.isHeldByCurrentThread,
+               "the app's clock must not be called under the courier's locks")
         #endif
         let elapsed = clock.elapsed()
         let wall = wallStartMilliseconds + UInt64(max(0, elapsed.seconds * 1000))
@@ -81,87 +121,46 @@ extension Courier {
                                timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt)
     }
 
-    /// An attempt ended: decide, log the decision, update the schedule, tell the app.
-    /// Runs on `ioQueue`.
-    func finish(_ state: MessageState, attempt: Int, outcome: DeliveryOutcome) {
-        let id = state.id
+    /// An attempt ended: decide (the retry policy, outside any lock), then log the decision and
+    /// update the projection (the outbox, in one critical section). Runs on `ioQueue`.
+    private func finish(_ attempt: Attempt, state: MessageState, outcome: DeliveryOutcome, token: UInt64) {
         if case .failure(let f) = outcome, f.kind == .cancelled {
             // Cancelled by close(): not an attempt. The message is pending, as on disk.
-            let instant = currentInstant()
-            let effects = lock.withLock { () -> Effects in
-                core.scheduler.release(id)
-                core.inFlight[id] = nil
-                var effects = Effects()
-                effects.idle = takeSettleWaitersIfSettled(at: instant)
-                return effects
-            }
-            effects.run()
+            outbox.release(attempt.id)
+            end(token)
             return
         }
         let now = wallNowMilliseconds()
         var random = ClosureRandom(source: configuration.random)
         let decision = configuration.retry.decide(
-            outcome, attempt: attempt, sinceSend: .milliseconds(Int64(now - min(now, state.createdMilliseconds))),
+            outcome, attempt: attempt.number, sinceSend: .milliseconds(Int64(now - min(now, state.createdMilliseconds))),
             now: Date(timeIntervalSince1970: Double(now) / 1000), using: &random)
-        let effects = lock.withLock { () -> Effects in
-            var effects = Effects()
-            switch decision {
-            case .delivered:
-                let status = if case .response(let s, _) = outcome { UInt16(clamping: s) } else { UInt16(0) }
-                record(.delivered(id, attempt: UInt32(attempt), status: status), &effects)
-                resolve(id, .delivered, attempts: attempt, &effects)
-            case .retry(let delay):
-                let due = now + UInt64(max(0, delay.seconds * 1000))
-                record(.attempted(id, attempt: UInt32(attempt), outcome: outcome, nextDueMilliseconds: due), &effects)
-                core.scheduler.retry(id, attempts: UInt32(attempt), dueMilliseconds: due)
-                effects.events.append(.failed(id, attempt: attempt, outcome: outcome, retryIn: delay))
-            case .giveUp(let reason):
-                record(.abandoned(id, attempt: UInt32(attempt), reason: reason), &effects)
-                effects.events.append(.failed(id, attempt: attempt, outcome: outcome, retryIn: .zero))
-                resolve(id, .abandoned(reason), attempts: attempt, &effects)
-            }
-            core.inFlight[id] = nil
-            effects.subscribers = Array(core.subscribers.values)
-            return effects
+        let verdict: AttemptVerdict
+        switch decision {
+        case .delivered:
+            let status = if case .response(let s, _) = outcome { UInt16(clamping: s) } else { UInt16(0) }
+            verdict = .delivered(status: status)
+        case .retry(let delay):
+            verdict = .retry(dueMilliseconds: now + UInt64(max(0, delay.seconds * 1000)), delay: delay)
+        case .giveUp(let reason):
+            verdict = .giveUp(reason: reason)
         }
+        let effects = outbox.record(verdict, of: attempt, outcome: outcome)
         effects.run()
+        // The slot is free; settle waiters are told by the pump, after the compactor ran.
+        end(token, tellSettleWaiters: false)
         compactIfWorthIt()
         pump()
     }
 
-    /// Under `lock`: appends an event. A failure to log is reported, and delivery goes on in
-    /// memory (the worst case is a duplicate POST after a restart, which the key dedupes).
-    private func record(_ event: Event, _ effects: inout Effects) {
-        do {
-            _ = try log.append(event.encoded(), kind: event.kind)
-        } catch {
-            effects.events.append(.storageFailed("could not log \(event.kind) of \(event.id): \(error)"))
+    /// An attempt's task is done: its delivery slot is free.
+    private func end(_ token: UInt64, tellSettleWaiters: Bool = true) {
+        let instant = currentInstant()
+        let settled = engineLock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            engine.tasks[token] = nil
+            return tellSettleWaiters ? takeSettleWaitersIfSettled(at: instant) : []
         }
-    }
-
-    /// Under `lock`: the message is done; release everyone waiting for it.
-    private func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ effects: inout Effects) {
-        core.scheduler.remove(id)
-        core.resolved.record(id, resolution)
-        core.resolvedSinceCompaction += 1
-        let callbacks = core.callbacks.removeValue(forKey: id)
-        let waiters = core.waiters.removeValue(forKey: id) ?? []
-        switch resolution {
-        case .delivered:
-            core.deliveredCount += 1
-            effects.events.append(.delivered(id, attempts: attempts))
-            if let callback = callbacks?.onDelivered { effects.delivered.append((callback, id)) }
-            effects.successes += waiters
-        case .abandoned(let reason):
-            let error = CourierError(.abandoned, reason)
-            effects.events.append(.abandoned(id, attempts: attempts, reason: reason))
-            if let callback = callbacks?.onAbandoned { effects.abandoned.append((callback, id, error)) }
-            effects.failures += waiters.map { ($0, error) }
-        }
-        if core.scheduler.isEmpty {
-            effects.idle += core.idleWaiters.values
-            core.idleWaiters.removeAll()
-        }
+        settled.forEach { $0.resume() }
     }
 }
 

@@ -1,21 +1,23 @@
 import CourierLog
 
 extension Courier {
-    /// Rebuilds the projection in `core` from the log and returns what opening found: the
+    /// Rebuilds the outbox state from the log and returns it with what opening found: the
     /// log's recovery plus the damage and undecodable records met on the way. Damage is never
     /// silent: `recovery` holds it and every `events` stream begins with a `.storageFailed`
     /// naming it.
-    static func replay(_ log: WriteAheadLog, into core: inout Core, configuration: Configuration,
-                       nowMilliseconds now: UInt64) throws -> RecoveryReport {
-        var scheduler = core.scheduler
-        var resolved = core.resolved
+    static func replay(_ log: WriteAheadLog, configuration: Configuration,
+                       nowMilliseconds now: UInt64) throws -> (Outbox.State, RecoveryReport) {
+        var projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
+        var resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
         var undecodable: [RecordLocation] = []
         let replayReport = try log.replay { record in
             guard let event = Event.decode(kind: record.kind, body: record.body) else {
                 undecodable.append(record.location)
                 return
             }
-            if scheduler.apply(event, sequence: record.sequence) == .ended {
+            let address = RecordAddress(sequence: record.sequence, offset: UInt32(record.location.offset),
+                                        length: UInt32(record.location.length))
+            if projection.apply(event, address: address) == .ended {
                 if case .abandoned(let id, _, let reason) = event { resolved.record(id, .abandoned(reason)) }
                 if case .delivered(let id, _, _) = event { resolved.record(id, .delivered) }
             }
@@ -23,15 +25,14 @@ extension Courier {
         // A due time far in the future can only come from a wall clock that went backwards
         // since it was written: bring it within one maximum delay of now.
         let limit = now + UInt64(max(configuration.retry.maximumDelay, configuration.retry.retryAfterLimit).seconds * 1000)
-        scheduler.clampDue(toAtMost: limit)
-        core.scheduler = scheduler
-        core.resolved = resolved
+        projection.clampDue(toAtMost: limit)
         var report = log.recovery
         report.absorb(replayReport)
         report.undecodableRecords = undecodable
+        var state = Outbox.State(projection: projection, resolved: resolved)
         if !report.isClean {
-            core.openingDamage = "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"
+            state.openingDamage = "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"
         }
-        return report
+        return (state, report)
     }
 }

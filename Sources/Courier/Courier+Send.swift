@@ -62,26 +62,11 @@ extension Courier {
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
         let confirmLater = configuration.durability == .always
-        let effects = try lock.withLock { () throws(CourierError) -> Effects in
-            guard !core.closed else { throw CourierError(.closed, "the courier is closed") }
-            guard log.sizeBytes + encoded.count <= configuration.maximumStorageBytes else {
-                throw CourierError(.storageFull, "the log holds \(log.sizeBytes) bytes; the limit is \(configuration.maximumStorageBytes) (Configuration.maximumStorageBytes)")
-            }
-            let sequence: UInt64
-            do throws(LogError) {
-                sequence = try log.append(encoded, kind: .enqueued)
-            } catch {
-                throw CourierError(error)
-            }
-            // In the projection at once, in log order (the compactor must see it), but with
-            // `.always` held back from delivery until its fsync succeeded.
-            core.scheduler.apply(event, sequence: sequence)
-            if confirmLater {
-                core.scheduler.hold(id)
-                return Effects()
-            }
-            return accept(id, callbacks)
-        }
+        // One critical section in the outbox: the append and the projection change together,
+        // so log order is projection order. With `.always` the message is held back from
+        // delivery until its fsync succeeded.
+        let effects = try outbox.enqueue(encoded, id: id, url: url.absoluteString, dueMilliseconds: now,
+                                         hold: confirmLater, callbacks: callbacks)
         if confirmLater {
             try confirmDurable(id, callbacks)
         } else {
@@ -98,26 +83,13 @@ extension Courier {
         do throws(LogError) {
             try log.sync()
         } catch {
-            lock.withLock { core.scheduler.remove(id) }
+            outbox.discard(id)
             if error.code == .closed {
                 throw CourierError(.closed, "the courier closed before the message was confirmed durable; close() syncs the log, so it is delivered after reopening unless that sync failed", messageID: id)
             }
             throw CourierError(.storageFailed, "the message was written but the fsync failed, so it may or may not survive a power loss (\(error)); close and reopen the Courier: if pendingMessages lists \(id) it will be delivered, otherwise send it again", messageID: id)
         }
-        let effects = lock.withLock { () -> Effects in
-            core.scheduler.release(id)
-            return accept(id, callbacks)
-        }
-        effects.run()
-    }
-
-    /// Under `lock`: the message is accepted; registers its callbacks and tells subscribers.
-    private func accept(_ id: MessageID, _ callbacks: Callbacks) -> Effects {
-        if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { core.callbacks[id] = callbacks }
-        var effects = Effects()
-        effects.events = [.enqueued(id)]
-        effects.subscribers = Array(core.subscribers.values)
-        return effects
+        outbox.confirm(id, callbacks: callbacks).run()
     }
 
     /// Headers Courier sets itself; a caller passing one gets `.invalidHeaders`, never a

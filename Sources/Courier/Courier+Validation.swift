@@ -68,3 +68,11 @@ extension Courier {
         }
     }
 }
+
+extension Courier.Configuration {
+    /// What the outbox enforces of this configuration.
+    var outboxLimits: Outbox.Limits {
+        Outbox.Limits(maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
+                      compactionThreshold: compactionThreshold)
+    }
+}

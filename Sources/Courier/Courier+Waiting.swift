@@ -8,32 +8,17 @@ extension Courier {
     /// or the courier closes).
     public func delivered(_ id: MessageID) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let immediate: Result<Void, CourierError>? = lock.withLock {
-                if core.scheduler.entries[id] != nil {
-                    guard !core.closed else { return .failure(CourierError(.closed, "the courier is closed")) }
-                    core.waiters[id, default: []].append(continuation)
-                    return nil
-                }
-                switch core.resolved[id] {
-                case .delivered: return .success(())
-                case .abandoned(let reason): return .failure(CourierError(.abandoned, reason))
-                case nil: return .failure(CourierError(.unknownMessage, "no message \(id) is pending or recently resolved"))
-                }
+            if let immediate = outbox.waitForResolution(of: id, continuation) {
+                continuation.resume(with: immediate.mapError { $0 as any Error })
             }
-            if let immediate { continuation.resume(with: immediate.mapError { $0 as any Error }) }
         }
     }
 
     /// Returns when no message is pending (or the courier is closed).
     public func waitUntilIdle() async {
+        let key = outbox.makeWaiterKey()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = lock.withLock { () -> Bool in
-                if core.scheduler.isEmpty || core.closed { return true }
-                core.idleWaiters[core.nextWaiterKey] = continuation
-                core.nextWaiterKey += 1
-                return false
-            }
-            if now { continuation.resume() }
+            if !outbox.addIdleWaiter(key, continuation, cancelled: { false }) { continuation.resume() }
         }
     }
 
@@ -43,23 +28,11 @@ extension Courier {
     /// (details in `recovery`).
     public var events: AsyncStream<CourierEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
-        let key = lock.withLock { () -> Int? in
-            guard !core.closed else { return nil }
-            // Yielding only buffers (no consumer code runs here), so it is safe under the lock,
-            // and it orders this event before any the engine sends to the new subscriber.
-            if let damage = core.openingDamage { continuation.yield(.storageFailed(damage)) }
-            let key = core.nextSubscriber
-            core.nextSubscriber += 1
-            core.subscribers[key] = continuation
-            return key
-        }
-        guard let key else {
+        guard let key = outbox.subscribe(continuation) else {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in
-            self?.lock.withLock { _ = self?.core.subscribers.removeValue(forKey: key) }
-        }
+        continuation.onTermination = { [weak outbox] _ in outbox?.unsubscribe(key) }
         return stream
     }
 
@@ -71,30 +44,30 @@ extension Courier {
     public func settleForTesting() async {
         let instant = currentInstant()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = lock.withLock { () -> Bool in
+            let now = engineLock.withLock { () -> Bool in
                 if isSettled(at: instant) { return true }
-                core.settleWaiters.append(continuation)
+                engine.settleWaiters.append(continuation)
                 return false
             }
             if now { continuation.resume() }
         }
     }
 
-    /// Under `lock`, with `instant` read before taking it.
+    /// Under `engineLock`, with `instant` read before taking it.
     private func isSettled(at instant: EngineInstant) -> Bool {
-        if core.closed { return true }
-        guard core.inFlight.isEmpty else { return false }
-        if !core.mayStartAttempts { return true }  // paused: nothing more will start
-        if let timer = core.timer, timer.deadline <= instant.elapsed { return false }
+        if engine.closed { return true }
+        guard engine.tasks.isEmpty else { return false }
+        if !engine.mayStartAttempts { return true }  // paused: nothing more will start
+        if let timer = engine.timer, timer.deadline <= instant.elapsed { return false }
         // A message may be due with no timer yet (the pump that arms it has not run).
-        if let due = core.scheduler.earliestDueWithoutMutation, due <= instant.wallMilliseconds, core.timer == nil { return false }
+        if let due = outbox.earliestDue, due <= instant.wallMilliseconds, engine.timer == nil { return false }
         return true
     }
 
-    /// Under `lock`: the settle waiters to resume, if the engine is settled at `instant`.
+    /// Under `engineLock`: the settle waiters to resume, if the engine is settled at `instant`.
     func takeSettleWaitersIfSettled(at instant: EngineInstant) -> [CheckedContinuation<Void, Never>] {
-        guard !core.settleWaiters.isEmpty, isSettled(at: instant) else { return [] }
-        defer { core.settleWaiters.removeAll() }
-        return core.settleWaiters
+        guard !engine.settleWaiters.isEmpty, isSettled(at: instant) else { return [] }
+        defer { engine.settleWaiters.removeAll() }
+        return engine.settleWaiters
     }
 }

@@ -19,7 +19,9 @@ import Foundation
 public final class Courier {
     public let directory: URL
     public let configuration: Configuration
-    let log: WriteAheadLog
+    /// The durable state: projection, log appends, waiters. Courier is the facade around it.
+    let outbox: Outbox
+    var log: WriteAheadLog { outbox.log }
     let transport: any DeliveryTransport
     /// Whether Courier made `transport` (and so shuts it down on `close()`): a transport the
     /// app injected belongs to the app.
@@ -30,22 +32,30 @@ public final class Courier {
     let wallTime: WallTimeCache
     /// The largest event body one record holds, whatever its compression.
     let maximumRecordBytes: Int
-    /// Blocking file work of the engine (appends after attempts, compaction's fsync and
+    /// Blocking file work of the engine (appends after attempts, compaction's reads, fsync and
     /// unlink, the final sync) runs here, never on Swift's cooperative thread pool, so a slow
     /// disk cannot starve the app's other async work. Serial: it also orders that work.
     let ioQueue = DispatchQueue(label: "courier.io", qos: .utility)
+    /// Attempts read their messages back from the log here (concurrently, and never behind a
+    /// compaction's fsync on `ioQueue`).
+    let readQueue = DispatchQueue(label: "courier.read", qos: .utility, attributes: .concurrent)
     /// What opening found: the log's recovery plus what replay found.
     public let recovery: RecoveryReport
     /// The app-lifecycle wiring, if the app enabled it (iOS: `enableAppLifecycleIntegration()`).
     let lifecycle = PlatformIntegrationBox(nil)
-    let lock = CourierLock()
-    /// Everything mutable. Only touched while holding `lock`.
-    var core: Core
+    /// Guards `engine`. Lock order: `engineLock` before the outbox's lock, never the reverse.
+    let engineLock = CourierLock()
+    /// The engine's bookkeeping (attempt tasks, the timer, pause state). Only touched while
+    /// holding `engineLock`.
+    var engine = EngineState()
 
     /// Opens (or creates) the log in `directory`, replays it, and starts delivering.
     /// Throws `.invalidConfiguration` naming the first conflict in `configuration` (see
     /// `Configuration.problems`), `.directoryLocked` if another `Courier` has the directory
     /// open, `.storageFailed` if the log cannot be read.
+    ///
+    /// Replay reads the whole log: with many pending messages, open with `Courier.open`, off
+    /// the main thread.
     public init(directory: URL, configuration: Configuration = Configuration()) throws(CourierError) {
         if let problem = configuration.problems.first { throw CourierError(.invalidConfiguration, problem) }
         self.directory = directory
@@ -58,20 +68,22 @@ public final class Courier {
         var logConfiguration = configuration.logConfiguration()
         logConfiguration.now = { wallTime.value }
         self.maximumRecordBytes = logConfiguration.maximumRecordBytes
+        let log: WriteAheadLog
         do {
             log = try WriteAheadLog(directory: directory.path, configuration: logConfiguration, fileSystem: configuration.fileSystem)
         } catch {
             throw CourierError(error)
         }
         Self.applyPlatformDataProtection(to: directory)
-        core = Core(scheduler: Scheduler(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination),
-                    resolved: ResolvedMemory(limit: configuration.resolvedMemoryCount))
+        let replayed: (Outbox.State, RecoveryReport)
         do {
-            recovery = try Self.replay(log, into: &core, configuration: configuration, nowMilliseconds: wallStart)
+            replayed = try Self.replay(log, configuration: configuration, nowMilliseconds: wallStart)
         } catch {
             try? log.close()
             throw CourierError(.storageFailed, "replay failed: \(error)")
         }
+        recovery = replayed.1
+        outbox = Outbox(log: log, limits: configuration.outboxLimits, state: replayed.0)
         // Made last: a transport Courier creates must be shut down, and an init that threw
         // earlier never has to.
         self.ownsTransport = configuration.transport == nil
@@ -81,23 +93,24 @@ public final class Courier {
     }
 
     deinit {
-        lock.withLock {
-            core.timer?.task.cancel()
-            for task in core.inFlight.values { task.cancel() }
+        engineLock.withLock {
+            engine.timer?.task.cancel()
+            for task in engine.tasks.values { task.cancel() }
         }
     }
 
     /// Messages sent and not yet delivered or abandoned (in flight included).
-    public var pendingCount: Int { lock.withLock { core.scheduler.count } }
+    public var pendingCount: Int { outbox.pendingCount }
 
     /// Stops delivery (attempts in flight are cancelled and will run again after the next
     /// open), syncs the log and releases the directory. Waiters on `delivered(_:)` throw
     /// `.closed`; event streams finish. Shuts down the transport only if Courier made it.
     /// Calling it twice is harmless.
     public func close() async {
-        let (tasks, timer) = lock.withLock { () -> ([Task<Void, Never>], Task<Void, Never>?) in
-            core.closed = true
-            return (Array(core.inFlight.values), core.timer?.task)
+        outbox.markClosed()
+        let (tasks, timer) = engineLock.withLock { () -> ([Task<Void, Never>], Task<Void, Never>?) in
+            engine.closed = true
+            return (Array(engine.tasks.values), engine.timer?.task)
         }
         timer?.cancel()
         if let integration = lifecycle.take() { await integration.stop() }
@@ -105,34 +118,28 @@ public final class Courier {
         for task in tasks { await task.value }
         if ownsTransport { await transport.shutdown() }
         await onIOQueue { [log] in try? log.close() }
-        let effects = lock.withLock { () -> Effects in
-            var effects = Effects()
-            for (_, waiters) in core.waiters { effects.failures += waiters.map { ($0, CourierError(.closed, "the courier was closed")) } }
-            core.waiters.removeAll()
-            effects.idle = Array(core.idleWaiters.values) + core.settleWaiters
-            core.idleWaiters.removeAll()
-            core.settleWaiters.removeAll()
-            effects.finishStreams = Array(core.subscribers.values)
-            core.subscribers.removeAll()
-            return effects
+        var effects = outbox.releaseEveryone()
+        effects.idle += engineLock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            defer { engine.settleWaiters.removeAll() }
+            return engine.settleWaiters
         }
         effects.run()
     }
 
-    /// Runs blocking file work on `ioQueue` and waits for it without holding a thread of the
-    /// cooperative pool.
-    func onIOQueue(_ work: @escaping @Sendable () -> Void) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            ioQueue.async {
-                work()
-                continuation.resume()
+    /// Runs blocking file work on `queue` (the I/O queue unless told) and waits for it without
+    /// holding a thread of the cooperative pool.
+    func onIOQueue<T: Sendable>(_ queue: DispatchQueue? = nil, _ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            (queue ?? ioQueue).async {
+                continuation.resume(returning: work())
             }
         }
     }
 }
 
-/// Why `Courier` is `Sendable`: its mutable state (`core`) is only read or written while
-/// holding `lock`; every other stored property is immutable and itself thread-safe.
+/// Why `Courier` is `Sendable`: its one mutable property (`engine`) is only read or written
+/// while holding `engineLock`; every other stored property is immutable and itself
+/// thread-safe (the outbox guards its own state).
 extension Courier: @unchecked Sendable {}
 
 extension Courier {

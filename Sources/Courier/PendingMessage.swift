@@ -25,16 +25,17 @@ public struct PendingMessage: Sendable, Hashable {
 
 extension Courier {
     /// Every pending message, oldest first: for a screen that lists what is still on its way,
-    /// including messages sent before a restart.
+    /// including messages sent before a restart. Bodies are read back from the log (one read
+    /// per message), so this costs file reads: call it off the main thread with many pending.
+    /// A message whose record cannot be read is left out (`recovery` and `events` report
+    /// damage).
     public var pendingMessages: [PendingMessage] {
-        lock.withLock {
-            core.scheduler.entries.values.sorted { $0.order < $1.order }.compactMap { entry in
-                let s = entry.state
-                guard let url = URL(string: s.url) else { return nil }
-                return PendingMessage(id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
-                                      sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
-                                      nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000))
-            }
+        let ids = outbox.read { $0.projection.liveSlotsInOrder().map(\.id) }
+        return ids.compactMap { id in
+            guard let s = try? outbox.loadState(id), let url = URL(string: s.url) else { return nil }
+            return PendingMessage(id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
+                                  sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
+                                  nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000))
         }
     }
 }

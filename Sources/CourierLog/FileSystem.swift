@@ -11,6 +11,9 @@ public protocol LogFileSystem: Sendable {
     /// The whole file. Segments are bounded (16 MiB by default), so reading one whole is cheap.
     func readFile(atPath path: String) throws(LogError) -> [UInt8]
     func fileSize(atPath path: String) throws(LogError) -> Int
+    /// Up to `count` bytes from `offset` (fewer at the end of the file): a positioned read, for
+    /// reading one record back, or a segment in windows, without reading the whole file.
+    func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8]
     /// Opens a file for writing at explicit offsets, creating it (empty) if `create` is true.
     func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile
     func removeFile(atPath path: String) throws(LogError)

@@ -23,6 +23,12 @@ public struct LogError: Error, Sendable, Equatable, CustomStringConvertible {
         case notADirectory = 7
         /// An argument is out of range (documented on the method).
         case invalidArgument = 8
+        /// A record read back by address lies in a segment that was forgotten (compacted away)
+        /// since the address was taken. Nothing is wrong: look the address up again.
+        case notFound = 9
+        /// Bytes read back by address are not the record expected there (a checksum, size or
+        /// sequence mismatch): damage on disk.
+        case corrupt = 10
     }
 
     public var code: Code

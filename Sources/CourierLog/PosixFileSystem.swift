@@ -77,6 +77,27 @@ public struct PosixFileSystem: LogFileSystem {
         return bytes
     }
 
+    public func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
+        precondition(offset >= 0 && count >= 0)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.error("cannot open file", path) }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        // Each turn reads at least one byte or stops: bounded by `count`.
+        while done < count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Self.error("cannot read file", path)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        if done < count { bytes.removeLast(count - done) }
+        return bytes
+    }
+
     public func fileSize(atPath path: String) throws(LogError) -> Int {
         var st = stat()
         guard stat(path, &st) == 0 else { throw Self.error("cannot stat file", path) }

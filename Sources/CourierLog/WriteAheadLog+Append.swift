@@ -17,7 +17,20 @@ extension WriteAheadLog {
     /// `.failed`/`.io` (the log must be reopened), `.closed`.
     @discardableResult
     public func append(_ body: [UInt8], kind: RecordKind) throws(LogError) -> UInt64 {
-        try appendEntries(CollectionOfOne(LogEntry(kind: kind, body: body))).lowerBound
+        try appendRecord(body, kind: kind).sequence
+    }
+
+    /// `append(_:kind:)`, returning where the record lies, to read it back with `read(_:)`.
+    @discardableResult
+    public func appendRecord(_ body: [UInt8], kind: RecordKind) throws(LogError) -> RecordAddress {
+        let address = try mutex.withLock { () throws(LogError) -> RecordAddress in
+            try state.checkOpen()
+            let range = try encodeAndWrite(CollectionOfOne(LogEntry(kind: kind, body: body)))
+            return RecordAddress(sequence: range.lowerBound, offset: UInt32(state.lastWriteOffset),
+                                 length: UInt32(state.scratch.count))
+        }
+        try waitAsPolicySays(for: address.sequence)
+        return address
     }
 
     /// Appends several records with one `write(2)`, all-or-nothing across a crash: recovery
@@ -25,23 +38,33 @@ extension WriteAheadLog {
     /// segments, so it must fit in one (`.recordTooLarge` otherwise).
     @discardableResult
     public func append(batch entries: [LogEntry]) throws(LogError) -> ClosedRange<UInt64> {
-        guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
-        return try appendEntries(entries)
+        let addresses = try appendRecords(batch: entries)
+        return addresses.first!.sequence...addresses.last!.sequence
     }
 
-    /// Generic so a single append needs no array allocation (`CollectionOfOne`).
-    private func appendEntries<C: Collection<LogEntry>>(_ entries: C) throws(LogError) -> ClosedRange<UInt64> {
-        let range = try mutex.withLock { () throws(LogError) -> ClosedRange<UInt64> in
+    /// `append(batch:)`, returning where each record lies.
+    public func appendRecords(batch entries: [LogEntry]) throws(LogError) -> [RecordAddress] {
+        guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
+        let addresses = try mutex.withLock { () throws(LogError) -> [RecordAddress] in
             try state.checkOpen()
             let range = try encodeAndWrite(entries)
-            return range
+            let starts = state.recordStarts, total = state.scratch.count, base = state.lastWriteOffset
+            return starts.indices.map { i in
+                let end = i + 1 < starts.count ? starts[i + 1] : total
+                return RecordAddress(sequence: range.lowerBound + UInt64(i), offset: UInt32(base + starts[i]),
+                                     length: UInt32(end - starts[i]))
+            }
         }
+        try waitAsPolicySays(for: addresses.last!.sequence)
+        return addresses
+    }
+
+    private func waitAsPolicySays(for sequence: UInt64) throws(LogError) {
         switch configuration.syncPolicy {
         case .never: break
-        case .always: try commit.waitUntilDurable(range.upperBound, log: self)
+        case .always: try commit.waitUntilDurable(sequence, log: self)
         case .interval(let interval): commit.scheduleSync(after: interval, log: self)
         }
-        return range
     }
 
     /// Under `mutex`. Encodes into the scratch buffer, rolls if needed, writes.
@@ -104,6 +127,7 @@ extension WriteAheadLog {
     private func writeScratch() throws(LogError) {
         let file = state.active.file
         let offset = state.active.sizeBytes
+        state.lastWriteOffset = offset
         do {
             try file.writeFully(state.scratch, at: offset)
         } catch {

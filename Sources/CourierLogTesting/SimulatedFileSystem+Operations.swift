@@ -37,6 +37,15 @@ extension SimulatedFileSystem {
         }
     }
 
+    public func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
+        try lock.withLock { () throws(LogError) -> [UInt8] in
+            if case .error(let e)? = takeFault(.read) { throw Self.error(e, "read failed", path) }
+            guard let id = entries[path], let node = nodes[id] else { throw LogError(.io, "no such file", path: path, errno: 2) }
+            let start = min(offset, node.bytes.count)
+            return Array(node.bytes[start..<min(node.bytes.count, start + count)])
+        }
+    }
+
     public func fileSize(atPath path: String) throws(LogError) -> Int {
         try readFile(atPath: path).count
     }

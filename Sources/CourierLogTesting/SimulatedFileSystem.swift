@@ -11,7 +11,7 @@ import CourierLog
 /// Faults are scheduled with `inject(_:on:)` or arise from `capacityBytes` (a full disk).
 public final class SimulatedFileSystem: LogFileSystem {
     /// An operation a fault can be attached to.
-    public enum Operation: Sendable, Hashable { case write, sync, syncDirectory, remove, create, truncate }
+    public enum Operation: Sendable, Hashable { case write, sync, syncDirectory, remove, create, truncate, read }
 
     /// What an injected fault does.
     public enum Fault: Sendable, Hashable {

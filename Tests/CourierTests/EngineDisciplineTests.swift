@@ -16,7 +16,7 @@ import Testing
         var config = testConfiguration(clock: ManualClock(), transport: transport, jitter: .none)
         config.clock = clock
         let courier = try Courier(directory: TemporaryDirectory().url, configuration: config)
-        clock.probe = { [weak courier] in courier?.lock.isHeldByCurrentThread ?? false }
+        clock.probe = { [weak courier] in courier?.outbox.lock.isHeldByCurrentThread ?? false }
         let ids = try (0..<5).map { try courier.send(["n": $0], to: inbox) }
         for _ in 0..<4 { await courier.settle(); await clock.base.advance(by: .seconds(5)) }
         for id in ids { try await courier.delivered(id) }
@@ -51,6 +51,7 @@ import Testing
         #expect(courier.compactionCount > 0, "compaction ran (it syncs and unlinks)")
         #expect(fs.blockingCalls > 0)
         #expect(fs.blockingCallsFromTasks == 0, "\(fs.blockingCallsFromTasks) of \(fs.blockingCalls) fsync/unlink calls ran on the cooperative pool")
+        #expect(fs.readCallsFromTasks == 0, "attempts read their messages back off the cooperative pool")
     }
 }
 
@@ -89,6 +90,9 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     private let lock = NSLock()
     private var total = 0
     private var fromTasks = 0
+    private var readsFromTasks = 0
+    /// Positioned reads (an attempt reading its message back) made from inside a Swift task.
+    var readCallsFromTasks: Int { lock.withLock { readsFromTasks } }
 
     var blockingCalls: Int { lock.withLock { total } }
     var blockingCallsFromTasks: Int { lock.withLock { fromTasks } }
@@ -105,6 +109,10 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] { try base.contentsOfDirectory(atPath: path) }
     func readFile(atPath path: String) throws(LogError) -> [UInt8] { try base.readFile(atPath: path) }
     func fileSize(atPath path: String) throws(LogError) -> Int { try base.fileSize(atPath: path) }
+    func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
+        if withUnsafeCurrentTask(body: { $0 != nil }) { lock.withLock { readsFromTasks += 1 } }
+        return try base.read(atPath: path, offset: offset, count: count)
+    }
     func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
         RecordingFile(try base.openFile(atPath: path, create: create), owner: self)
     }

@@ -41,52 +41,109 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
     }
 }
 
-@Suite struct SchedulerTests {
+func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequence, offset: 40, length: 100) }
+
+@Suite struct ProjectionTests {
     @Test func theLastFullStateWinsAndLaterDeltasApply() {
-        var s = Scheduler(fifoPerDestination: false)
-        s.apply(.enqueued(state(1, due: 10)), sequence: 1)
-        s.apply(.attempted(state(1).id, attempt: 1, outcome: .response(status: 500), nextDueMilliseconds: 20), sequence: 2)
-        s.apply(.snapshot(state(1, due: 20, attempts: 1)), sequence: 3)
-        s.apply(.attempted(state(1).id, attempt: 2, outcome: .response(status: 500), nextDueMilliseconds: 40), sequence: 4)
-        #expect(s.entries[state(1).id]?.state.attempts == 2)
-        #expect(s.entries[state(1).id]?.state.nextDueMilliseconds == 40)
-        #expect(s.entries[state(1).id]?.fullStateSequence == 3)
+        var p = Projection(fifoPerDestination: false)
+        p.apply(.enqueued(state(1, due: 10)), address: address(1))
+        p.apply(.attempted(state(1).id, attempt: 1, outcome: .response(status: 500), nextDueMilliseconds: 20), address: address(2))
+        p.apply(.snapshot(state(1, due: 20, attempts: 1)), address: address(3))
+        p.apply(.attempted(state(1).id, attempt: 2, outcome: .response(status: 500), nextDueMilliseconds: 40), address: address(4))
+        #expect(p.slot(of: state(1).id)?.attempts == 2)
+        #expect(p.slot(of: state(1).id)?.dueMilliseconds == 40)
+        #expect(p.slot(of: state(1).id)?.address == address(3))
+        #expect(p.checkInvariants())
     }
 
     @Test func deltasOfUnknownIdsAreIgnoredAndResolvedMessagesStayResolved() {
-        var s = Scheduler(fifoPerDestination: false)
-        #expect(s.apply(.attempted(state(5).id, attempt: 1, outcome: .response(status: 500), nextDueMilliseconds: 1), sequence: 1) == .ignored)
-        #expect(s.apply(.delivered(state(5).id, attempt: 1, status: 200), sequence: 2) == .ignored)
-        s.apply(.enqueued(state(1)), sequence: 3)
-        #expect(s.apply(.delivered(state(1).id, attempt: 1, status: 200), sequence: 4) == .ended)
-        #expect(s.apply(.attempted(state(1).id, attempt: 2, outcome: .response(status: 500), nextDueMilliseconds: 1), sequence: 5) == .ignored)
-        #expect(s.isEmpty)
+        var p = Projection(fifoPerDestination: false)
+        #expect(p.apply(.attempted(state(5).id, attempt: 1, outcome: .response(status: 500), nextDueMilliseconds: 1), address: address(1)) == .ignored)
+        #expect(p.apply(.delivered(state(5).id, attempt: 1, status: 200), address: address(2)) == .ignored)
+        p.apply(.enqueued(state(1)), address: address(3))
+        #expect(p.apply(.delivered(state(1).id, attempt: 1, status: 200), address: address(4)) == .ended)
+        #expect(p.apply(.attempted(state(1).id, attempt: 2, outcome: .response(status: 500), nextDueMilliseconds: 1), address: address(5)) == .ignored)
+        #expect(p.isEmpty)
+        #expect(p.checkInvariants())
     }
 
     @Test func dueMessagesComeOutInDueOrderAndNotBeforeTheirTime() {
-        var s = Scheduler(fifoPerDestination: false)
-        for (n, due) in [(1, 300), (2, 100), (3, 200)] { s.apply(.enqueued(state(n, due: UInt64(due))), sequence: UInt64(n)) }
-        #expect(s.takeDue(nowMilliseconds: 99) == nil)
-        #expect(s.earliestDue() == 100)
-        #expect(s.takeDue(nowMilliseconds: 1000)?.id == state(2).id)
-        #expect(s.takeDue(nowMilliseconds: 1000)?.id == state(3).id)
-        #expect(s.takeDue(nowMilliseconds: 1000)?.id == state(1).id)
-        #expect(s.takeDue(nowMilliseconds: 1000) == nil, "all three are in flight")
-        s.retry(state(2).id, attempts: 1, dueMilliseconds: 5000)
-        #expect(s.earliestDue() == 5000)
+        var p = Projection(fifoPerDestination: false)
+        for (n, due) in [(1, 300), (2, 100), (3, 200)] { p.apply(.enqueued(state(n, due: UInt64(due))), address: address(UInt64(n))) }
+        #expect(p.takeDue(nowMilliseconds: 99) == nil)
+        #expect(p.earliestDue == 100)
+        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(2).id)
+        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(3).id)
+        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(1).id)
+        #expect(p.takeDue(nowMilliseconds: 1000) == nil, "all three are in flight")
+        p.retry(state(2).id, attempts: 1, dueMilliseconds: 5000)
+        #expect(p.earliestDue == 5000)
+        #expect(p.checkInvariants())
     }
 
     @Test func fifoPerDestinationReleasesTheNextOnlyWhenTheHeadIsDone() {
-        var s = Scheduler(fifoPerDestination: true)
-        s.apply(.enqueued(state(1, url: "https://a.example/x", due: 100)), sequence: 1)
-        s.apply(.enqueued(state(2, url: "https://a.example/x", due: 0)), sequence: 2)
-        s.apply(.enqueued(state(3, url: "https://b.example/y", due: 50)), sequence: 3)
-        #expect(s.takeDue(nowMilliseconds: 1000)?.id == state(3).id)
-        #expect(s.takeDue(nowMilliseconds: 1000)?.id == state(1).id, "2 is due earlier but waits behind 1")
-        #expect(s.takeDue(nowMilliseconds: 1000) == nil)
-        s.retry(state(1).id, attempts: 1, dueMilliseconds: 2000)
-        #expect(s.takeDue(nowMilliseconds: 1500) == nil, "1 failed and is not due; 2 still waits")
-        s.remove(state(1).id)
-        #expect(s.takeDue(nowMilliseconds: 1500)?.id == state(2).id)
+        var p = Projection(fifoPerDestination: true)
+        p.apply(.enqueued(state(1, url: "https://a.example/x", due: 100)), address: address(1))
+        p.apply(.enqueued(state(2, url: "https://a.example/x", due: 0)), address: address(2))
+        p.apply(.enqueued(state(3, url: "https://b.example/y", due: 50)), address: address(3))
+        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(3).id)
+        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(1).id, "2 is due earlier but waits behind 1")
+        #expect(p.takeDue(nowMilliseconds: 1000) == nil)
+        p.retry(state(1).id, attempts: 1, dueMilliseconds: 2000)
+        #expect(p.takeDue(nowMilliseconds: 1500) == nil, "1 failed and is not due; 2 still waits")
+        p.remove(state(1).id)
+        #expect(p.takeDue(nowMilliseconds: 1500)?.id == state(2).id)
+        #expect(p.checkInvariants())
+    }
+
+    @Test func eachURLIsStoredOnceAndForgottenWithItsLastMessage() {
+        var p = Projection(fifoPerDestination: false)
+        for n in 1...50 { p.apply(.enqueued(state(n, url: "https://host/\(n % 3)")), address: address(UInt64(n))) }
+        #expect(p.destinations.count == 3)
+        for n in 1...50 where n % 3 == 0 { p.remove(state(n).id) }
+        #expect(p.destinations.count == 2)
+        #expect(p.url(of: p.slot(of: state(1).id)!) == "https://host/1")
+        #expect(p.checkInvariants())
+    }
+
+    /// Random operations, checked after each step against the dictionary model and the
+    /// projection's own invariants (index, heap order, schedulable set).
+    @Test(arguments: [false, true]) func randomOperationsAgreeWithTheReferenceModel(fifo: Bool) {
+        let random = SeededRandomSource(seed: fifo ? 11 : 12)
+        var p = Projection(fifoPerDestination: fifo)
+        var model = ReferenceProjection()
+        var inFlight: Set<MessageID> = []
+        var sequence: UInt64 = 0
+        for step in 0..<4000 {
+            sequence += 1
+            let n = Int(random.next() % 300) + 1
+            let id = state(n).id
+            switch random.next() % 6 {
+            case 0, 1:
+                let s = state(n, url: "https://h/\(n % 7)", due: random.next() % 1000, attempts: UInt32(random.next() % 4))
+                p.apply(.enqueued(s), address: address(sequence))
+                model.apply(.enqueued(s))
+            case 2:
+                let due = random.next() % 1000
+                p.apply(.attempted(id, attempt: 9, outcome: .response(status: 500), nextDueMilliseconds: due), address: address(sequence))
+                model.apply(.attempted(id, attempt: 9, outcome: .response(status: 500), nextDueMilliseconds: due))
+            case 3:
+                p.apply(.delivered(id, attempt: 1, status: 200), address: address(sequence))
+                model.apply(.delivered(id, attempt: 1, status: 200))
+                inFlight.remove(id)
+            case 4:
+                if let slot = p.takeDue(nowMilliseconds: random.next() % 1200) { inFlight.insert(slot.id) }
+            default:
+                if let taken = inFlight.first {
+                    inFlight.remove(taken)
+                    p.release(taken)
+                }
+            }
+            #expect(p.count == model.states.count, "step \(step)")
+            let same = model.states.allSatisfy { p.slot(of: $0.key)?.dueMilliseconds == $0.value.nextDueMilliseconds }
+            #expect(same, "step \(step)")
+            #expect(p.checkInvariants(), "step \(step)")
+            if !same || p.count != model.states.count { return }
+        }
     }
 }

@@ -181,14 +181,14 @@ import Testing
             try FileManager.default.createDirectory(at: copy.url, withIntermediateDirectories: true)
             let end = cut == 0 ? 40 : records[cut - 1].location.offset + records[cut - 1].location.length
             try bytes.prefix(end).write(to: copy.url.appendingPathComponent(records[0].location.segment))
-            var expected = Scheduler(fifoPerDestination: false)
-            for r in records.prefix(cut) { expected.apply(Event.decode(kind: r.kind, body: r.body)!, sequence: r.sequence) }
+            var expected = ReferenceProjection()
+            for r in records.prefix(cut) { expected.apply(Event.decode(kind: r.kind, body: r.body)!) }
             let parked = ScriptedTransport()
             parked.holdResponses = true
             var reopen = testConfiguration(clock: ManualClock(), transport: parked)
             reopen.now = { wallStart.addingTimeInterval(-60) }  // nothing is due: the projection stays as replayed
             let replayed = try Courier(directory: copy.url, configuration: reopen)
-            #expect(replayed.scheduledStates == expected.entries.mapValues(\.state), "cut after \(cut) records")
+            #expect(replayed.scheduledStates == expected.states, "cut after \(cut) records")
             await replayed.close()
         }
     }

@@ -39,8 +39,29 @@ extension Courier.Configuration {
 
 extension Courier {
     /// Attempts in flight right now (for tests).
-    var inFlightCount: Int { lock.withLock { core.inFlight.count } }
-    var scheduledStates: [MessageID: MessageState] { lock.withLock { core.scheduler.entries.mapValues(\.state) } }
+    var inFlightCount: Int { engineLock.withLock { engine.tasks.count } }
+    /// Every pending message's full state: read back from the log, with the attempt count and
+    /// due time the projection holds.
+    var scheduledStates: [MessageID: MessageState] {
+        let ids = outbox.read { $0.projection.liveSlotsInOrder().map(\.id) }
+        return Dictionary(uniqueKeysWithValues: ids.compactMap { id in (try? outbox.loadState(id))?.map { (id, $0) } })
+    }
+}
+
+/// The replay rules as a plain dictionary: the oracle the projection is checked against.
+struct ReferenceProjection {
+    var states: [MessageID: MessageState] = [:]
+
+    mutating func apply(_ event: Event) {
+        switch event {
+        case .enqueued(let s), .snapshot(let s): states[s.id] = s
+        case .attempted(let id, let attempt, _, let due):
+            guard states[id] != nil else { return }
+            states[id]!.attempts = max(states[id]!.attempts, attempt)
+            states[id]!.nextDueMilliseconds = due
+        case .delivered(let id, _, _), .abandoned(let id, _, _): states[id] = nil
+        }
+    }
 }
 
 /// Collects events from a stream in the background.

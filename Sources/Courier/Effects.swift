@@ -1,0 +1,55 @@
+/// Side effects collected under a lock and run after it is released, so no user code
+/// (callbacks, event consumers, resumed tasks) ever runs while a lock is held.
+struct Effects {
+    var events: [CourierEvent] = []
+    /// Who receives `events`: filled in by `Outbox.mutate`, never by hand.
+    var subscribers: [AsyncStream<CourierEvent>.Continuation] = []
+    var delivered: [(@Sendable (MessageID) -> Void, MessageID)] = []
+    var abandoned: [(@Sendable (MessageID, CourierError) -> Void, MessageID, CourierError)] = []
+    var successes: [CheckedContinuation<Void, any Error>] = []
+    var failures: [(CheckedContinuation<Void, any Error>, CourierError)] = []
+    var idle: [CheckedContinuation<Void, Never>] = []
+    var finishStreams: [AsyncStream<CourierEvent>.Continuation] = []
+
+    func run() {
+        for event in events { for s in subscribers { s.yield(event) } }
+        for (callback, id) in delivered { callback(id) }
+        for (callback, id, error) in abandoned { callback(id, error) }
+        for c in successes { c.resume() }
+        for (c, error) in failures { c.resume(throwing: error) }
+        for c in idle { c.resume() }
+        for s in finishStreams { s.finish() }
+    }
+}
+
+enum Resolution: Equatable {
+    case delivered
+    case abandoned(String)
+}
+
+/// The most recent resolutions, for `delivered(_:)` on messages already done. Bounded: the
+/// oldest are forgotten first.
+struct ResolvedMemory {
+    let limit: Int
+    private var map: [MessageID: Resolution] = [:]
+    private var order: [MessageID] = []
+    private var head = 0
+
+    init(limit: Int) { self.limit = max(0, limit) }
+
+    subscript(id: MessageID) -> Resolution? { map[id] }
+
+    mutating func record(_ id: MessageID, _ resolution: Resolution) {
+        guard limit > 0 else { return }
+        if map.updateValue(resolution, forKey: id) == nil { order.append(id) }
+        // Evict one per insert past the limit: bounded work per call.
+        if order.count - head > limit {
+            map[order[head]] = nil
+            head += 1
+        }
+        if head > 1024 && head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+    }
+}

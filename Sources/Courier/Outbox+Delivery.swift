@@ -1,0 +1,153 @@
+import CourierLog
+import Foundation
+
+/// One attempt the engine is to make: which message, and which attempt of it.
+struct Attempt: Sendable {
+    var id: MessageID
+    var number: Int
+}
+
+/// What was decided about an attempt's outcome (by the retry policy, outside the lock).
+enum AttemptVerdict {
+    case delivered(status: UInt16)
+    case retry(dueMilliseconds: UInt64, delay: Duration)
+    case giveUp(reason: String)
+}
+
+extension Outbox {
+    /// Takes up to `limit` messages due at `nowMilliseconds`, marks them in flight and tells
+    /// subscribers. The `.attempt` events are yielded under the lock (yielding only buffers: no
+    /// consumer code runs), so they precede anything the attempts themselves emit.
+    func takeDue(nowMilliseconds: UInt64, limit: Int) -> [Attempt] {
+        guard limit > 0 else { return [] }
+        return mutate { state, _ -> [Attempt] in
+            guard !state.closed else { return [] }
+            var attempts: [Attempt] = []
+            // Each turn takes one message: bounded by `limit`.
+            while attempts.count < limit, let slot = state.projection.takeDue(nowMilliseconds: nowMilliseconds) {
+                let attempt = Attempt(id: slot.id, number: Int(slot.attempts) + 1)
+                for subscriber in state.subscribers.values { subscriber.yield(.attempt(attempt.id, number: attempt.number)) }
+                attempts.append(attempt)
+            }
+            return attempts
+        }.0
+    }
+
+    /// The earliest due time of a message not in flight.
+    var earliestDue: UInt64? { read { $0.projection.earliestDue } }
+
+    /// Reads message `id`'s full state back from the log (one positioned read, checksum
+    /// verified), with the attempt count and due time the projection holds. Nil if the message
+    /// is no longer pending. Blocking file work: never call it on the cooperative pool.
+    func loadState(_ id: MessageID) throws(LogError) -> MessageState? {
+        // A compaction may move the record between the lookup and the read (`.notFound`): look
+        // again. It moves a record at most once per compaction, so three tries are plenty.
+        var lastError = LogError(.notFound, "message \(id) kept moving")
+        for _ in 0..<3 {
+            guard let slot = read({ $0.projection.slot(of: id) }) else { return nil }
+            let record: LogRecord
+            switch Result(catching: { () throws(LogError) in try log.read(slot.address) }) {
+            case .success(let r): record = r
+            case .failure(let error) where error.code == .notFound:
+                lastError = error
+                continue
+            case .failure(let error): throw error
+            }
+            guard let event = Event.decode(kind: record.kind, body: record.body),
+                  var message = event.fullState, message.id == id else {
+                throw LogError(.corrupt, "the record at \(slot.address) is not message \(id)'s state")
+            }
+            message.attempts = slot.attempts
+            message.nextDueMilliseconds = slot.dueMilliseconds
+            return message
+        }
+        throw lastError
+    }
+
+    /// An attempt ended: logs the verdict, updates the projection, releases waiters, in one
+    /// critical section.
+    func record(_ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome) -> Effects {
+        mutate { state, effects in
+            let id = attempt.id, number = UInt32(attempt.number)
+            switch verdict {
+            case .delivered(let status):
+                append(.delivered(id, attempt: number, status: status), &effects)
+                Self.resolve(id, .delivered, attempts: attempt.number, &state, &effects)
+            case .retry(let due, let delay):
+                append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), &effects)
+                state.projection.retry(id, attempts: number, dueMilliseconds: due)
+                effects.events.append(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: delay))
+            case .giveUp(let reason):
+                append(.abandoned(id, attempt: number, reason: reason), &effects)
+                effects.events.append(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: .zero))
+                Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
+            }
+        }.1
+    }
+
+    /// An attempt was cancelled (close, or the end of `deliverPending`): not an attempt. The
+    /// message is pending again, exactly as on disk.
+    func release(_ id: MessageID) {
+        _ = mutate { state, _ in state.projection.release(id) }
+    }
+
+    /// An attempt could not read its message back: says so and tries again after `delay`.
+    func recordUnreadable(_ id: MessageID, error: LogError, dueMilliseconds: UInt64) -> Effects {
+        mutate { state, effects in
+            guard let slot = state.projection.slot(of: id) else { return }
+            state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
+            effects.events.append(.storageFailed("could not read message \(id) back from the log: \(error)"))
+        }.1
+    }
+
+    /// Makes every waiting message due at `now` at the latest.
+    func makeAllDue(nowMilliseconds: UInt64) {
+        _ = mutate { state, _ in state.projection.makeDue(atOrBefore: nowMilliseconds) }
+    }
+
+    /// Under `lock`: appends an event. A failure to log is reported, and delivery goes on in
+    /// memory (the worst case is a duplicate POST after a restart, which the key dedupes).
+    private func append(_ event: Event, _ effects: inout Effects) {
+        do {
+            _ = try log.append(event.encoded(), kind: event.kind)
+        } catch {
+            effects.events.append(.storageFailed("could not log \(event.kind) of \(event.id): \(error)"))
+        }
+    }
+
+    /// Under `lock`: the message is done; release everyone waiting for it.
+    private static func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout State,
+                                _ effects: inout Effects) {
+        state.projection.remove(id)
+        state.resolved.record(id, resolution)
+        state.compaction.resolvedSinceCompaction += 1
+        let callbacks = state.callbacks.removeValue(forKey: id)
+        let waiters = state.waiters.removeValue(forKey: id) ?? []
+        switch resolution {
+        case .delivered:
+            state.deliveredCount += 1
+            effects.events.append(.delivered(id, attempts: attempts))
+            if let callback = callbacks?.onDelivered { effects.delivered.append((callback, id)) }
+            effects.successes += waiters
+        case .abandoned(let reason):
+            let error = CourierError(.abandoned, reason)
+            effects.events.append(.abandoned(id, attempts: attempts, reason: reason))
+            if let callback = callbacks?.onAbandoned { effects.abandoned.append((callback, id, error)) }
+            effects.failures += waiters.map { ($0, error) }
+        }
+        if state.projection.isEmpty {
+            effects.idle += state.idleWaiters.values
+            state.idleWaiters.removeAll()
+        }
+    }
+}
+
+extension Event {
+    /// The full state an `enqueued` or `snapshot` event carries.
+    var fullState: MessageState? {
+        switch self {
+        case .enqueued(let s), .snapshot(let s): s
+        default: nil
+        }
+    }
+}

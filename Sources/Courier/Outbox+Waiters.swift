@@ -1,0 +1,78 @@
+/// Everyone who waits on the outbox: delivery waiters, idle waiters, event subscribers.
+extension Outbox {
+    /// Registers `continuation` to be resumed when `id` resolves, or returns at once what is
+    /// already known.
+    func waitForResolution(of id: MessageID, _ continuation: CheckedContinuation<Void, any Error>) -> Result<Void, CourierError>? {
+        mutate { state, _ -> Result<Void, CourierError>? in
+            if state.projection.slotIndex(of: id) != nil {
+                guard !state.closed else { return .failure(CourierError(.closed, "the courier is closed")) }
+                state.waiters[id, default: []].append(continuation)
+                return nil
+            }
+            switch state.resolved[id] {
+            case .delivered: return .success(())
+            case .abandoned(let reason): return .failure(CourierError(.abandoned, reason))
+            case nil: return .failure(CourierError(.unknownMessage, "no message \(id) is pending or recently resolved"))
+            }
+        }.0
+    }
+
+    /// A fresh key for an idle waiter.
+    func makeWaiterKey() -> Int {
+        mutate { state, _ in
+            defer { state.nextWaiterKey += 1 }
+            return state.nextWaiterKey
+        }.0
+    }
+
+    /// Registers an idle waiter under `key`; false (not registered) if nothing is pending, the
+    /// outbox is closed or `cancelled` says so: resume it at once.
+    func addIdleWaiter(_ key: Int, _ continuation: CheckedContinuation<Void, Never>, cancelled: () -> Bool) -> Bool {
+        mutate { state, _ -> Bool in
+            if state.projection.isEmpty || state.closed || cancelled() { return false }
+            state.idleWaiters[key] = continuation
+            return true
+        }.0
+    }
+
+    func removeIdleWaiter(_ key: Int) -> CheckedContinuation<Void, Never>? {
+        mutate { state, _ in state.idleWaiters.removeValue(forKey: key) }.0
+    }
+
+    /// Adds a subscriber; nil if closed. Yields the opening damage first (yielding only
+    /// buffers, so it is safe under the lock, and it orders this event before any later one).
+    func subscribe(_ continuation: AsyncStream<CourierEvent>.Continuation) -> Int? {
+        mutate { state, _ -> Int? in
+            guard !state.closed else { return nil }
+            if let damage = state.openingDamage { continuation.yield(.storageFailed(damage)) }
+            defer { state.nextSubscriber += 1 }
+            state.subscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }.0
+    }
+
+    func unsubscribe(_ key: Int) {
+        _ = mutate { state, _ in state.subscribers.removeValue(forKey: key) }
+    }
+
+    /// Refuses sends from now on.
+    func markClosed() {
+        _ = mutate { state, _ in state.closed = true }
+    }
+
+    var isClosed: Bool { read(\.closed) }
+
+    /// After the log closed: every waiter is released, every stream finished.
+    func releaseEveryone() -> Effects {
+        mutate { state, effects in
+            for (_, waiters) in state.waiters {
+                effects.failures += waiters.map { ($0, CourierError(.closed, "the courier was closed")) }
+            }
+            state.waiters.removeAll()
+            effects.idle = Array(state.idleWaiters.values)
+            state.idleWaiters.removeAll()
+            effects.finishStreams = Array(state.subscribers.values)
+            state.subscribers.removeAll()
+        }.1
+    }
+}

@@ -1,0 +1,134 @@
+import CourierLog
+
+/// The one owner of a courier's durable state: the projection, the log appends that change it,
+/// and everyone waiting on it (delivery waiters, idle waiters, event subscribers, callbacks).
+///
+/// Every operation is an intent ("enqueue", "take what is due", "record an outcome", "plan a
+/// compaction") that appends to the log and updates the projection in **one critical
+/// section**, so log order is projection order by construction; it returns the side effects
+/// (`Effects`) for the caller to run after the lock is released, so no user code ever runs
+/// under it. Events emitted inside `mutate` reach every subscriber current at that moment,
+/// without any call site having to remember to copy them.
+///
+/// `Courier` is the facade around it: it validates and encodes, runs effects, owns the
+/// transport and the timer, and hands blocking file work to its own queue.
+final class Outbox {
+    let log: WriteAheadLog
+    let lock = CourierLock()
+    let limits: Limits
+    /// Everything mutable. Only touched inside `mutate` (that is, holding `lock`).
+    private var state: State
+
+    /// Settings the outbox enforces.
+    struct Limits {
+        var maximumStorageBytes: Int
+        var segmentSizeBytes: Int
+        var compactionThreshold: Int
+    }
+
+    struct State {
+        var projection: Projection
+        var resolved: ResolvedMemory
+        var callbacks: [MessageID: Callbacks] = [:]
+        var waiters: [MessageID: [CheckedContinuation<Void, any Error>]] = [:]
+        /// Waiters for "nothing pending", by key (so a cancelled wait can remove its own).
+        var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiterKey = 0
+        var subscribers: [Int: AsyncStream<CourierEvent>.Continuation] = [:]
+        var nextSubscriber = 0
+        var closed = false
+        /// Messages delivered since open (for `deliverPending`'s summary).
+        var deliveredCount = 0
+        /// What opening found wrong, if anything: the first event of every `events` stream.
+        var openingDamage: String?
+        var compaction = CompactionState()
+    }
+
+    init(log: WriteAheadLog, limits: Limits, state: State) {
+        self.log = log
+        self.limits = limits
+        self.state = state
+    }
+
+    /// Runs `body` on the state holding the lock, and returns its result with the effects it
+    /// collected. Events it emitted go to every subscriber current at that moment.
+    func mutate<R, E: Error>(_ body: (inout State, inout Effects) throws(E) -> R) throws(E) -> (R, Effects) {
+        try lock.withLock { () throws(E) -> (R, Effects) in
+            var effects = Effects()
+            let result = try body(&state, &effects)
+            if !effects.events.isEmpty { effects.subscribers = Array(state.subscribers.values) }
+            #if DEBUG
+            assert(state.projection.count >= 0)
+            #endif
+            return (result, effects)
+        }
+    }
+
+    /// Reads the state holding the lock.
+    func read<R>(_ body: (State) -> R) -> R {
+        lock.withLock { body(state) }
+    }
+
+    var pendingCount: Int { read { $0.projection.count } }
+}
+
+/// Why `Outbox` is `Sendable`: `state` is only read or written while holding `lock` (through
+/// `mutate` and `read`); `log` is thread-safe; `limits` is immutable.
+extension Outbox: @unchecked Sendable {}
+
+// MARK: - Sending
+
+extension Outbox {
+    /// Appends a message's `enqueued` record and adds it to the projection, in one critical
+    /// section. With `hold`, it stays out of delivery (as `.always` needs until its fsync
+    /// succeeded, `confirm`) but in the projection (the compactor must see it); otherwise it is
+    /// accepted at once.
+    func enqueue(_ encoded: [UInt8], id: MessageID, url: String, dueMilliseconds: UInt64, hold: Bool,
+                 callbacks: Callbacks) throws(CourierError) -> Effects {
+        let (_, effects) = try mutate { (state, effects) throws(CourierError) in
+            guard !state.closed else { throw CourierError(.closed, "the courier is closed") }
+            let size = log.sizeBytes
+            guard size + encoded.count <= limits.maximumStorageBytes else {
+                throw CourierError(.storageFull, "the log holds \(size) bytes; the limit is \(limits.maximumStorageBytes) (Configuration.maximumStorageBytes)")
+            }
+            let address: RecordAddress
+            do throws(LogError) {
+                address = try log.appendRecord(encoded, kind: .enqueued)
+            } catch {
+                throw CourierError(error)
+            }
+            var url = url
+            url.withUTF8 { _ = state.projection.applyFullState(id: id, url: UnsafeRawBufferPointer($0), attempts: 0,
+                                                               dueMilliseconds: dueMilliseconds, address: address) }
+            if hold {
+                state.projection.hold(id)
+            } else {
+                Self.accept(id, callbacks, &state, &effects)
+            }
+        }
+        return effects
+    }
+
+    /// `.always`: the fsync succeeded; the message may be delivered now.
+    func confirm(_ id: MessageID, callbacks: Callbacks) -> Effects {
+        mutate { state, effects in
+            state.projection.release(id)
+            Self.accept(id, callbacks, &state, &effects)
+        }.1
+    }
+
+    /// `.always`: the fsync failed; this courier forgets the message (see `Courier.send`).
+    func discard(_ id: MessageID) {
+        _ = mutate { state, _ in state.projection.remove(id) }
+    }
+
+    private static func accept(_ id: MessageID, _ callbacks: Callbacks, _ state: inout State, _ effects: inout Effects) {
+        if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
+        effects.events.append(.enqueued(id))
+    }
+}
+
+struct Callbacks {
+    var onDelivered: (@Sendable (MessageID) -> Void)?
+    var onAbandoned: (@Sendable (MessageID, CourierError) -> Void)?
+}

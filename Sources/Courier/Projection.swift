@@ -1,0 +1,247 @@
+import CourierLog
+
+/// The in-memory projection of the log that the engine schedules from: per pending message,
+/// only what scheduling needs, in one 64-byte `Slot`. Bodies, headers and creation times stay
+/// on disk; an attempt reads them back from the slot's `address`. Pure data, no I/O, no clock;
+/// its owner (`Outbox`) holds the lock.
+///
+/// Memory at N pending (ARCHITECTURE.md, "Memory"): 64 B per slot, 4 B in the heap, about 8 B
+/// in the id index (a power-of-two table of `UInt32`, at most half full), plus one entry per
+/// distinct URL: about 76 B per message.
+///
+/// Replay rules (`apply`): the last full state (`enqueued` or `snapshot`) of an id wins; later
+/// deltas (`attempted`) apply to it; `delivered`/`abandoned` end it; deltas for ids with no
+/// full state are ignored. So a log cut at any record boundary, or compacted at any step,
+/// replays to a consistent state that resurrects nothing delivered.
+struct Projection {
+    struct Slot {
+        var id: MessageID
+        /// Where the latest full state (`enqueued` or `snapshot`) lies in the log.
+        var address: RecordAddress
+        var dueMilliseconds: UInt64
+        /// Arrival order: FIFO per destination, stable ties, `pendingMessages` order.
+        var order: UInt64
+        var attempts: UInt32
+        /// Index into `destinations` (the URL).
+        var destination: UInt32
+        /// Position in `heap`, or `notInHeap` (in flight, held, waiting behind a FIFO head, free).
+        var heapIndex: UInt32
+        var flags: Flags
+    }
+
+    struct Flags: OptionSet {
+        let rawValue: UInt8
+        /// In use (a free slot waits in `freeSlots`).
+        static let live = Flags(rawValue: 1)
+        /// An attempt is under way, or the message is held (its `.always` fsync is pending).
+        static let inFlight = Flags(rawValue: 2)
+    }
+
+    static let notInHeap = UInt32.max
+
+    let fifoPerDestination: Bool
+    var slots: [Slot] = []
+    private var freeSlots: [UInt32] = []
+    private(set) var count = 0
+    /// Open addressing, linear probing: slot index + 1, 0 for empty. Power-of-two size.
+    var idTable: [UInt32] = []
+    /// A binary min-heap of slot indices by (due, order): exactly the schedulable slots.
+    var heap: [UInt32] = []
+    private(set) var destinations = DestinationTable()
+    private var nextOrder: UInt64 = 0
+
+    init(fifoPerDestination: Bool) { self.fifoPerDestination = fifoPerDestination }
+
+    var isEmpty: Bool { count == 0 }
+
+    func slotIndex(of id: MessageID) -> UInt32? { lookup(id) }
+
+    func slot(of id: MessageID) -> Slot? { lookup(id).map { slots[Int($0)] } }
+
+    /// The URL a slot's message goes to.
+    func url(of slot: Slot) -> String { destinations.url(slot.destination) }
+
+    // MARK: Replay and appends
+
+    enum Change: Equatable { case added, updated, ended, ignored }
+
+    /// A full state was logged at `address`: add the message, or replace what is known of it.
+    @discardableResult
+    mutating func applyFullState(id: MessageID, url: UnsafeRawBufferPointer, attempts: UInt32, dueMilliseconds: UInt64,
+                                 address: RecordAddress) -> Change {
+        if let i = lookup(id) {
+            slots[Int(i)].address = address
+            slots[Int(i)].attempts = attempts
+            slots[Int(i)].dueMilliseconds = dueMilliseconds
+            reschedule(i)
+            return .updated
+        }
+        let destination = destinations.intern(url)
+        let slot = Slot(id: id, address: address, dueMilliseconds: dueMilliseconds, order: nextOrder, attempts: attempts,
+                        destination: destination, heapIndex: Self.notInHeap, flags: .live)
+        nextOrder += 1
+        let i = allocate(slot)
+        insertIntoIndex(i)
+        if fifoPerDestination {
+            destinations.enqueue(i, in: destination)
+            guard destinations.head(of: destination) == i else { return .added }
+        }
+        heapPush(i)
+        return .added
+    }
+
+    /// An attempt was logged: its count and the next due time.
+    @discardableResult
+    mutating func applyAttempt(id: MessageID, attempt: UInt32, dueMilliseconds: UInt64) -> Change {
+        guard let i = lookup(id) else { return .ignored }
+        slots[Int(i)].attempts = max(slots[Int(i)].attempts, attempt)
+        slots[Int(i)].dueMilliseconds = dueMilliseconds
+        reschedule(i)
+        return .updated
+    }
+
+    /// A `delivered` or `abandoned` record: the message is done.
+    @discardableResult
+    mutating func applyEnd(id: MessageID) -> Change {
+        guard lookup(id) != nil else { return .ignored }
+        remove(id)
+        return .ended
+    }
+
+    /// Applies a decoded event (appends and tests; replay decodes without building events).
+    @discardableResult
+    mutating func apply(_ event: Event, address: RecordAddress) -> Change {
+        switch event {
+        case .enqueued(let s), .snapshot(let s):
+            var url = s.url
+            return url.withUTF8 { applyFullState(id: s.id, url: UnsafeRawBufferPointer($0), attempts: s.attempts,
+                                                 dueMilliseconds: s.nextDueMilliseconds, address: address) }
+        case .attempted(let id, let attempt, _, let due): return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due)
+        case .delivered(let id, _, _), .abandoned(let id, _, _): return applyEnd(id: id)
+        }
+    }
+
+    // MARK: Scheduling
+
+    /// Takes the next message due at or before `nowMilliseconds`, and marks it in flight.
+    mutating func takeDue(nowMilliseconds: UInt64) -> Slot? {
+        guard let top = heap.first, slots[Int(top)].dueMilliseconds <= nowMilliseconds else { return nil }
+        heapRemove(top)
+        slots[Int(top)].flags.insert(.inFlight)
+        return slots[Int(top)]
+    }
+
+    /// The earliest due time of a schedulable message, if any.
+    var earliestDue: UInt64? { heap.first.map { slots[Int($0)].dueMilliseconds } }
+
+    /// An attempt ended without resolving the message: record it and schedule the next one.
+    mutating func retry(_ id: MessageID, attempts: UInt32, dueMilliseconds: UInt64) {
+        guard let i = lookup(id) else { return }
+        slots[Int(i)].flags.remove(.inFlight)
+        slots[Int(i)].attempts = attempts
+        slots[Int(i)].dueMilliseconds = dueMilliseconds
+        reschedule(i)
+    }
+
+    /// Keeps a message out of delivery, as if in flight, until `release` (used while its
+    /// `.always` fsync is pending). It stays in the projection, so the compactor pins it.
+    mutating func hold(_ id: MessageID) {
+        guard let i = lookup(id) else { return }
+        slots[Int(i)].flags.insert(.inFlight)
+        if slots[Int(i)].heapIndex != Self.notInHeap { heapRemove(i) }
+    }
+
+    /// An attempt was cancelled (close), or a hold ended: the message is schedulable again.
+    mutating func release(_ id: MessageID) {
+        guard let i = lookup(id) else { return }
+        slots[Int(i)].flags.remove(.inFlight)
+        reschedule(i)
+    }
+
+    mutating func remove(_ id: MessageID) {
+        guard let i = lookup(id) else { return }
+        let slot = slots[Int(i)]
+        if slot.heapIndex != Self.notInHeap { heapRemove(i) }
+        removeFromIndex(id)
+        if fifoPerDestination {
+            destinations.dequeue(i, from: slot.destination)
+            if let head = destinations.head(of: slot.destination), !slots[Int(head)].flags.contains(.inFlight),
+               slots[Int(head)].heapIndex == Self.notInHeap {
+                heapPush(head)
+            }
+        }
+        destinations.release(slot.destination)
+        slots[Int(i)].flags = []
+        freeSlots.append(i)
+        count -= 1
+    }
+
+    /// Makes every message not in flight due at `now` at the latest; returns how many moved.
+    mutating func makeDue(atOrBefore now: UInt64) -> Int {
+        var moved = 0
+        for i in slots.indices where slots[i].flags == .live && slots[i].dueMilliseconds > now {
+            slots[i].dueMilliseconds = now
+            moved += 1
+        }
+        if moved > 0 { heapify() }
+        return moved
+    }
+
+    /// Pulls every due time after `limit` back to `limit` (after a wall-clock jump).
+    mutating func clampDue(toAtMost limit: UInt64) {
+        var moved = 0
+        for i in slots.indices where slots[i].flags.contains(.live) && slots[i].dueMilliseconds > limit {
+            slots[i].dueMilliseconds = limit
+            moved += 1
+        }
+        if moved > 0 { heapify() }
+    }
+
+    /// Live slots, in arrival order.
+    func liveSlotsInOrder() -> [Slot] {
+        slots.filter { $0.flags.contains(.live) }.sorted { $0.order < $1.order }
+    }
+
+    /// Messages whose latest full state lies below `sequence` (the compactor re-snapshots
+    /// them), in arrival order. In-flight ones too: their outcome will be a delta after the
+    /// snapshot.
+    func pinned(below sequence: UInt64) -> [Slot] {
+        slots.filter { $0.flags.contains(.live) && $0.address.sequence < sequence }.sorted { $0.order < $1.order }
+    }
+
+    /// Records that `id`'s full state now lives at `address` (a snapshot).
+    mutating func moveFullState(_ id: MessageID, to address: RecordAddress) {
+        guard let i = lookup(id) else { return }
+        slots[Int(i)].address = address
+    }
+
+    /// The lowest full-state sequence of any pending message: the log may forget below it.
+    var oldestFullStateSequence: UInt64? {
+        slots.lazy.filter { $0.flags.contains(.live) }.map(\.address.sequence).min()
+    }
+
+    // MARK: Internals
+
+    private mutating func allocate(_ slot: Slot) -> UInt32 {
+        count += 1
+        if let i = freeSlots.popLast() {
+            slots[Int(i)] = slot
+            return i
+        }
+        precondition(slots.count < Int(UInt32.max - 1), "more pending messages than a projection indexes")
+        slots.append(slot)
+        return UInt32(slots.count - 1)
+    }
+
+    /// Puts a slot where its state says: in the heap if schedulable, else out of it.
+    private mutating func reschedule(_ i: UInt32) {
+        let slot = slots[Int(i)]
+        let schedulable = !slot.flags.contains(.inFlight)
+            && (!fifoPerDestination || destinations.head(of: slot.destination) == i)
+        if slot.heapIndex != Self.notInHeap {
+            if schedulable { heapFix(i) } else { heapRemove(i) }
+        } else if schedulable {
+            heapPush(i)
+        }
+    }
+}
