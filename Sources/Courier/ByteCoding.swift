@@ -1,3 +1,5 @@
+import Foundation
+
 /// Little-endian writer and bounds-checked reader for event bodies. The reader returns nil on
 /// any short or malformed field instead of trapping: bodies come from disk.
 struct ByteWriter {
@@ -5,14 +7,18 @@ struct ByteWriter {
 
     mutating func u8(_ v: UInt8) { bytes.append(v) }
     mutating func u16(_ v: UInt16) { bytes.append(UInt8(v & 0xFF)); bytes.append(UInt8(v >> 8)) }
-    mutating func u32(_ v: UInt32) { for s in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8((v >> UInt32(s)) & 0xFF)) } }
-    mutating func u64(_ v: UInt64) { for s in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8((v >> UInt64(s)) & 0xFF)) } }
+    mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
     mutating func raw(_ b: [UInt8]) { bytes += b }
+    mutating func id(_ id: MessageID) { withUnsafeBytes(of: id.uuid) { bytes.append(contentsOf: $0) } }
     /// A string of at most 65,535 UTF-8 bytes (callers validate lengths first).
     mutating func string(_ s: String) {
-        let utf8 = Array(s.utf8.prefix(Int(UInt16.max)))
-        u16(UInt16(utf8.count))
-        bytes += utf8
+        var s = s
+        s.withUTF8 { utf8 in
+            let count = min(utf8.count, Int(UInt16.max))
+            u16(UInt16(count))
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[..<count]))
+        }
     }
     mutating func blob(_ b: [UInt8]) {
         u32(UInt32(b.count))
@@ -20,34 +26,52 @@ struct ByteWriter {
     }
 }
 
+/// Reads fields from a body in place (the caller keeps the bytes alive). Every accessor
+/// returns nil instead of reading past the end.
 struct ByteReader {
-    let bytes: [UInt8]
+    let bytes: UnsafeRawBufferPointer
     var offset = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     var isAtEnd: Bool { offset == bytes.count }
 
-    mutating func take(_ n: Int) -> ArraySlice<UInt8>? {
+    mutating func take(_ n: Int) -> UnsafeRawBufferPointer? {
         guard n >= 0, n <= bytes.count - offset else { return nil }
         defer { offset += n }
-        return bytes[offset..<(offset + n)]
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
     }
 
     mutating func u8() -> UInt8? { take(1)?.first }
-    mutating func u16() -> UInt16? { take(2).map { UInt16($0[$0.startIndex]) | UInt16($0[$0.startIndex + 1]) << 8 } }
-    mutating func u32() -> UInt32? {
-        take(4).map { s in s.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << UInt32(8 * $1.offset) } }
+    mutating func u16() -> UInt16? { take(2).map { $0.loadUnaligned(as: UInt16.self).littleEndian } }
+    mutating func u32() -> UInt32? { take(4).map { $0.loadUnaligned(as: UInt32.self).littleEndian } }
+    mutating func u64() -> UInt64? { take(8).map { $0.loadUnaligned(as: UInt64.self).littleEndian } }
+
+    /// A string's UTF-8 bytes, checked to be valid UTF-8, without making a `String`.
+    mutating func utf8() -> UnsafeRawBufferPointer? {
+        guard let n = u16(), let b = take(Int(n)) else { return nil }
+        // ASCII (nearly always) is valid UTF-8: check that first, cheaply.
+        if b.allSatisfy({ $0 < 0x80 }) || String(validating: b, as: UTF8.self) != nil { return b }
+        return nil
     }
-    mutating func u64() -> UInt64? {
-        take(8).map { s in s.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << UInt64(8 * $1.offset) } }
-    }
+
     mutating func string() -> String? {
         guard let n = u16(), let b = take(Int(n)) else { return nil }
         return String(validating: b, as: UTF8.self)
     }
-    mutating func blob() -> [UInt8]? {
-        guard let n = u32(), let b = take(Int(n)) else { return nil }
-        return Array(b)
+
+    /// A blob's bytes, in place.
+    mutating func blobBytes() -> UnsafeRawBufferPointer? {
+        guard let n = u32() else { return nil }
+        return take(Int(n))
+    }
+
+    mutating func blob() -> [UInt8]? { blobBytes().map { Array($0) } }
+
+    mutating func id() -> MessageID? {
+        guard let b = take(16) else { return nil }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: b) }
+        return MessageID(UUID(uuid: uuid))
     }
 }

@@ -26,9 +26,9 @@ struct EngineState {
 /// again. **Only the engine sleeps**, and only on the injected clock.
 extension Courier {
     /// Starts every due message the concurrency limit allows and re-arms the timer.
-    func pump() {
+    func pump(at now: EngineInstant? = nil) {
         // Read the app's clock before taking a lock: no user code runs under one.
-        let instant = currentInstant()
+        let instant = now ?? currentInstant()
         let effects = engineLock.withLock { () -> Effects in
             var effects = Effects()
             guard !engine.closed else { return effects }

@@ -10,16 +10,22 @@ extension Courier {
         var projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
         var resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
         var undecodable: [RecordLocation] = []
-        let replayReport = try log.replay { record in
-            guard let event = Event.decode(kind: record.kind, body: record.body) else {
+        // The smallest record of a message is about 100 bytes: no more slots than that. (Only
+        // the pages used become resident.)
+        projection.reserve(min(log.sizeBytes / 100, 1 << 26))
+        // One pass over the log; each record is read in place (see `ReplayFact`).
+        let replayReport = try log.replayViews { record in
+            switch Event.replayFact(kind: record.kind, body: record.body) {
+            case .fullState(let id, let url, let attempts, let due)?:
+                projection.applyFullState(id: id, url: url, attempts: attempts, dueMilliseconds: due, address: record.address)
+            case .attempted(let id, let attempt, let due)?:
+                projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due)
+            case .delivered(let id)?:
+                if projection.applyEnd(id: id) == .ended { resolved.record(id, .delivered) }
+            case .abandoned(let id, let reason)?:
+                if projection.applyEnd(id: id) == .ended { resolved.record(id, .abandoned(reason)) }
+            case nil:
                 undecodable.append(record.location)
-                return
-            }
-            let address = RecordAddress(sequence: record.sequence, offset: UInt32(record.location.offset),
-                                        length: UInt32(record.location.length))
-            if projection.apply(event, address: address) == .ended {
-                if case .abandoned(let id, _, let reason) = event { resolved.record(id, .abandoned(reason)) }
-                if case .delivered(let id, _, _) = event { resolved.record(id, .delivered) }
             }
         }
         // A due time far in the future can only come from a wall clock that went backwards

@@ -45,19 +45,20 @@ extension Courier {
 
     private func enqueue(body: [UInt8], contentType: String, url: URL, headers: [String: String],
                          callbacks: Callbacks) throws(CourierError) -> MessageID {
-        try Self.validate(url)
-        try Self.validate(headers)
+        let target = try validatedTarget(url)
+        if !headers.isEmpty { try Self.validate(headers) }
         try Self.validate(contentType: contentType)
         guard body.count <= configuration.maximumMessageSize else {
             throw CourierError(.messageTooLarge, "\(body.count) bytes; the limit is \(configuration.maximumMessageSize) (Configuration.maximumMessageSize)")
         }
         let id = configuration.makeMessageID()
-        let now = wallNowMilliseconds()
+        let instant = currentInstant()
+        let now = instant.wallMilliseconds
         var allHeaders = [Header(name: "Content-Type", value: contentType)]
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             allHeaders.append(Header(name: name, value: value))
         }
-        let event = Event.enqueued(MessageState(id: id, url: url.absoluteString, headers: allHeaders, body: body,
+        let event = Event.enqueued(MessageState(id: id, url: target, headers: allHeaders, body: body,
                                                 createdMilliseconds: now, nextDueMilliseconds: now))
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
@@ -65,14 +66,14 @@ extension Courier {
         // One critical section in the outbox: the append and the projection change together,
         // so log order is projection order. With `.always` the message is held back from
         // delivery until its fsync succeeded.
-        let effects = try outbox.enqueue(encoded, id: id, url: url.absoluteString, dueMilliseconds: now,
+        let effects = try outbox.enqueue(encoded, id: id, url: target, dueMilliseconds: now,
                                          hold: confirmLater, callbacks: callbacks)
         if confirmLater {
             try confirmDurable(id, callbacks)
         } else {
             effects.run()
         }
-        pump()
+        pump(at: instant)
         return id
     }
 
@@ -117,6 +118,16 @@ extension Courier {
               !contentType.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else {
             throw CourierError(.invalidHeaders, "contentType must be a non-empty header value of at most 8 KiB without line breaks")
         }
+    }
+
+    /// `url` validated, as the string stored in the log. Most sends go to one URL: the last
+    /// one validated is remembered, so a repeat costs one comparison.
+    private func validatedTarget(_ url: URL) throws(CourierError) -> String {
+        if let last = lastTarget.value, last.url == url { return last.string }
+        try Self.validate(url)
+        let string = url.absoluteString
+        lastTarget.value = (url, string)
+        return string
     }
 
     static func validate(_ url: URL) throws(CourierError) {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The distinct URLs of pending messages, each stored once and referenced by a 4-byte index
 /// from every slot that goes there, with reference counts (an index is reused once no message
 /// goes there). In FIFO mode each destination also queues its messages' slots in arrival order;
@@ -22,7 +24,7 @@ struct DestinationTable {
 
     /// The index of `url`, adding it if new; counts one more reference.
     mutating func intern(_ url: UnsafeRawBufferPointer) -> UInt32 {
-        if let last = lastInterned, entries[Int(last)]!.url.withUnsafeBytes({ $0.elementsEqual(url) }) {
+        if let last = lastInterned, entries[Int(last)]!.url.withUnsafeBytes({ Self.same($0, url) }) {
             entries[Int(last)]!.references += 1
             return last
         }
@@ -42,6 +44,10 @@ struct DestinationTable {
         }
         lastInterned = index
         return index
+    }
+
+    private static func same(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
     }
 
     /// One reference fewer; the entry is freed at zero.

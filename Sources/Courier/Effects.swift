@@ -10,6 +10,13 @@ struct Effects {
     var failures: [(CheckedContinuation<Void, any Error>, CourierError)] = []
     var idle: [CheckedContinuation<Void, Never>] = []
     var finishStreams: [AsyncStream<CourierEvent>.Continuation] = []
+    /// Whether anyone subscribes: without subscribers, events are not even collected (an
+    /// array per `send` for nobody measured in the send path's profile).
+    var listening = true
+
+    mutating func emit(_ event: CourierEvent) {
+        if listening { events.append(event) }
+    }
 
     func run() {
         for event in events { for s in subscribers { s.yield(event) } }

@@ -58,8 +58,9 @@ enum Event: Sendable, Equatable {
 
     func encoded() -> [UInt8] {
         var w = ByteWriter()
+        if let s = fullState { w.bytes.reserveCapacity(64 + s.url.utf8.count + s.body.count + 32 * s.headers.count) }
         w.u8(Self.version)
-        w.raw(id.bytes)
+        w.id(id)
         switch self {
         case .enqueued(let s), .snapshot(let s):
             w.string(s.url)
@@ -103,8 +104,12 @@ enum Event: Sendable, Equatable {
 
     /// Decodes a record, or nil if it is not an event this version understands.
     static func decode(kind: RecordKind, body: [UInt8]) -> Event? {
+        body.withUnsafeBytes { decode(kind: kind, body: $0) }
+    }
+
+    static func decode(kind: RecordKind, body: UnsafeRawBufferPointer) -> Event? {
         var r = ByteReader(body)
-        guard r.u8() == version, let idBytes = r.take(16), let id = MessageID(bytes: idBytes) else { return nil }
+        guard r.u8() == version, let id = r.id() else { return nil }
         let event: Event?
         switch kind {
         case .enqueued: event = decodeState(&r, id).map(Event.enqueued)

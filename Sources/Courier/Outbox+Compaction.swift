@@ -97,6 +97,6 @@ extension Outbox {
 
     /// Tells every subscriber that storage failed.
     func report(_ message: String) -> Effects {
-        mutate { _, effects in effects.events.append(.storageFailed(message)) }.1
+        mutate { _, effects in effects.emit(.storageFailed(message)) }.1
     }
 }

@@ -76,10 +76,10 @@ extension Outbox {
             case .retry(let due, let delay):
                 append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), &effects)
                 state.projection.retry(id, attempts: number, dueMilliseconds: due)
-                effects.events.append(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: delay))
+                effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: delay))
             case .giveUp(let reason):
                 append(.abandoned(id, attempt: number, reason: reason), &effects)
-                effects.events.append(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: .zero))
+                effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: .zero))
                 Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
             }
         }.1
@@ -96,7 +96,7 @@ extension Outbox {
         mutate { state, effects in
             guard let slot = state.projection.slot(of: id) else { return }
             state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
-            effects.events.append(.storageFailed("could not read message \(id) back from the log: \(error)"))
+            effects.emit(.storageFailed("could not read message \(id) back from the log: \(error)"))
         }.1
     }
 
@@ -111,7 +111,7 @@ extension Outbox {
         do {
             _ = try log.append(event.encoded(), kind: event.kind)
         } catch {
-            effects.events.append(.storageFailed("could not log \(event.kind) of \(event.id): \(error)"))
+            effects.emit(.storageFailed("could not log \(event.kind) of \(event.id): \(error)"))
         }
     }
 
@@ -126,12 +126,12 @@ extension Outbox {
         switch resolution {
         case .delivered:
             state.deliveredCount += 1
-            effects.events.append(.delivered(id, attempts: attempts))
+            effects.emit(.delivered(id, attempts: attempts))
             if let callback = callbacks?.onDelivered { effects.delivered.append((callback, id)) }
             effects.successes += waiters
         case .abandoned(let reason):
             let error = CourierError(.abandoned, reason)
-            effects.events.append(.abandoned(id, attempts: attempts, reason: reason))
+            effects.emit(.abandoned(id, attempts: attempts, reason: reason))
             if let callback = callbacks?.onAbandoned { effects.abandoned.append((callback, id, error)) }
             effects.failures += waiters.map { ($0, error) }
         }

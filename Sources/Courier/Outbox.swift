@@ -55,6 +55,7 @@ final class Outbox {
     func mutate<R, E: Error>(_ body: (inout State, inout Effects) throws(E) -> R) throws(E) -> (R, Effects) {
         try lock.withLock { () throws(E) -> (R, Effects) in
             var effects = Effects()
+            effects.listening = !state.subscribers.isEmpty
             let result = try body(&state, &effects)
             if !effects.events.isEmpty { effects.subscribers = Array(state.subscribers.values) }
             #if DEBUG
@@ -124,7 +125,7 @@ extension Outbox {
 
     private static func accept(_ id: MessageID, _ callbacks: Callbacks, _ state: inout State, _ effects: inout Effects) {
         if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
-        effects.events.append(.enqueued(id))
+        effects.emit(.enqueued(id))
     }
 }
 

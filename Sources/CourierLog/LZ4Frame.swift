@@ -93,6 +93,22 @@ final class LZ4Decoder {
         return out
     }
 
+    /// `decompress(_:limit:)` into `scratch`, which grows as needed and is reused from call to
+    /// call (replay decodes a million records without allocating one array each). Returns the
+    /// body's length: the body is `scratch[..<length]`.
+    func decompress(_ frame: UnsafeRawBufferPointer, limit: Int, into scratch: inout [UInt8]) -> Int? {
+        guard let header = Self.header(frame), header.contentSize <= UInt64(limit) else { return nil }
+        let size = Int(header.contentSize)
+        if scratch.count < size { scratch = [UInt8](repeating: 0, count: max(size, 2 * scratch.count)) }
+        let produced = scratch.withUnsafeMutableBufferPointer { buffer in
+            decodeBlocks(frame, from: header.blocksOffset, flags: header.flags, into: UnsafeMutableBufferPointer(rebasing: buffer[..<size]))
+        }
+        guard produced == size, header.flags & LZ4Frame.flagContentChecksum != 0 else { return nil }
+        let stored = frame.loadLE(UInt32.self, at: frame.count - 4)
+        guard scratch.withUnsafeBytes({ XXH32.digest(UnsafeRawBufferPointer(rebasing: $0[..<size])) }) == stored else { return nil }
+        return size
+    }
+
     struct Header {
         var flags: UInt8
         var contentSize: UInt64

@@ -26,6 +26,12 @@ public struct LogReader: Sendable {
 
     /// Visits every valid record in sequence order and reports what else was found.
     public func read(_ visit: (LogRecord) throws -> Void) throws -> ReplayReport {
+        try readViews { try visit($0.record()) }
+    }
+
+    /// `read(_:)` without copying bodies: each view's body lies in a buffer reused from record
+    /// to record, valid only during the visit (replay at open goes through here).
+    public func readViews(_ visit: (RecordView) throws -> Void) throws -> ReplayReport {
         let (names, ignored) = try segmentNames()
         var report = ReplayReport(ignoredFiles: ignored)
         let scanner = SegmentScanner()

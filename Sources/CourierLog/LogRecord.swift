@@ -24,6 +24,28 @@ public struct LogRecord: Sendable, Equatable {
     public var location: RecordLocation
 }
 
+/// One record as the reader passes it to a visitor: the header's fields, and the body in the
+/// reader's reusable buffer. `body` is valid only during the visit; `record()` copies it out.
+public struct RecordView {
+    public var sequence: UInt64
+    public var kind: RecordKind
+    public var flags: RecordFlags
+    public var timestampMilliseconds: UInt64
+    public var location: RecordLocation
+    public var body: UnsafeRawBufferPointer
+
+    /// Where the record lies, compactly (for `WriteAheadLog.read(_:)`).
+    public var address: RecordAddress {
+        RecordAddress(sequence: sequence, offset: UInt32(location.offset), length: UInt32(location.length))
+    }
+
+    /// An owned copy.
+    public func record() -> LogRecord {
+        LogRecord(sequence: sequence, kind: kind, flags: flags, timestampMilliseconds: timestampMilliseconds,
+                  body: Array(body), location: location)
+    }
+}
+
 /// A run of bytes that is not a valid record. `reason` is for people.
 public struct DamagedSpan: Sendable, Hashable, CustomStringConvertible {
     public var segment: String

@@ -37,7 +37,8 @@ struct SegmentScanner {
 
     /// Calls `visit` for each valid record in order. `after` is the highest sequence number
     /// seen in earlier segments; records at or below it are out of order and count as damage.
-    func scan(_ bytes: [UInt8], segment: String, after: UInt64?, visit: (LogRecord) throws -> Void) rethrows -> Result {
+    /// The body in each view lies in a buffer reused from record to record.
+    func scan(_ bytes: [UInt8], segment: String, after: UInt64?, visit: (RecordView) throws -> Void) rethrows -> Result {
         try bytes.withUnsafeBytes { raw in
             var result = Result(size: raw.count)
             guard raw.count >= Format.segmentHeaderSize else {
@@ -97,18 +98,32 @@ private struct Cursor {
         self.resyncBudgetBytes = 4 * raw.count + (1 << 20)
     }
 
-    mutating func run(after: UInt64?, result: inout SegmentScanner.Result, visit: (LogRecord) throws -> Void) rethrows {
+    /// Where bodies are decoded: one buffer, reused for every record.
+    var scratch: [UInt8] = []
+
+    /// A record that passed every check, without its body (which is in `scratch` right after
+    /// `parse`, and decoded again from the segment for records of a batch held back).
+    struct Parsed {
+        var sequence: UInt64
+        var kind: RecordKind
+        var flags: RecordFlags
+        var timestampMilliseconds: UInt64
+        var location: RecordLocation
+        var bodyLength: Int
+    }
+
+    mutating func run(after: UInt64?, result: inout SegmentScanner.Result, visit: (RecordView) throws -> Void) rethrows {
         var last = after
         var pos = Format.segmentHeaderSize
-        var pending: [LogRecord] = []  // records of a batch whose end is not seen yet
+        var pending: [Parsed] = []  // records of a batch whose end is not seen yet
         // Each turn advances `pos` by at least one byte, so this loop ends.
         while pos < raw.count {
             if let record = parse(at: pos, after: last, resync: false) {
                 last = record.sequence
                 pos += record.location.length
                 if record.flags.contains(.batchEnd) && pending.isEmpty {
-                    // The common case, a record appended alone: no buffering.
-                    try visit(record)
+                    // The common case, a record appended alone: no buffering, no copy.
+                    try view(record, visit)
                     result.recordCount += 1
                     result.lastSequence = record.sequence
                     continue
@@ -131,9 +146,23 @@ private struct Cursor {
         }
     }
 
-    private func flush(_ pending: inout [LogRecord], _ result: inout SegmentScanner.Result, _ visit: (LogRecord) throws -> Void) rethrows {
+    /// Visits `record`, whose body is in `scratch`.
+    private func view(_ record: Parsed, _ visit: (RecordView) throws -> Void) rethrows {
+        try scratch.withUnsafeBytes { buffer in
+            try visit(RecordView(sequence: record.sequence, kind: record.kind, flags: record.flags,
+                                 timestampMilliseconds: record.timestampMilliseconds, location: record.location,
+                                 body: UnsafeRawBufferPointer(rebasing: buffer[..<record.bodyLength])))
+        }
+    }
+
+    private mutating func flush(_ pending: inout [Parsed], _ result: inout SegmentScanner.Result, _ visit: (RecordView) throws -> Void) rethrows {
         for record in pending {
-            try visit(record)
+            // Decoded again: `scratch` has held later records since (it verified once already).
+            let start = record.location.offset + Format.recordHeaderSize
+            let frame = UnsafeRawBufferPointer(rebasing: raw[start..<(record.location.offset + record.location.length)])
+            let length = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch)
+            assert(length == record.bodyLength)
+            try view(record, visit)
             result.recordCount += 1
             result.lastSequence = record.sequence
         }
@@ -153,7 +182,7 @@ private struct Cursor {
     }
 
     /// The record at `pos`, if it is valid in every respect.
-    private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) -> LogRecord? {
+    private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) -> Parsed? {
         guard pos + Format.recordHeaderSize <= raw.count,
               raw.loadLE(UInt32.self, at: pos) == Format.recordMagic,
               raw.loadLE(UInt32.self, at: pos + 4) == Format.recordFrameSize,
@@ -168,14 +197,14 @@ private struct Cursor {
         let sequence = raw.loadLE(UInt64.self, at: pos + 16)
         if let after, sequence <= after { return nil }
         let frame = UnsafeRawBufferPointer(rebasing: raw[(pos + Format.recordHeaderSize)..<(pos + total)])
-        guard let body = decoder.decompress(frame, limit: Format.maximumBodyBytes) else { return nil }
-        return LogRecord(
+        guard let bodyLength = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch) else { return nil }
+        return Parsed(
             sequence: sequence,
             kind: RecordKind(rawValue: raw[pos + 32]),
             flags: RecordFlags(rawValue: raw[pos + 33]),
             timestampMilliseconds: raw.loadLE(UInt64.self, at: pos + 24),
-            body: body,
-            location: RecordLocation(segment: segment, offset: pos, length: total)
+            location: RecordLocation(segment: segment, offset: pos, length: total),
+            bodyLength: bodyLength
         )
     }
 

@@ -39,6 +39,39 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
             for kind in 0...6 { _ = Event.decode(kind: RecordKind(rawValue: UInt8(kind)), body: [1] + bytes) }
         }
     }
+
+    /// Replay reads facts in place instead of decoding events: it must call exactly the same
+    /// bodies undecodable, and read the same facts from the rest.
+    @Test func replayFactsAgreeWithTheDecoderOnEveryBody() {
+        func agree(_ kind: RecordKind, _ bytes: [UInt8]) -> Bool {
+            let event = Event.decode(kind: kind, body: bytes)
+            return bytes.withUnsafeBytes { raw -> Bool in
+                switch (Event.replayFact(kind: kind, body: raw), event) {
+                case (nil, nil): return true
+                case (.fullState(let id, let url, let attempts, let due)?, .some(let e)):
+                    guard let s = e.fullState else { return false }
+                    return id == s.id && String(decoding: url, as: UTF8.self) == s.url && attempts == s.attempts && due == s.nextDueMilliseconds
+                case (.attempted(let id, let attempt, let due)?, .attempted(let i, let a, _, let d)?): return id == i && attempt == a && due == d
+                case (.delivered(let id)?, .delivered(let i, _, _)?): return id == i
+                case (.abandoned(let id, let reason)?, .abandoned(let i, _, let r)?): return id == i && reason == r
+                default: return false
+                }
+            }
+        }
+        var disagreements = 0
+        for event in Self.samples {
+            let bytes = event.encoded()
+            for n in 0...bytes.count where !agree(event.kind, Array(bytes.prefix(n))) { disagreements += 1 }
+            if !agree(event.kind, bytes + [0]) { disagreements += 1 }
+        }
+        let random = SeededRandomSource(seed: 10)
+        for _ in 0..<3000 {
+            var bytes = Self.samples[Int(random.next() % UInt64(Self.samples.count))].encoded()
+            bytes[Int(random.next() % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: random.next() | 1)
+            for kind in 0...6 where !agree(RecordKind(rawValue: UInt8(kind)), bytes) { disagreements += 1 }
+        }
+        #expect(disagreements == 0)
+    }
 }
 
 func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequence, offset: 40, length: 100) }

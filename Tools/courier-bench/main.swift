@@ -1,12 +1,15 @@
 // courier-bench: Courier's figures, measured side by side in one run (release build).
 //
-//     swift run -c release courier-bench [PENDING] [DELIVER]     (make bench-courier)
+//     swift run -c release courier-bench [SIZES] [DELIVER] [IDLE_SECONDS]      (make bench)
 //
-// 1. `send` alone: PENDING messages to a transport that never answers (all stay pending).
-// 2. Memory per pending message (resident set growth / PENDING).
-// 3. Replay: reopening the directory with PENDING messages pending.
-// 4. Delivered per second to the loopback flaky server (0% and 50% failures), next to bare
+// 1. Memory per pending message and open time at each size in SIZES (default
+//    10000,100000,1000000), each measured in a fresh child process reopening a directory
+//    filled with that many pending messages (~150-byte JSON bodies).
+// 2. `send` next to one SQLite row per transaction and a bare write(2) of a record of the same
+//    size, in the same run.
+// 3. Delivered per second to the loopback flaky server (0% and 50% failures), next to bare
 //    URLSession and bare AsyncHTTPClient POSTing the same number of requests 8 wide.
+// 4. Idle: CPU and wake-ups of a process with an open courier and nothing due.
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
 #endif
@@ -17,56 +20,94 @@ import Foundation
 import FoundationNetworking
 #endif
 
-let pendingCount = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
-let deliverCount = CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2]) ?? 4_000 : 4_000
-
-/// A transport that never answers until cancelled: every message stays pending.
-struct Parked: DeliveryTransport {
-    func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
-        try? await Task.sleep(for: .seconds(86_400))
-        return .failure(TransportFailure(.cancelled, "cancelled"))
-    }
-}
-
-func residentBytes() -> Int {
-    guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-    let fields = statm.split(separator: " ")
-    return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
-}
-
-func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
-func line(_ label: String, _ value: String) { print(label.padding(toLength: 52, withPad: " ", startingAt: 0) + value) }
-
 let clock = ContinuousClock()
-let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-bench-\(getpid())")
-defer { try? FileManager.default.removeItem(at: root) }
-let target = URL(string: "https://example.com/inbox")!
+let arguments = CommandLine.arguments
 
-print("courier-bench: \(pendingCount) pending, \(deliverCount) delivered, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-do {
+/// Room for a million pending messages (the default, 256 MiB, holds about 900,000 of these).
+func benchConfiguration() -> Courier.Configuration {
     var config = Courier.Configuration()
     config.transport = Parked()
-    let dir = root.appendingPathComponent("pending")
-    let courier = try Courier(directory: dir, configuration: config)
+    config.maximumStorageBytes = 1 << 30
+    return config
+}
+
+// Child modes: one measurement each, in a process of its own.
+if arguments.count == 4 && arguments[1] == "--fill" {
+    let courier = try Courier(directory: URL(fileURLWithPath: arguments[2]), configuration: benchConfiguration())
+    let count = Int(arguments[3])!
     let before = residentBytes()
-    let elapsed = try clock.measure {
-        for i in 0..<pendingCount {
-            try courier.send(["text": "message number \(i) with a little payload", "n": i], to: target)
-        }
-    }
-    let grown = residentBytes() - before
-    line("send (the call alone), default durability", String(format: "%10.0f sends/s  %6.2f µs/send", Double(pendingCount) / seconds(elapsed), seconds(elapsed) / Double(pendingCount) * 1e6))
-    line("memory per pending message (RSS growth)", "\(grown / pendingCount) bytes/message at \(pendingCount) pending")
-    let segments = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wal") }
-    let diskBytes = try segments.reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($1).path)[.size] as? Int) ?? 0) }
-    line("log on disk", "\(segments.count) segments, \(diskBytes) bytes (\(diskBytes / pendingCount) bytes/message)")
+    let elapsed = try clock.measure { for i in 0..<count { try courier.send(benchMessage(i), to: target) } }
+    print(seconds(elapsed), residentBytes() - before)
     await courier.close()
-    let replay = try await clock.measure {
-        let reopened = try Courier(directory: dir, configuration: config)
-        precondition(reopened.pendingCount == pendingCount)
-        await reopened.close()
+    exit(0)
+}
+if arguments.count == 4 && arguments[1] == "--open" {
+    var config = benchConfiguration()
+    config.compactionEnabled = false  // measure the open alone
+    let before = residentBytes()
+    let start = clock.now
+    let courier = try Courier(directory: URL(fileURLWithPath: arguments[2]), configuration: config)
+    let elapsed = seconds(start.duration(to: clock.now))
+    let grown = residentBytes() - before
+    precondition(courier.pendingCount == Int(arguments[3])!, "replay lost messages")
+    print(elapsed, grown)
+    await courier.close()
+    exit(0)
+}
+
+let sizes = arguments.count > 1 ? arguments[1].split(separator: ",").compactMap { Int($0) } : [10_000, 100_000, 1_000_000]
+let deliverCount = arguments.count > 2 ? Int(arguments[2]) ?? 4_000 : 4_000
+let idleSeconds = arguments.count > 3 ? Double(arguments[3]) ?? 20 : 20
+let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-bench-\(getpid())")
+try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: root) }
+
+func diskBytes(_ dir: URL) throws -> Int {
+    let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wal") }
+    return try names.reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($1).path)[.size] as? Int) ?? 0) }
+}
+
+say("courier-bench: sizes \(sizes), \(deliverCount) delivered, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+say("-- pending messages: memory and open time (each in a fresh process; ~150-byte JSON bodies)")
+var sendSecondsPerMessage = 0.0, recordBytes = 0
+for size in sizes {
+    let dir = root.appendingPathComponent("pending-\(size)")
+    let fill = try runChild(["--fill", dir.path, String(size)]).split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    let open = try runChild(["--open", dir.path, String(size)]).split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    let disk = try diskBytes(dir)
+    line("\(size) pending: open (replay included)", String(format: "%8.3f s", open[0]))
+    line("\(size) pending: memory after open (RSS growth)", String(format: "%8.0f bytes/message", open[1] / Double(size)))
+    line("\(size) pending: memory while sending (RSS growth)", String(format: "%8.0f bytes/message", fill[1] / Double(size)))
+    line("\(size) pending: log on disk", String(format: "%8.0f bytes/message", Double(disk) / Double(size)))
+    if sendSecondsPerMessage == 0 || size == 100_000 {
+        sendSecondsPerMessage = fill[0] / Double(size)
+        recordBytes = disk / size
     }
-    line("replay: open with \(pendingCount) pending", String(format: "%8.3f s  (%.0f messages/s)", seconds(replay), Double(pendingCount) / seconds(replay)))
+    try? FileManager.default.removeItem(at: dir)
+}
+
+say("-- send, next to what an app would do instead (same run, same ~150-byte JSON message)")
+do {
+    let count = 100_000
+    let dir = root.appendingPathComponent("send")
+    let courier = try Courier(directory: dir, configuration: benchConfiguration())
+    let courierSeconds = try clock.measure { for i in 0..<count { try courier.send(benchMessage(i), to: target) } }
+    await courier.close()
+    let perSend = seconds(courierSeconds) / Double(count)
+    let body = try JSONSerialization.data(withJSONObject: benchMessage(1))
+    let sqliteCount = 20_000
+    let sqlite = SQLiteBaseline().map { $0.insertEachInItsOwnTransaction(Array(repeating: Array(body), count: sqliteCount), path: root.appendingPathComponent("outbox.sqlite").path) }
+    let bare = bareWrites(count: count, recordBytes: recordBytes, path: root.appendingPathComponent("bare.bin").path)
+    line("Courier send (default durability, returns after write(2))", String(format: "%8.0f sends/s  %6.2f µs", 1 / perSend, perSend * 1e6))
+    if let sqlite {
+        let perRow = sqlite / Double(sqliteCount)
+        line("SQLite, one row per transaction (WAL, synchronous=NORMAL)", String(format: "%8.0f rows/s   %6.2f µs", 1 / perRow, perRow * 1e6))
+        line("  ratio Courier / SQLite", String(format: "%8.1fx faster", perRow / perSend))
+    } else {
+        line("SQLite", "libsqlite3 not found: skipped")
+    }
+    line("bare write(2) of \(recordBytes) bytes (the floor)", String(format: "%8.0f writes/s %6.2f µs", Double(count) / bare, bare / Double(count) * 1e6))
+    line("  ratio Courier / write(2)", String(format: "%8.1fx the floor's cost", perSend / (bare / Double(count))))
 }
 
 /// POSTs `count` requests `width` wide with `post`, retrying failures at once; returns seconds.
@@ -88,7 +129,7 @@ func hammer(_ count: Int, width: Int, _ post: @escaping @Sendable (Int) async ->
 }
 
 for failureRate in [0.0, 0.5] {
-    print("-- delivery to the loopback flaky server, \(Int(failureRate * 100))% 500s, 8 wide")
+    say("-- delivery to the loopback flaky server, \(Int(failureRate * 100))% 500s, 8 wide")
     let server = try await FlakyServer(behavior: .init(failureRate: failureRate, seed: 7))
     let url = await server.url
     var config = Courier.Configuration()
@@ -135,4 +176,18 @@ for failureRate in [0.0, 0.5] {
     await server.stop()
     let s = server.statistics
     line("  server saw", "\(s.requests) requests, \(s.acceptedKeys) keys accepted, \(s.duplicateAccepts) duplicate accepts")
+}
+
+say("-- idle: an open courier with nothing due")
+do {
+    let dir = root.appendingPathComponent("idle")
+    let courier = try Courier(directory: dir)
+    try await Task.sleep(for: .seconds(1))  // let opening's work finish
+    let before = cpuUsage()
+    try await Task.sleep(for: .seconds(idleSeconds))
+    let after = cpuUsage()
+    await courier.close()
+    let perMinute = 60 / idleSeconds
+    line("CPU while idle (\(Int(idleSeconds)) s measured)", String(format: "%8.2f ms per minute", (after.seconds - before.seconds) * 1000 * perMinute))
+    line("voluntary context switches while idle (whole process)", String(format: "%8.1f per minute", Double(after.wakeups - before.wakeups) * perMinute))
 }

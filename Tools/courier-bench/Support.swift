@@ -1,0 +1,54 @@
+import Courier
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A transport that never answers until cancelled: every message stays pending.
+struct Parked: DeliveryTransport {
+    func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
+        try? await Task.sleep(for: .seconds(86_400))
+        return .failure(TransportFailure(.cancelled, "cancelled"))
+    }
+}
+
+func residentBytes() -> Int {
+    guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = statm.split(separator: " ")
+    return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// CPU time (user + system) this process used so far, and its voluntary context switches.
+func cpuUsage() -> (seconds: Double, wakeups: Int) {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    return (cpu, usage.ru_nvcsw)
+}
+
+func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+/// Unbuffered, so a figure is seen even if a later step fails.
+func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+func line(_ label: String, _ value: String) { say(label.padding(toLength: 56, withPad: " ", startingAt: 0) + value) }
+
+/// The message every send benchmark sends: about 150 bytes of JSON.
+func benchMessage(_ i: Int) -> [String: Any] {
+    ["text": "message number \(i) with a little payload, typical of a chat or analytics event", "n": i, "kind": "bench"]
+}
+
+let target = URL(string: "https://example.com/inbox")!
+
+/// Runs this executable again with `arguments` and returns its standard output: each memory
+/// and open-time figure is taken in a fresh process, so one run's heap does not hide the next.
+func runChild(_ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    precondition(process.terminationStatus == 0, "child \(arguments) failed")
+    return String(decoding: data, as: UTF8.self)
+}
