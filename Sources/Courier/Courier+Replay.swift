@@ -1,41 +1,55 @@
 import CourierLog
 
-extension Courier {
-    /// Rebuilds the outbox state from the log and returns it with what opening found: the
-    /// log's recovery plus the damage and undecodable records met on the way. Damage is never
-    /// silent: `recovery` holds it and every `events` stream begins with a `.storageFailed`
-    /// naming it.
-    static func replay(_ log: WriteAheadLog, configuration: Configuration,
-                       nowMilliseconds now: UInt64) throws -> (Outbox.State, RecoveryReport) {
-        var projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
-        var resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
-        var undecodable: [RecordLocation] = []
-        // The smallest record of a message is about 100 bytes: no more slots than that. (Only
-        // the pages used become resident.)
-        projection.reserve(min(log.sizeBytes / 100, 1 << 26))
-        // One pass over the log; each record is read in place (see `ReplayFact`).
-        let replayReport = try log.replayViews { record in
-            switch Event.replayFact(kind: record.kind, body: record.body) {
-            case .fullState(let id, let url, let attempts, let due)?:
-                projection.applyFullState(id: id, url: url, attempts: attempts, dueMilliseconds: due, address: record.address)
-            case .attempted(let id, let attempt, let due)?:
-                projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due)
-            case .delivered(let id)?:
-                if projection.applyEnd(id: id) == .ended { resolved.record(id, .delivered) }
-            case .abandoned(let id, let reason)?:
-                if projection.applyEnd(id: id) == .ended { resolved.record(id, .abandoned(reason)) }
-            case nil:
-                undecodable.append(record.location)
-            }
+/// Rebuilds the outbox state from the log while it opens: the log visits every valid record
+/// in the same pass that recovers its newest segment, so no segment is read twice, and each
+/// record is read in place (see `ReplayFact`). Damage is never silent: `finish` reports it,
+/// `recovery` holds it and every `events` stream begins with a `.storageFailed` naming it.
+final class Replayer {
+    private var projection: Projection
+    private var resolved: ResolvedMemory
+    private var undecodable: [RecordLocation] = []
+
+    init(configuration: Courier.Configuration, directory: String) {
+        projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
+        resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
+        // The smallest record of a message is about 100 bytes: no more slots than that.
+        // (Reserved capacity costs address space; only pages written become resident.)
+        let reader = LogReader(directory: directory, fileSystem: configuration.fileSystem)
+        let logBytes = ((try? reader.segmentNames().segments) ?? []).reduce(0) { total, name in
+            total + ((try? configuration.fileSystem.fileSize(atPath: directory + "/" + name)) ?? 0)
         }
+        projection.reserve(min(logBytes / 100, 1 << 26))
+    }
+
+    func visit(_ record: RecordView) {
+        switch Event.replayFact(kind: record.kind, body: record.body) {
+        case .fullState(let id, let url, let attempts, let due)?:
+            projection.applyFullState(id: id, url: url, attempts: attempts, dueMilliseconds: due, address: record.address)
+        case .attempted(let id, let attempt, let due)?:
+            projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due)
+        case .delivered(let id)?:
+            if projection.applyEnd(id: id) == .ended { resolved.record(id, .delivered) }
+        case .abandoned(let id, let reason)?:
+            if projection.applyEnd(id: id) == .ended { resolved.record(id, .abandoned(reason)) }
+        case nil:
+            undecodable.append(record.location)
+        }
+    }
+
+    /// The outbox state, and what opening found: the log's recovery plus what replay found.
+    func finish(_ log: WriteAheadLog, configuration: Courier.Configuration, nowMilliseconds now: UInt64) -> (Outbox.State, RecoveryReport) {
+        // Moved out, not copied: the outbox must hold the only reference to the projection's
+        // buffers, or its first change would copy them all.
+        var taken = Projection(fifoPerDestination: projection.fifoPerDestination)
+        swap(&taken, &projection)
         // A due time far in the future can only come from a wall clock that went backwards
         // since it was written: bring it within one maximum delay of now.
         let limit = now + UInt64(max(configuration.retry.maximumDelay, configuration.retry.retryAfterLimit).seconds * 1000)
-        projection.clampDue(toAtMost: limit)
+        taken.clampDue(toAtMost: limit)
         var report = log.recovery
-        report.absorb(replayReport)
+        if let replay = log.openingReplay { report.absorb(replay) }
         report.undecodableRecords = undecodable
-        var state = Outbox.State(projection: projection, resolved: resolved)
+        var state = Outbox.State(projection: taken, resolved: resolved)
         if !report.isClean {
             state.openingDamage = "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"
         }

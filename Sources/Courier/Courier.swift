@@ -70,20 +70,16 @@ public final class Courier {
         var logConfiguration = configuration.logConfiguration()
         logConfiguration.now = { wallTime.value }
         self.maximumRecordBytes = logConfiguration.maximumRecordBytes
+        let replayer = Replayer(configuration: configuration, directory: directory.path)
         let log: WriteAheadLog
         do {
-            log = try WriteAheadLog(directory: directory.path, configuration: logConfiguration, fileSystem: configuration.fileSystem)
+            log = try WriteAheadLog(directory: directory.path, configuration: logConfiguration, fileSystem: configuration.fileSystem,
+                                    replaying: replayer.visit)
         } catch {
             throw CourierError(error)
         }
         Self.applyPlatformDataProtection(to: directory)
-        let state: Outbox.State, report: RecoveryReport
-        do {
-            (state, report) = try Self.replay(log, configuration: configuration, nowMilliseconds: wallStart)
-        } catch {
-            try? log.close()
-            throw CourierError(.storageFailed, "replay failed: \(error)")
-        }
+        let (state, report) = replayer.finish(log, configuration: configuration, nowMilliseconds: wallStart)
         recovery = report
         // `consume`: the outbox must hold the only reference to the projection's buffers, or
         // its first change would copy them all (measured: 8% of opening a million messages).

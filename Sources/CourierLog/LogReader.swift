@@ -32,16 +32,24 @@ public struct LogReader: Sendable {
     /// `read(_:)` without copying bodies: each view's body lies in a buffer reused from record
     /// to record, valid only during the visit (replay at open goes through here).
     public func readViews(_ visit: (RecordView) throws -> Void) throws -> ReplayReport {
+        var newest: SegmentScanner.Result?
+        return try readViews(visit, newest: &newest)
+    }
+
+    /// `readViews`, also handing back the newest segment's scan (the writer's recovery uses it
+    /// instead of reading that segment again).
+    func readViews(_ visit: (RecordView) throws -> Void, newest: inout SegmentScanner.Result?) throws -> ReplayReport {
         let (names, ignored) = try segmentNames()
         var report = ReplayReport(ignoredFiles: ignored)
         let scanner = SegmentScanner()
         var last: UInt64?
         for (index, name) in names.enumerated() {
-            let bytes: [UInt8]
+            let path = joinPath(directory, name)
+            let size: Int
             // (A `Result`, not `catch where`: Swift 6.3 crashes compiling the latter here.)
-            switch Result(catching: { () throws(LogError) in try fileSystem.readFile(atPath: joinPath(directory, name)) }) {
-            case .success(let read):
-                bytes = read
+            switch Result(catching: { () throws(LogError) in try fileSystem.fileSize(atPath: path) }) {
+            case .success(let bytes):
+                size = bytes
             case .failure(let error) where error.errno == 2:
                 // Deleted since the listing: a writer's `forget` dropped it (a running writer
                 // deletes nothing else; and a listing taken while files come and go may miss
@@ -55,13 +63,23 @@ public struct LogReader: Sendable {
             let isNewest = index == names.count - 1
             // Before the first record, the oldest segment's name says which sequence comes next.
             var expected = last.map { $0 &+ 1 } ?? SegmentName.parse(name)!
-            let result = try scanner.scan(bytes, segment: name, after: last) { record in
-                if record.sequence > expected { report.missingSequences += record.sequence - expected }
-                expected = record.sequence &+ 1
-                last = record.sequence
-                try visit(record)
+            let window = SegmentWindow(size: size) { offset, count throws(LogError) in
+                try fileSystem.read(atPath: path, offset: offset, count: count)
+            }
+            let result: SegmentScanner.Result
+            do {
+                result = try scanner.scan(window, segment: name, after: last) { record in
+                    if record.sequence > expected { report.missingSequences += record.sequence - expected }
+                    expected = record.sequence &+ 1
+                    last = record.sequence
+                    try visit(record)
+                }
+            } catch let error as LogError where error.errno == 2 {
+                report.vanishedSegments.append(name)  // forgotten while being read: as above
+                continue
             }
             report.add(result, name: name, isNewest: isNewest)
+            if isNewest { newest = result }
         }
         return report
     }

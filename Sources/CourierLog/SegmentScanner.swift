@@ -1,4 +1,4 @@
-/// Parses one segment held in memory. Pure: no I/O, no repair. Both the writer's recovery and
+/// Parses one segment, read through a `SegmentWindow` (in chunks, never whole). No repair. Both the writer's recovery and
 /// the read-only `LogReader` are built on it, so they can never disagree about what is valid.
 ///
 /// Rules (the *why* is in ARCHITECTURE.md, "Recovery"):
@@ -38,31 +38,38 @@ struct SegmentScanner {
     /// Calls `visit` for each valid record in order. `after` is the highest sequence number
     /// seen in earlier segments; records at or below it are out of order and count as damage.
     /// The body in each view lies in a buffer reused from record to record.
-    func scan(_ bytes: [UInt8], segment: String, after: UInt64?, visit: (RecordView) throws -> Void) rethrows -> Result {
-        try bytes.withUnsafeBytes { raw in
-            var result = Result(size: raw.count)
-            guard raw.count >= Format.segmentHeaderSize else {
-                result.headerProblem = "segment shorter than its header"
-                result.tornHeader = Self.isHeaderPrefix(raw)
-                if raw.count > 0 { result.trailing = DamagedSpan(segment: segment, offset: 0, length: raw.count, reason: "torn segment header") }
-                return result
-            }
-            let salt: UInt32
-            switch SegmentHeader.decode(raw) {
-            case .success(let header):
-                result.header = header
-                salt = header.salt
-            case .failure(let problem):
-                result.headerProblem = "bad segment header (\(problem))"
-                result.tornHeader = raw.allSatisfy { $0 == 0 }
-                let stored = SegmentHeader.fields(raw)
-                result.header = stored
-                salt = stored.salt
-            }
-            var cursor = Cursor(raw: raw, salt: salt, segment: segment, decoder: decoder)
-            try cursor.run(after: after, result: &result, visit: visit)
+    func scan(_ window: SegmentWindow, segment: String, after: UInt64?, visit: (RecordView) throws -> Void) throws -> Result {
+        var result = Result(size: window.size)
+        guard window.size >= Format.segmentHeaderSize else {
+            let bytes = try window.bytes(at: 0, count: window.size) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+            result.headerProblem = "segment shorter than its header"
+            result.tornHeader = Self.isHeaderPrefix(bytes)
+            if window.size > 0 { result.trailing = DamagedSpan(segment: segment, offset: 0, length: window.size, reason: "torn segment header") }
             return result
         }
+        let salt: UInt32
+        let raw = try window.bytes(at: 0, count: Format.segmentHeaderSize)!
+        switch SegmentHeader.decode(raw) {
+        case .success(let header):
+            result.header = header
+            salt = header.salt
+        case .failure(let problem):
+            result.headerProblem = "bad segment header (\(problem))"
+            let headerIsZero = raw.allSatisfy { $0 == 0 }
+            result.tornHeader = try headerIsZero && window.isZero(from: 0)
+            let stored = SegmentHeader.fields(try window.bytes(at: 0, count: Format.segmentHeaderSize)!)
+            result.header = stored
+            salt = stored.salt
+        }
+        var cursor = Cursor(window: window, salt: salt, segment: segment, decoder: decoder)
+        try cursor.run(after: after, result: &result, visit: visit)
+        result.size = window.size
+        return result
+    }
+
+    /// `scan` over bytes in memory (the fuzz target, tests).
+    func scan(_ bytes: [UInt8], segment: String, after: UInt64?, visit: (RecordView) throws -> Void) throws -> Result {
+        try scan(SegmentWindow(bytes: bytes), segment: segment, after: after, visit: visit)
     }
 }
 
@@ -79,9 +86,9 @@ extension SegmentScanner {
     }
 }
 
-/// The scanning loop proper, over one segment's bytes.
+/// The scanning loop proper, over one segment's window.
 private struct Cursor {
-    let raw: UnsafeRawBufferPointer
+    let window: SegmentWindow
     let salt: UInt32
     let segment: String
     let decoder: LZ4Decoder
@@ -89,17 +96,16 @@ private struct Cursor {
     /// header; only crafted input (many fake headers with long lengths) could exhaust this, and
     /// then the rest of the segment is reported as one span instead of taking quadratic time.
     var resyncBudgetBytes: Int
+    /// Where bodies are decoded: one buffer, reused for every record.
+    var scratch: [UInt8] = []
 
-    init(raw: UnsafeRawBufferPointer, salt: UInt32, segment: String, decoder: LZ4Decoder) {
-        self.raw = raw
+    init(window: SegmentWindow, salt: UInt32, segment: String, decoder: LZ4Decoder) {
+        self.window = window
         self.salt = salt
         self.segment = segment
         self.decoder = decoder
-        self.resyncBudgetBytes = 4 * raw.count + (1 << 20)
+        self.resyncBudgetBytes = 4 * window.size + (1 << 20)
     }
-
-    /// Where bodies are decoded: one buffer, reused for every record.
-    var scratch: [UInt8] = []
 
     /// A record that passed every check, without its body (which is in `scratch` right after
     /// `parse`, and decoded again from the segment for records of a batch held back).
@@ -112,13 +118,16 @@ private struct Cursor {
         var bodyLength: Int
     }
 
-    mutating func run(after: UInt64?, result: inout SegmentScanner.Result, visit: (RecordView) throws -> Void) rethrows {
+    mutating func run(after: UInt64?, result: inout SegmentScanner.Result, visit: (RecordView) throws -> Void) throws {
         var last = after
         var pos = Format.segmentHeaderSize
         var pending: [Parsed] = []  // records of a batch whose end is not seen yet
+        var trailingReason: String?
         // Each turn advances `pos` by at least one byte, so this loop ends.
-        while pos < raw.count {
-            if let record = parse(at: pos, after: last, resync: false) {
+        while pos < window.size {
+            // Bytes before `pos` are done with, unless a held-back batch starts earlier.
+            window.keepFrom = pending.first?.location.offset ?? pos
+            if let record = try parse(at: pos, after: last, resync: false) {
                 last = record.sequence
                 pos += record.location.length
                 if record.flags.contains(.batchEnd) && pending.isEmpty {
@@ -132,22 +141,26 @@ private struct Cursor {
                 if record.flags.contains(.batchEnd) { try flush(&pending, &result, visit) }
                 continue
             }
-            guard let next = findRecord(from: pos + 1, after: last) else { break }
+            let why = try reason(at: pos)  // before the search moves the window on
+            guard let next = try findRecord(from: pos + 1, after: last, keeping: pending.first?.location.offset) else {
+                if pending.isEmpty { trailingReason = why }
+                break
+            }
             // Damage followed by a valid record is corruption, not a torn write: the records
             // before it were complete, so they count even if their batch end was lost.
             try flush(&pending, &result, visit)
-            result.damaged.append(DamagedSpan(segment: segment, offset: pos, length: next - pos, reason: reason(at: pos)))
+            result.damaged.append(DamagedSpan(segment: segment, offset: pos, length: next - pos, reason: why))
             pos = next
         }
         let trailingStart = pending.first?.location.offset ?? pos
-        if trailingStart < raw.count {
-            let why = pending.isEmpty ? reason(at: trailingStart) : "batch without its last record"
-            result.trailing = DamagedSpan(segment: segment, offset: trailingStart, length: raw.count - trailingStart, reason: why)
+        if trailingStart < window.size {
+            let why = pending.isEmpty ? try trailingReason ?? reason(at: trailingStart) : "batch without its last record"
+            result.trailing = DamagedSpan(segment: segment, offset: trailingStart, length: window.size - trailingStart, reason: why)
         }
     }
 
     /// Visits `record`, whose body is in `scratch`.
-    private func view(_ record: Parsed, _ visit: (RecordView) throws -> Void) rethrows {
+    private func view(_ record: Parsed, _ visit: (RecordView) throws -> Void) throws {
         try scratch.withUnsafeBytes { buffer in
             try visit(RecordView(sequence: record.sequence, kind: record.kind, flags: record.flags,
                                  timestampMilliseconds: record.timestampMilliseconds, location: record.location,
@@ -155,11 +168,12 @@ private struct Cursor {
         }
     }
 
-    private mutating func flush(_ pending: inout [Parsed], _ result: inout SegmentScanner.Result, _ visit: (RecordView) throws -> Void) rethrows {
+    private mutating func flush(_ pending: inout [Parsed], _ result: inout SegmentScanner.Result, _ visit: (RecordView) throws -> Void) throws {
         for record in pending {
-            // Decoded again: `scratch` has held later records since (it verified once already).
+            // Decoded again: `scratch` has held later records since (it verified once already;
+            // the window kept its bytes, `keepFrom` being at or before the batch's start).
             let start = record.location.offset + Format.recordHeaderSize
-            let frame = UnsafeRawBufferPointer(rebasing: raw[start..<(record.location.offset + record.location.length)])
+            let frame = try window.bytes(at: start, count: record.location.length - Format.recordHeaderSize)!
             let length = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch)
             assert(length == record.bodyLength)
             try view(record, visit)
@@ -170,51 +184,55 @@ private struct Cursor {
     }
 
     /// The next offset at or after `start` where a valid record begins, within the budget.
-    private mutating func findRecord(from start: Int, after: UInt64?) -> Int? {
+    /// Bytes behind the search are dropped, except a held-back batch's from `keeping` on.
+    private mutating func findRecord(from start: Int, after: UInt64?, keeping: Int?) throws -> Int? {
         var p = start
-        let end = raw.count - Format.recordHeaderSize
+        let end = window.size - Format.recordHeaderSize
         while p <= end && resyncBudgetBytes > 0 {
+            window.keepFrom = keeping ?? p
             // Cheap filter first: the magic's first byte, then the whole header shape.
-            if raw[p] == 0x50, parse(at: p, after: after, resync: true) != nil { return p }
+            if try window.byte(at: p) == 0x50, try parse(at: p, after: after, resync: true) != nil { return p }
             p += 1
         }
         return nil
     }
 
     /// The record at `pos`, if it is valid in every respect.
-    private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) -> Parsed? {
-        guard pos + Format.recordHeaderSize <= raw.count,
-              raw.loadLE(UInt32.self, at: pos) == Format.recordMagic,
-              raw.loadLE(UInt32.self, at: pos + 4) == Format.recordFrameSize,
-              raw.loadLE(UInt16.self, at: pos + 34) == 0
+    private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) throws -> Parsed? {
+        guard let header = try window.bytes(at: pos, count: Format.recordHeaderSize),
+              header.loadLE(UInt32.self, at: 0) == Format.recordMagic,
+              header.loadLE(UInt32.self, at: 4) == Format.recordFrameSize,
+              header.loadLE(UInt16.self, at: 34) == 0
         else { return nil }
-        let frameLength = Int(raw.loadLE(UInt32.self, at: pos + 12))
+        let frameLength = Int(header.loadLE(UInt32.self, at: 12))
         let total = Format.recordHeaderSize + frameLength
-        guard frameLength >= Format.minimumBodyFrameSize, frameLength <= raw.count - pos - Format.recordHeaderSize else { return nil }
+        guard frameLength >= Format.minimumBodyFrameSize, frameLength <= window.size - pos - Format.recordHeaderSize else { return nil }
         if resync { resyncBudgetBytes -= total }
-        let covered = UnsafeRawBufferPointer(rebasing: raw[(pos + 12)..<(pos + total)])
-        guard CRC32C.unmask(raw.loadLE(UInt32.self, at: pos + 8)) == CRC32C.extend(salt, covered) else { return nil }
-        let sequence = raw.loadLE(UInt64.self, at: pos + 16)
+        // The whole record (reading on if needed: `header` is not valid after this).
+        guard let raw = try window.bytes(at: pos, count: total) else { return nil }
+        let covered = UnsafeRawBufferPointer(rebasing: raw[12..<total])
+        guard CRC32C.unmask(raw.loadLE(UInt32.self, at: 8)) == CRC32C.extend(salt, covered) else { return nil }
+        let sequence = raw.loadLE(UInt64.self, at: 16)
         if let after, sequence <= after { return nil }
-        let frame = UnsafeRawBufferPointer(rebasing: raw[(pos + Format.recordHeaderSize)..<(pos + total)])
+        let frame = UnsafeRawBufferPointer(rebasing: raw[Format.recordHeaderSize..<total])
         guard let bodyLength = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch) else { return nil }
         return Parsed(
             sequence: sequence,
-            kind: RecordKind(rawValue: raw[pos + 32]),
-            flags: RecordFlags(rawValue: raw[pos + 33]),
-            timestampMilliseconds: raw.loadLE(UInt64.self, at: pos + 24),
+            kind: RecordKind(rawValue: raw[32]),
+            flags: RecordFlags(rawValue: raw[33]),
+            timestampMilliseconds: raw.loadLE(UInt64.self, at: 24),
             location: RecordLocation(segment: segment, offset: pos, length: total),
             bodyLength: bodyLength
         )
     }
 
     /// A short description of why the bytes at `pos` are not a record.
-    private func reason(at pos: Int) -> String {
-        let left = raw.count - pos
-        if raw[pos...].allSatisfy({ $0 == 0 }) { return "zero-filled" }
-        if left < Format.recordHeaderSize { return "incomplete record header" }
-        if raw.loadLE(UInt32.self, at: pos) != Format.recordMagic { return "no record header" }
-        let frameLength = Int(raw.loadLE(UInt32.self, at: pos + 12))
+    private func reason(at pos: Int) throws -> String {
+        let left = window.size - pos
+        if try window.isZero(from: pos) { return "zero-filled" }
+        guard let header = try window.bytes(at: pos, count: Format.recordHeaderSize) else { return "incomplete record header" }
+        if header.loadLE(UInt32.self, at: 0) != Format.recordMagic { return "no record header" }
+        let frameLength = Int(header.loadLE(UInt32.self, at: 12))
         if frameLength > left - Format.recordHeaderSize { return "incomplete record" }
         return "checksum mismatch"
     }

@@ -4,13 +4,28 @@ struct Opener {
     let configuration: WriteAheadLog.Configuration
     let fileSystem: any LogFileSystem
 
-    mutating func open() throws(LogError) -> (WriterState, RecoveryReport) {
+    /// Opens; with `visit`, also replays every valid record in the same pass, so the newest
+    /// segment is read once, for recovery and replay together.
+    mutating func open(replaying visit: ((RecordView) -> Void)?) throws(LogError) -> (WriterState, RecoveryReport, ReplayReport?) {
         let reader = LogReader(directory: directory, fileSystem: fileSystem)
         var names = try reader.segmentNames().segments
         var report = RecoveryReport()
+        var replay: ReplayReport?
+        var newestScan: SegmentScanner.Result?
+        if let visit {
+            switch Result(catching: { () throws(any Error) in try reader.readViews(visit, newest: &newestScan) }) {
+            case .success(let read): replay = read
+            case .failure(let error as LogError): throw error
+            case .failure(let error): throw LogError(.io, "reading the log: \(error)")
+            }
+            // A segment vanished while opening: someone else changed the directory we hold.
+            names.removeAll { replay!.vanishedSegments.contains($0) }
+        }
         var nextSequence: UInt64 = 1
         if let newest = names.last {
-            let recovered = try recoverNewest(newest, report: &report)
+            let scan: SegmentScanner.Result
+            if let newestScan { scan = newestScan } else { scan = try Self.scanAlone(newest, directory: directory, fileSystem: fileSystem) }
+            let recovered = try recoverNewest(newest, scan: scan, report: &report)
             nextSequence = recovered.nextSequence
             if recovered.removed { names.removeLast() }
         }
@@ -23,24 +38,36 @@ struct Opener {
                                             configuration: configuration, fileSystem: fileSystem)
         report.activeSegment = active.name
         report.nextSequence = nextSequence
-        return (WriterState(active: active, sealed: sealed, nextSequence: nextSequence), report)
+        return (WriterState(active: active, sealed: sealed, nextSequence: nextSequence), report, replay)
+    }
+
+    /// The newest segment's scan when not replaying: the same scanner, with the same
+    /// format-wide limits, as every reader, so recovery never cuts a record that replay or
+    /// wal-dump would accept.
+    static func scanAlone(_ name: String, directory: String, fileSystem: any LogFileSystem) throws(LogError) -> SegmentScanner.Result {
+        let path = joinPath(directory, name)
+        let window = SegmentWindow(size: try fileSystem.fileSize(atPath: path)) { offset, count throws(LogError) in
+            try fileSystem.read(atPath: path, offset: offset, count: count)
+        }
+        switch Result(catching: { () throws(any Error) in try SegmentScanner().scan(window, segment: name, after: nil) { _ in } }) {
+        case .success(let scan): return scan
+        case .failure(let error as LogError): throw error
+        case .failure(let error): throw LogError(.io, "reading \(name): \(error)")
+        }
     }
 
     /// Cuts an invalid tail off the newest segment (after saving it aside), or removes the
     /// segment if it holds no valid record. Returns the next sequence number.
-    private func recoverNewest(_ name: String, report: inout RecoveryReport) throws(LogError) -> (nextSequence: UInt64, removed: Bool) {
+    private func recoverNewest(_ name: String, scan: SegmentScanner.Result, report: inout RecoveryReport) throws(LogError) -> (nextSequence: UInt64, removed: Bool) {
         let path = joinPath(directory, name)
-        let bytes = try fileSystem.readFile(atPath: path)
-        // The same scanner, with the same format-wide limits, as every reader: recovery never
-        // cuts a record that replay or wal-dump would accept.
-        let scan = SegmentScanner().scan(bytes, segment: name, after: nil) { _ in }
         if scan.recordCount == 0 {
             // Nothing valid: an unfinished segment creation, or a segment opened and closed
             // with no append. Its name is the next sequence number, which the new segment
             // needs. Anything in it beyond a bare valid header is saved aside first.
-            let bareHeader = scan.headerProblem == nil && bytes.count == Format.segmentHeaderSize
-            if !bytes.isEmpty && !bareHeader {
-                let span = DamagedSpan(segment: name, offset: 0, length: bytes.count,
+            let bareHeader = scan.headerProblem == nil && scan.size == Format.segmentHeaderSize
+            if scan.size > 0 && !bareHeader {
+                let bytes = try fileSystem.readFile(atPath: path)
+                let span = DamagedSpan(segment: name, offset: 0, length: scan.size,
                                        reason: scan.trailing?.reason ?? scan.headerProblem ?? "no valid record")
                 report.tornTail = span
                 report.tornCopyPath = try writeAside(bytes, of: path, at: 0)
@@ -52,7 +79,8 @@ struct Opener {
         }
         if let tail = scan.trailing {
             report.tornTail = tail
-            report.tornCopyPath = try writeAside(Array(bytes[tail.offset...]), of: path, at: tail.offset)
+            let tailBytes = try fileSystem.read(atPath: path, offset: tail.offset, count: tail.length)
+            report.tornCopyPath = try writeAside(tailBytes, of: path, at: tail.offset)
             let file = try fileSystem.openFile(atPath: path, create: false)
             try file.truncate(to: tail.offset)
             try file.sync()

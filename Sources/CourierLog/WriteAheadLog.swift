@@ -15,6 +15,9 @@ public final class WriteAheadLog {
     public let configuration: Configuration
     /// What opening found and repaired.
     public let recovery: RecoveryReport
+    /// What the replay during opening found (when opened `replaying:`): every valid record was
+    /// visited in the same pass that recovered the newest segment, so no segment is read twice.
+    public let openingReplay: ReplayReport?
     let fileSystem: any LogFileSystem
     let directoryLock: any DirectoryLock
     /// Guards `state`. Lock order: `mutex` before `commit`'s lock, never the reverse.
@@ -23,9 +26,11 @@ public final class WriteAheadLog {
     let commit: GroupCommit
 
     /// Opens the log in `directory` (creating it if needed), recovers it and starts a segment.
+    /// With `visit`, replays it in the same pass: each valid record is visited (its body valid
+    /// only during the call), and `openingReplay` holds what the reading found.
     /// Throws `.locked` if the directory is open elsewhere, in this process or another.
     public init(directory: String, configuration: Configuration = Configuration(),
-                fileSystem: any LogFileSystem = PosixFileSystem()) throws(LogError) {
+                fileSystem: any LogFileSystem = PosixFileSystem(), replaying visit: ((RecordView) -> Void)? = nil) throws(LogError) {
         if let problem = configuration.problem { throw LogError(.invalidArgument, problem) }
         self.directory = directory
         self.configuration = configuration
@@ -34,9 +39,10 @@ public final class WriteAheadLog {
         directoryLock = try fileSystem.lockDirectory(atPath: directory)
         do {
             var opener = Opener(directory: directory, configuration: configuration, fileSystem: fileSystem)
-            let (state, report) = try opener.open()
+            let (state, report, replay) = try opener.open(replaying: visit)
             self.state = state
             self.recovery = report
+            self.openingReplay = replay
             commit = GroupCommit(durableThrough: state.nextSequence - 1)
         } catch {
             directoryLock.unlock()
