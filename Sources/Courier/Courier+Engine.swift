@@ -50,8 +50,13 @@ extension Courier {
 
     /// One attempt: read the message back, POST it, log what happened.
     private func run(_ attempt: Attempt, token: UInt64) async {
-        let read = await onIOQueue(readQueue) { [outbox] in
-            Result { () throws(LogError) in try outbox.loadState(attempt.id) }
+        let read: Result<MessageState?, LogError>
+        if let recent = outbox.recentState(attempt.id) {
+            read = .success(recent)
+        } else {
+            read = await onIOQueue(readQueue) { [outbox] in
+                Result { () throws(LogError) in try outbox.loadState(attempt.id) }
+            }
         }
         let outcome: DeliveryOutcome
         let state: MessageState

@@ -58,16 +58,16 @@ extension Courier {
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             allHeaders.append(Header(name: name, value: value))
         }
-        let event = Event.enqueued(MessageState(id: id, url: target, headers: allHeaders, body: body,
-                                                createdMilliseconds: now, nextDueMilliseconds: now))
+        let message = MessageState(id: id, url: target, headers: allHeaders, body: body,
+                                   createdMilliseconds: now, nextDueMilliseconds: now)
+        let event = Event.enqueued(message)
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
         let confirmLater = configuration.durability == .always
         // One critical section in the outbox: the append and the projection change together,
         // so log order is projection order. With `.always` the message is held back from
         // delivery until its fsync succeeded.
-        let effects = try outbox.enqueue(encoded, id: id, url: target, dueMilliseconds: now,
-                                         hold: confirmLater, callbacks: callbacks)
+        let effects = try outbox.enqueue(encoded, state: message, hold: confirmLater, callbacks: callbacks)
         if confirmLater {
             try confirmDurable(id, callbacks)
         } else {

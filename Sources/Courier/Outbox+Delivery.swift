@@ -36,6 +36,17 @@ extension Outbox {
     /// The earliest due time of a message not in flight.
     var earliestDue: UInt64? { read { $0.projection.earliestDue } }
 
+    /// Message `id`'s full state if it is among the recently sent (no file work), with the
+    /// attempt count and due time the projection holds.
+    func recentState(_ id: MessageID) -> MessageState? {
+        read { state in
+            guard var message = state.recent[id], let slot = state.projection.slot(of: id) else { return nil }
+            message.attempts = slot.attempts
+            message.nextDueMilliseconds = slot.dueMilliseconds
+            return message
+        }
+    }
+
     /// Reads message `id`'s full state back from the log (one positioned read, checksum
     /// verified), with the attempt count and due time the projection holds. Nil if the message
     /// is no longer pending. Blocking file work: never call it on the cooperative pool.
@@ -119,6 +130,7 @@ extension Outbox {
     private static func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout State,
                                 _ effects: inout Effects) {
         state.projection.remove(id)
+        state.recent.remove(id)
         state.resolved.record(id, resolution)
         state.compaction.resolvedSinceCompaction += 1
         let callbacks = state.callbacks.removeValue(forKey: id)

@@ -42,6 +42,8 @@ final class Outbox {
         /// What opening found wrong, if anything: the first event of every `events` stream.
         var openingDamage: String?
         var compaction = CompactionState()
+        /// Fresh messages' full states, so a first attempt need not read the log.
+        var recent = RecentStates(limitBytes: 256 << 10)
     }
 
     init(log: WriteAheadLog, limits: Limits, state: State) {
@@ -84,8 +86,9 @@ extension Outbox {
     /// section. With `hold`, it stays out of delivery (as `.always` needs until its fsync
     /// succeeded, `confirm`) but in the projection (the compactor must see it); otherwise it is
     /// accepted at once.
-    func enqueue(_ encoded: [UInt8], id: MessageID, url: String, dueMilliseconds: UInt64, hold: Bool,
+    func enqueue(_ encoded: [UInt8], state message: MessageState, hold: Bool,
                  callbacks: Callbacks) throws(CourierError) -> Effects {
+        let id = message.id
         let (_, effects) = try mutate { (state, effects) throws(CourierError) in
             guard !state.closed else { throw CourierError(.closed, "the courier is closed") }
             let size = log.sizeBytes
@@ -98,9 +101,10 @@ extension Outbox {
             } catch {
                 throw CourierError(error)
             }
-            var url = url
+            var url = message.url
             url.withUTF8 { _ = state.projection.applyFullState(id: id, url: UnsafeRawBufferPointer($0), attempts: 0,
-                                                               dueMilliseconds: dueMilliseconds, address: address) }
+                                                               dueMilliseconds: message.nextDueMilliseconds, address: address) }
+            state.recent.insert(message)
             if hold {
                 state.projection.hold(id)
             } else {
@@ -120,7 +124,10 @@ extension Outbox {
 
     /// `.always`: the fsync failed; this courier forgets the message (see `Courier.send`).
     func discard(_ id: MessageID) {
-        _ = mutate { state, _ in state.projection.remove(id) }
+        _ = mutate { state, _ in
+            state.projection.remove(id)
+            state.recent.remove(id)
+        }
     }
 
     private static func accept(_ id: MessageID, _ callbacks: Callbacks, _ state: inout State, _ effects: inout Effects) {

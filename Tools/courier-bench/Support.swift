@@ -12,6 +12,11 @@ struct Parked: DeliveryTransport {
     }
 }
 
+/// A transport that answers 503 at once: every message waits out its backoff.
+struct Refusing: DeliveryTransport {
+    func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome { .response(status: 503) }
+}
+
 func residentBytes() -> Int {
     guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = statm.split(separator: " ")
