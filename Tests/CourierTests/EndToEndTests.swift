@@ -20,7 +20,10 @@ import Testing
         c.clock = clock
         c.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(500))
         c.maxConcurrentDeliveries = concurrency
-        c.requestTimeout = .seconds(10)
+        // Real time (the default transport's clock): long enough that a request the server
+        // answered is never timed out and sent again when the suite runs slowly (ThreadSanitizer,
+        // all tests in parallel: one TSan run took 118 s here and saw 6 such duplicates at 10 s).
+        c.requestTimeout = .seconds(60)
         return c
     }
 
