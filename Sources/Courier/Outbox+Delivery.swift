@@ -130,7 +130,6 @@ extension Outbox {
     private static func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout State,
                                 _ effects: inout Effects) {
         state.projection.remove(id)
-        state.recent.remove(id)
         state.resolved.record(id, resolution)
         state.compaction.resolvedSinceCompaction += 1
         let callbacks = state.callbacks.removeValue(forKey: id)

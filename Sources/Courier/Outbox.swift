@@ -43,7 +43,7 @@ final class Outbox {
         var openingDamage: String?
         var compaction = CompactionState()
         /// Fresh messages' full states, so a first attempt need not read the log.
-        var recent = RecentStates(limitBytes: 256 << 10)
+        var recent = RecentStates(capacity: 512)
     }
 
     init(log: WriteAheadLog, limits: Limits, state: State) {
@@ -126,7 +126,6 @@ extension Outbox {
     func discard(_ id: MessageID) {
         _ = mutate { state, _ in
             state.projection.remove(id)
-            state.recent.remove(id)
         }
     }
 

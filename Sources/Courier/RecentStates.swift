@@ -1,41 +1,34 @@
-/// The full states of the most recently sent messages, bounded by bytes: most messages are
-/// delivered moments after `send`, so their first attempt finds them here instead of reading
-/// them back from the log (a thread hop and a positioned read each, which measured ~10% of
-/// delivery throughput on loopback). A message leaves when it resolves or is pushed out by
-/// newer ones; its record on disk stays the truth.
+/// The full states of the most recently sent messages, in a ring: most messages are delivered
+/// moments after `send`, so their first attempt finds them here instead of reading them back
+/// from the log (a thread hop and a positioned read each, which measured ~10% of delivery
+/// throughput on loopback). The record on disk stays the truth; this is only a shortcut.
+///
+/// Cheap on the send path by design: an insert overwrites one ring entry (no hashing, no
+/// eviction bookkeeping); a lookup, once per attempt, scans the ring from the newest entry. A
+/// dictionary here measured 7.7% of `send`.
 struct RecentStates {
-    /// The most body bytes kept (the default keeps ~1,500 messages of ~150 bytes).
-    let limitBytes: Int
-    private var states: [MessageID: MessageState] = [:]
-    private var order: [MessageID] = []
-    private var head = 0
-    private var bytes = 0
+    /// Bodies larger than this are not kept (the ring holds at most capacity × this).
+    static let maximumBodyBytes = 2048
+    private var ring: [MessageState?]
+    private var next = 0
 
-    init(limitBytes: Int) { self.limitBytes = max(0, limitBytes) }
+    init(capacity: Int) { ring = Array(repeating: nil, count: max(1, capacity)) }
 
-    subscript(id: MessageID) -> MessageState? { states[id] }
+    /// The state of `id` if it is still in the ring (entries of resolved messages may linger:
+    /// callers look up only messages the projection still holds).
+    subscript(id: MessageID) -> MessageState? {
+        var i = next
+        // Newest first: a message is usually attempted right after it was sent.
+        for _ in 0..<ring.count {
+            i = (i == 0 ? ring.count : i) - 1
+            if let state = ring[i], state.id == id { return state }
+        }
+        return nil
+    }
 
     mutating func insert(_ state: MessageState) {
-        let size = Self.size(of: state)
-        guard size <= limitBytes, states.updateValue(state, forKey: state.id) == nil else { return }
-        order.append(state.id)
-        bytes += size
-        // Evicts oldest first; each turn removes one: bounded by the entries kept.
-        while bytes > limitBytes, head < order.count {
-            if let old = states.removeValue(forKey: order[head]) { bytes -= Self.size(of: old) }
-            head += 1
-        }
-        if head > 256 && head * 2 > order.count {
-            order.removeFirst(head)
-            head = 0
-        }
-    }
-
-    mutating func remove(_ id: MessageID) {
-        if let old = states.removeValue(forKey: id) { bytes -= Self.size(of: old) }
-    }
-
-    private static func size(of state: MessageState) -> Int {
-        state.body.count + state.url.utf8.count + 96
+        guard state.body.count <= Self.maximumBodyBytes else { return }
+        ring[next] = state
+        next = (next + 1) % ring.count
     }
 }
