@@ -203,6 +203,11 @@ import Testing
         #expect(String(decoding: body, as: UTF8.self) == #"{"big":1e+20,"ctl":"\u0001","list":[1,"two",[3]],"n":42,"neg":-7,"nested":{"a":1,"b":2},"no":false,"none":null,"pi":3.25,"text":"hi \"there\"\n\\ /ünï","tiny":1e-05,"whole":3,"yes":true}"#)
     }
 
+    @Test func keysAreSortedByTheirUTF8Bytes() throws {
+        let body = try JSONBody.serialize(["b": 1, "a": 2, "é": 3, "Z": 4, "ab": 5, "": 6, "😀": 8])
+        #expect(String(decoding: body, as: UTF8.self) == #"{"":6,"Z":4,"a":2,"ab":5,"b":1,"é":3,"😀":8}"#)
+    }
+
     @Test func foundationReadsBackWhatWasWritten() throws {
         let values: [[String: Any]] = [
             ["a": Int64.max, "b": UInt64.max, "c": Int8.min, "d": Float(0.5), "e": -0.0, "f": 123_456_789.125],
