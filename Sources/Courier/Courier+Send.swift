@@ -84,11 +84,15 @@ extension Courier {
         do throws(LogError) {
             try log.sync()
         } catch {
-            outbox.discard(id)
+            let thrown: CourierError
             if error.code == .closed {
-                throw CourierError(.closed, "the courier closed before the message was confirmed durable; close() syncs the log, so it is delivered after reopening unless that sync failed", messageID: id)
+                thrown = CourierError(.closed, "the courier closed before the message was confirmed durable; close() syncs the log, so it is delivered after reopening unless that sync failed", messageID: id)
+            } else {
+                thrown = CourierError(.storageFailed, "the message was written but the fsync failed, so it may or may not survive a power loss (\(error)); close and reopen the Courier: if pendingMessages lists \(id) it will be delivered, otherwise send it again", messageID: id)
             }
-            throw CourierError(.storageFailed, "the message was written but the fsync failed, so it may or may not survive a power loss (\(error)); close and reopen the Courier: if pendingMessages lists \(id) it will be delivered, otherwise send it again", messageID: id)
+            outbox.discard(id, error: thrown).run()
+            pump()  // in FIFO mode the next message of its URL may be schedulable now
+            throw thrown
         }
         outbox.confirm(id, callbacks: callbacks).run()
     }

@@ -51,15 +51,20 @@ extension Outbox {
         while next < plan.pinned.count {
             var chunk: [(MessageState, RecordAddress)] = []
             var chunkBytes = 0
-            while next < plan.pinned.count, chunk.isEmpty || chunkBytes < limits.segmentSizeBytes / 4 {
+            // A batch must fit one segment: a chunk is at most a quarter of one, or a single
+            // record (which always fits: `send` checked it against `maximumRecordBytes`).
+            let budget = min(limits.segmentSizeBytes / 4, limits.segmentSizeBytes - Format.segmentHeaderSize)
+            while next < plan.pinned.count {
                 let (id, address) = plan.pinned[next]
-                next += 1
                 let record = try log.read(address)
                 guard let state = Event.decode(kind: record.kind, body: record.body)?.fullState, state.id == id else {
                     throw LogError(.corrupt, "the record at \(address) is not message \(id)'s state")
                 }
+                let bytes = Format.worstCaseRecordBytes(bodyBytes: record.body.count + 64)
+                if !chunk.isEmpty && chunkBytes + bytes > budget { break }  // starts the next chunk
+                next += 1
                 chunk.append((state, address))
-                chunkBytes += Format.worstCaseRecordBytes(bodyBytes: record.body.count)
+                chunkBytes += bytes
             }
             try appendSnapshots(chunk)
         }

@@ -122,11 +122,17 @@ extension Outbox {
         }.1
     }
 
-    /// `.always`: the fsync failed; this courier forgets the message (see `Courier.send`).
-    func discard(_ id: MessageID) {
-        _ = mutate { state, _ in
+    /// `.always`: the fsync failed; this courier forgets the message (see `Courier.send`):
+    /// whoever waits on it, or on an empty outbox, is told.
+    func discard(_ id: MessageID, error: CourierError) -> Effects {
+        mutate { state, effects in
             state.projection.remove(id)
-        }
+            effects.failures += (state.waiters.removeValue(forKey: id) ?? []).map { ($0, error) }
+            if state.projection.isEmpty {
+                effects.idle += state.idleWaiters.values
+                state.idleWaiters.removeAll()
+            }
+        }.1
     }
 
     private static func accept(_ id: MessageID, _ callbacks: Callbacks, _ state: inout State, _ effects: inout Effects) {

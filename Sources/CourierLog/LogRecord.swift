@@ -34,9 +34,12 @@ public struct RecordView {
     public var location: RecordLocation
     public var body: UnsafeRawBufferPointer
 
-    /// Where the record lies, compactly (for `WriteAheadLog.read(_:)`).
-    public var address: RecordAddress {
-        RecordAddress(sequence: sequence, offset: UInt32(location.offset), length: UInt32(location.length))
+    /// Where the record lies, compactly (for `WriteAheadLog.read(_:)`); nil if its offset or
+    /// length does not fit 32 bits, which only a segment far over the format's 1 GiB can cause
+    /// (damage: the caller treats the record as unreadable instead of trapping).
+    public var address: RecordAddress? {
+        guard let offset = UInt32(exactly: location.offset), let length = UInt32(exactly: location.length) else { return nil }
+        return RecordAddress(sequence: sequence, offset: offset, length: length)
     }
 
     /// An owned copy.

@@ -58,6 +58,30 @@ import Testing
 }
 
 @Suite struct AlwaysDurabilityTests {
+    /// A message dropped after a failed fsync was the only pending one: whoever waits for an
+    /// idle courier, or for that message, is told at once (a review found them left hanging).
+    @Test(.timeLimit(.minutes(1)))
+    func discardingTheOnlyPendingMessageReleasesItsWaiters() async throws {
+        let courier = try Courier(directory: TemporaryDirectory().url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let state = MessageState(id: MessageID(), url: inbox.absoluteString, headers: [], body: Array("{}".utf8),
+                                 createdMilliseconds: 0, nextDueMilliseconds: 0)
+        _ = try courier.outbox.enqueue(Event.enqueued(state).encoded(), state: state, hold: true, callbacks: Callbacks())
+        let idle = Task { await courier.waitUntilIdle() }
+        let delivered = Task { try await courier.delivered(state.id) }
+        // Bounded: both waits register within a few scheduler turns.
+        for _ in 0..<2_000 where courier.outbox.read({ $0.idleWaiters.count + $0.waiters.count }) < 2 {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        courier.outbox.discard(state.id, error: CourierError(.storageFailed, "fsync failed")).run()
+        await idle.value
+        let outcome = await delivered.result
+        guard case .failure(let error) = outcome else { Issue.record("delivered(_:) returned"); return }
+        #expect((error as? CourierError)?.code == .storageFailed)
+        #expect(courier.pendingCount == 0)
+        await courier.close()
+    }
+
     /// With `.always`, a failed fsync makes `send` throw `.storageFailed` carrying the id, and
     /// this Courier never delivers that message: no request, no event, no callback. (It used
     /// to throw and deliver anyway, callbacks included.)
