@@ -14,6 +14,9 @@ public protocol LogFileSystem: Sendable {
     /// Up to `count` bytes from `offset` (fewer at the end of the file): a positioned read, for
     /// reading one record back, or a segment in windows, without reading the whole file.
     func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8]
+    /// The same, into `buffer` (no array made or zero-filled): returns the bytes read, fewer
+    /// than `buffer.count` only at the end of the file. Has a default built on the above.
+    func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int
     /// Opens a file for writing at explicit offsets, creating it (empty) if `create` is true.
     func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile
     func removeFile(atPath path: String) throws(LogError)
@@ -57,6 +60,14 @@ extension LogFile {
         try bytes.withUnsafeBytes { raw in
             Result { () throws(LogError) in try writeFully(raw, at: offset) }
         }.get()
+    }
+}
+
+extension LogFileSystem {
+    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
+        let bytes = try read(atPath: path, offset: offset, count: buffer.count)
+        if !bytes.isEmpty { bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
+        return bytes.count
     }
 }
 

@@ -63,8 +63,8 @@ public struct LogReader: Sendable {
             let isNewest = index == names.count - 1
             // Before the first record, the oldest segment's name says which sequence comes next.
             var expected = last.map { $0 &+ 1 } ?? SegmentName.parse(name)!
-            let window = SegmentWindow(size: size) { offset, count throws(LogError) in
-                try fileSystem.read(atPath: path, offset: offset, count: count)
+            let window = SegmentWindow(size: size) { offset, buffer throws(LogError) in
+                try fileSystem.read(atPath: path, offset: offset, into: buffer)
             }
             let result: SegmentScanner.Result
             do {

@@ -78,15 +78,28 @@ public struct PosixFileSystem: LogFileSystem {
     }
 
     public func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
-        precondition(offset >= 0 && count >= 0)
+        var failure: LogError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            switch Result(catching: { () throws(LogError) in try read(atPath: path, offset: offset, into: UnsafeMutableRawBufferPointer(buffer)) }) {
+            case .success(let n): initialized = n
+            case .failure(let error):
+                initialized = 0
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return bytes
+    }
+
+    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
+        precondition(offset >= 0)
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Self.error("cannot open file", path) }
         defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
-        // Each turn reads at least one byte or stops: bounded by `count`.
-        while done < count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+        // Each turn reads at least one byte or stops: bounded by the buffer's size.
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw Self.error("cannot read file", path)
@@ -94,8 +107,7 @@ public struct PosixFileSystem: LogFileSystem {
             if n == 0 { break }
             done += n
         }
-        if done < count { bytes.removeLast(count - done) }
-        return bytes
+        return done
     }
 
     public func fileSize(atPath path: String) throws(LogError) -> Int {

@@ -13,8 +13,8 @@ import Darwin
 /// `bytes(at:count:)` returns a pointer valid until the next call; it reads more, and drops
 /// bytes before `keepFrom`, as needed.
 final class SegmentWindow {
-    /// Reads up to `count` bytes at `offset` (fewer only at the end of the segment).
-    typealias Source = (_ offset: Int, _ count: Int) throws(LogError) -> [UInt8]
+    /// Reads bytes at `offset` into the buffer; returns how many (fewer only at the end).
+    typealias Source = (_ offset: Int, _ into: UnsafeMutableRawBufferPointer) throws(LogError) -> Int
 
     /// Bytes read per refill, at least.
     static let chunkBytes = 1 << 20
@@ -39,7 +39,11 @@ final class SegmentWindow {
 
     /// A window over bytes already in memory (tests, the fuzz target).
     convenience init(bytes: [UInt8]) {
-        self.init(size: bytes.count) { offset, count in Array(bytes[offset..<min(bytes.count, offset + count)]) }
+        self.init(size: bytes.count) { offset, buffer in
+            let n = max(0, min(buffer.count, bytes.count - offset))
+            if n > 0 { bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) } }
+            return n
+        }
     }
 
     /// The `count` bytes at `offset`, or nil if the segment ends before them.
@@ -59,24 +63,25 @@ final class SegmentWindow {
     func isZero(from offset: Int) throws(LogError) -> Bool {
         var p = offset
         // Each turn covers one chunk, or ends: bounded by size / chunk.
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: min(Self.chunkBytes, max(1, size - offset)), alignment: 8)
+        defer { chunk.deallocate() }
         while p < size {
-            let chunk = try source(p, min(Self.chunkBytes, size - p))
-            if chunk.isEmpty { return true }
-            if !chunk.allSatisfy({ $0 == 0 }) { return false }
-            p += chunk.count
+            let n = try source(p, UnsafeMutableRawBufferPointer(rebasing: chunk[..<min(chunk.count, size - p)]))
+            if n == 0 { return true }
+            if !UnsafeRawBufferPointer(rebasing: chunk[..<n]).allSatisfy({ $0 == 0 }) { return false }
+            p += n
         }
         return true
     }
 
-    /// Keeps [keepFrom, base + count) and reads on until `end` (and a chunk beyond it).
+    /// Keeps [keepFrom, base + count) and reads on until `end` (and a chunk beyond it),
+    /// straight into the window's storage.
     private func refill(through end: Int) throws(LogError) {
         let start = min(keepFrom, end)
         let keptCount = start >= base && start < base + count ? base + count - start : 0
         let have = start + keptCount
         let want = min(size, max(end, have + Self.chunkBytes))
-        let more = try source(have, want - have)
-        if more.count < want - have { size = have + more.count }  // shrank since listed
-        let needed = keptCount + more.count
+        let needed = keptCount + (want - have)
         if needed > storage.count {
             let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: max(needed, 2 * storage.count), alignment: 8)
             if keptCount > 0 { bigger.baseAddress!.copyMemory(from: storage.baseAddress! + (start - base), byteCount: keptCount) }
@@ -85,10 +90,9 @@ final class SegmentWindow {
         } else if keptCount > 0 && start != base {
             memmove(storage.baseAddress!, storage.baseAddress! + (start - base), keptCount)  // regions may overlap
         }
-        if !more.isEmpty {
-            more.withUnsafeBytes { storage.baseAddress!.advanced(by: keptCount).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        }
+        let read = try source(have, UnsafeMutableRawBufferPointer(rebasing: storage[keptCount..<needed]))
+        if read < want - have { size = have + read }  // shrank since listed
         base = start
-        count = needed
+        count = keptCount + read
     }
 }

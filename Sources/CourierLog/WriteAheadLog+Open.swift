@@ -46,8 +46,8 @@ struct Opener {
     /// wal-dump would accept.
     static func scanAlone(_ name: String, directory: String, fileSystem: any LogFileSystem) throws(LogError) -> SegmentScanner.Result {
         let path = joinPath(directory, name)
-        let window = SegmentWindow(size: try fileSystem.fileSize(atPath: path)) { offset, count throws(LogError) in
-            try fileSystem.read(atPath: path, offset: offset, count: count)
+        let window = SegmentWindow(size: try fileSystem.fileSize(atPath: path)) { offset, buffer throws(LogError) in
+            try fileSystem.read(atPath: path, offset: offset, into: buffer)
         }
         switch Result(catching: { () throws(any Error) in try SegmentScanner().scan(window, segment: name, after: nil) { _ in } }) {
         case .success(let scan): return scan
