@@ -12,13 +12,14 @@ final class Replayer {
     init(configuration: Courier.Configuration, directory: String) {
         projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
         resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
-        // The smallest record of a message is about 100 bytes: no more slots than that.
-        // (Reserved capacity costs address space; only pages written become resident.)
+        // The smallest record of a message is about 100 bytes: no more slots than that, and at
+        // most 2M (128 MiB of address space; beyond it the array grows as usual). Reserved
+        // capacity costs address space, not memory: only pages written become resident.
         let reader = LogReader(directory: directory, fileSystem: configuration.fileSystem)
         let logBytes = ((try? reader.segmentNames().segments) ?? []).reduce(0) { total, name in
             total + ((try? configuration.fileSystem.fileSize(atPath: directory + "/" + name)) ?? 0)
         }
-        projection.reserve(min(logBytes / 100, 1 << 26))
+        projection.reserve(min(logBytes / 100, 1 << 21))
     }
 
     func visit(_ record: RecordView) {
