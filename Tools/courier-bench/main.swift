@@ -84,6 +84,34 @@ func diskBytes(_ dir: URL) throws -> Int {
     return try names.reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($1).path)[.size] as? Int) ?? 0) }
 }
 
+// Profiling aid: `--deliver N RATE courier|ahc` runs one side of the delivery comparison alone
+// (e.g. under `perf record`) and prints its seconds.
+if let i = arguments.firstIndex(of: "--deliver"), arguments.count >= i + 4 {
+    let count = Int(arguments[i + 1])!, rate = Double(arguments[i + 2])!
+    let server = try await FlakyServer(behavior: .init(failureRate: rate, seed: 7))
+    let url = await server.url
+    if arguments[i + 3] == "courier" {
+        print(try await courierRun(count, to: url, round: "profile"))
+    } else {
+        #if canImport(AsyncHTTPClient)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        print(await hammer(count, width: 8) { n in
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "Idempotency-Key", value: "ahc-\(n)")
+            request.body = .bytes(.init(string: #"{"n":\#(n),"text":"hello"}"#))
+            guard let response = try? await client.execute(request, timeout: .seconds(30)) else { return false }
+            _ = try? await response.body.collect(upTo: 1 << 16)
+            return response.status.code == 200
+        })
+        try await client.shutdown().get()
+        #endif
+    }
+    await server.stop()
+    exit(0)
+}
+
 say("courier-bench: sizes \(sizes), \(deliverCount) delivered, \(ProcessInfo.processInfo.activeProcessorCount) cores")
 say("-- pending messages: memory and open time (each in a fresh process; ~150-byte JSON bodies)")
 var sendSecondsPerMessage = 0.0, recordBytes = 0
