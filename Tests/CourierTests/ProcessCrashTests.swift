@@ -118,4 +118,65 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
         #expect(survivor.recovery.isClean, "\(survivor.recovery.summary)")
         await survivor.close()
     }
+
+    /// Twenty real processes in turn send to the flaky server through one directory of 4 KiB
+    /// segments (so each one delivers and compacts while it sends) and are SIGKILLed while
+    /// sending, after a random number of acknowledged sends. Then this process drains the
+    /// directory. Every acknowledged id reaches the server; a message may arrive twice only if
+    /// it was in flight at a kill, so duplicates are at most kills × maxConcurrentDeliveries.
+    @Test(.timeLimit(.minutes(3)))
+    func twentyKillsWhileSendingLoseNothingAndDuplicateOnlyWhatWasInFlight() async throws {
+        let binary = courierLoadBinary()
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "build first: make test builds courier-load")
+        let server = try await FlakyServer(behavior: .init(failureRate: 0.3, seed: 23))
+        let url = await server.url
+        let dir = TemporaryDirectory()
+        var rng = SeededRandom(seed: 0x4B11_0020)
+        var acknowledged: [MessageID] = []
+        let rounds = 20
+        for round in 0..<rounds {
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: binary)
+            // 20 ms between sends: deliveries keep up even in a debug build on a loaded machine,
+            // so delivered records pile up behind the pending ones and compaction is worth
+            // running in most rounds.
+            child.arguments = [dir.url.path, url.absoluteString, "100000", "20000", "--segment-size", "4096", "--max-message", "1024"]
+            let pipe = Pipe()
+            child.standardOutput = pipe
+            try child.run()
+            let killAfter = Int.random(in: 10...40, using: &rng)
+            var seen = readAcknowledged(from: pipe, atLeast: killAfter)
+            // On a loaded machine deliveries lag behind sends: keep reading (the child keeps
+            // sending) until the server has half of this round's messages, so the child has
+            // delivered, rolled and compacted before it dies. Bounded by 200 more sends a round.
+            while seen.count < killAfter + 200 && server.acceptedKeySet.intersection(seen.map(\.description)).count < seen.count / 2 {
+                let more = readAcknowledged(from: pipe, atLeast: 10)
+                if more.isEmpty { break }
+                seen += more
+            }
+            kill(child.processIdentifier, SIGKILL)
+            child.waitUntilExit()
+            #expect(child.terminationReason == .uncaughtSignal && seen.count >= killAfter,
+                    "round \(round): killed while sending, after \(seen.count) acknowledged sends")
+            acknowledged += seen
+        }
+        let segments = try FileManager.default.contentsOfDirectory(atPath: dir.url.path).filter { $0.hasSuffix(".wal") }.sorted()
+        #expect(segments.first != "0000000000000001.wal", "compaction forgot the first segments between kills: \(segments.prefix(3))")
+
+        var config = Courier.Configuration()
+        config.useSmallestSegments()
+        config.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(20))
+        let survivor = try Courier(directory: dir.url, configuration: config)
+        #expect(survivor.recovery.isClean, "\(survivor.recovery.summary)")
+        await survivor.waitUntilIdle()
+        await survivor.close()
+        await server.stop()
+        let accepted = server.acceptedKeySet
+        let missing = acknowledged.filter { !accepted.contains($0.description) }
+        #expect(missing.isEmpty, "\(missing.count) of \(acknowledged.count) acknowledged messages never reached the server")
+        let duplicates = server.statistics.duplicateAccepts
+        #expect(duplicates <= rounds * Courier.Configuration().maxConcurrentDeliveries,
+                "\(duplicates) duplicate deliveries; at most \(rounds) kills × \(Courier.Configuration().maxConcurrentDeliveries) in flight")
+        print("crash rounds: \(rounds) kills, \(acknowledged.count) acknowledged, \(server.statistics.requests) requests, \(duplicates) duplicates, \(segments.count) segments left")
+    }
 }

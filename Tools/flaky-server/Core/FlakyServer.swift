@@ -15,6 +15,17 @@ public final class FlakyServer: Sendable {
         /// Chance of answering 429 with `Retry-After: retryAfterSeconds`. The default is 0.
         public var rateLimitRate = 0.0
         public var retryAfterSeconds = 1
+        /// Chance of answering 503 with a `Retry-After` of `retryAfterSeconds`. The default is 0.
+        public var unavailableRate = 0.0
+        /// Whether `Retry-After` (on 429 and 503) is an HTTP date instead of seconds. The
+        /// default is false. A date has whole-second resolution: it names a moment between
+        /// `retryAfterSeconds - 1` and `retryAfterSeconds` from now.
+        public var retryAfterAsHTTPDate = false
+        /// Chance of holding an answer (a 200) for `slowDelay`, meant to be longer than the
+        /// client's request timeout. The default is 0.
+        public var slowRate = 0.0
+        /// The default is 5 seconds.
+        public var slowDelay: Duration = .seconds(5)
         /// Wait this long before answering. The default is none.
         public var delay: Duration = .zero
         /// Seed for the coin flips; the default (nil) is random.
@@ -29,6 +40,21 @@ public final class FlakyServer: Sendable {
             self.delay = delay
             self.seed = seed
         }
+    }
+
+    /// One request as the server saw it: when it arrived (after its body was read) and what
+    /// it got. Kept per `Idempotency-Key`, so tests can check each message's retry spacing
+    /// against the client's policy.
+    public struct Attempt: Sendable, Equatable {
+        public enum Answer: Sendable, Equatable {
+            case status(Int, retryAfter: String?)
+            /// Closed without a byte.
+            case dropped
+            /// Held for `slowDelay`, then answered 200 (if the client still listened).
+            case slow
+        }
+        public var arrived: ContinuousClock.Instant
+        public var answer: Answer
     }
 
     /// What the server saw.
@@ -76,6 +102,8 @@ public final class FlakyServer: Sendable {
     public var statistics: Statistics { state.statistics }
     /// The `Idempotency-Key`s answered 2xx at least once.
     public var acceptedKeySet: Set<String> { state.acceptedKeys }
+    /// Every request carrying an `Idempotency-Key`, by key, in arrival order.
+    public var attemptsByKey: [String: [Attempt]] { state.attemptsByKey }
 
     /// Replaces the behaviour (e.g. "the server recovers").
     public func setBehavior(_ behavior: Behavior) { state.setBehavior(behavior) }

@@ -8,6 +8,7 @@ final class ServerState: @unchecked Sendable {
     private var random: UInt64
     private var stats = FlakyServer.Statistics()
     private var keys: [String: Bool] = [:]  // key → accepted
+    private var attempts: [String: [FlakyServer.Attempt]] = [:]
 
     init(behavior: FlakyServer.Behavior) {
         self.behavior = behavior
@@ -16,10 +17,11 @@ final class ServerState: @unchecked Sendable {
 
     var statistics: FlakyServer.Statistics { lock.withLock { stats } }
     var acceptedKeys: Set<String> { lock.withLock { Set(keys.filter(\.value).keys) } }
+    var attemptsByKey: [String: [FlakyServer.Attempt]] { lock.withLock { attempts } }
 
     func setBehavior(_ b: FlakyServer.Behavior) { lock.withLock { behavior = b } }
 
-    enum Verdict { case drop, fail, rateLimit(Int), accept }
+    enum Verdict { case drop, fail, rateLimit(status: HTTPStatusCode, retryAfter: String), slow(Duration), accept }
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try await request.bodyData  // read the whole request first, as a real server does
@@ -29,8 +31,11 @@ final class ServerState: @unchecked Sendable {
         switch verdict {
         case .drop: return HTTPResponse(webSocket: DropConnection())
         case .fail: return HTTPResponse(statusCode: .internalServerError)
-        case .rateLimit(let seconds):
-            return HTTPResponse(statusCode: .tooManyRequests, headers: HTTPHeaders([HTTPHeader("Retry-After"): String(seconds)]))
+        case .rateLimit(let status, let retryAfter):
+            return HTTPResponse(statusCode: status, headers: HTTPHeaders([HTTPHeader("Retry-After"): retryAfter]))
+        case .slow(let hold):
+            try await Task.sleep(for: hold)
+            return HTTPResponse(statusCode: .ok)
         case .accept:
             // No body: FlyingFox writes a body separately from the header, and two small writes
             // on one connection stall 40 ms each (Nagle + delayed ACK). One write does not.
@@ -45,28 +50,55 @@ final class ServerState: @unchecked Sendable {
                 keys[key] = false
                 stats.distinctKeys += 1
             }
-            let b = behavior
-            let roll = nextUnit()
-            let verdict: Verdict
-            if roll < b.dropRate {
-                verdict = .drop
-                stats.dropped += 1
-            } else if roll < b.dropRate + b.rateLimitRate {
-                verdict = .rateLimit(b.retryAfterSeconds)
-                stats.answered[429, default: 0] += 1
-            } else if roll < b.dropRate + b.rateLimitRate + b.failureRate * (1 - b.dropRate - b.rateLimitRate) {
-                verdict = .fail
-                stats.answered[500, default: 0] += 1
-            } else {
-                verdict = .accept
+            let verdict = roll(behavior)
+            switch verdict {
+            case .drop: stats.dropped += 1
+            case .fail: stats.answered[500, default: 0] += 1
+            case .rateLimit(let status, _): stats.answered[Int(status.code), default: 0] += 1
+            case .slow, .accept:
                 stats.answered[200, default: 0] += 1
                 if let key {
                     if keys[key] == true { stats.duplicateAccepts += 1 } else { stats.acceptedKeys += 1 }
                     keys[key] = true
                 }
             }
-            return (verdict, b.delay)
+            if let key {
+                let answer: FlakyServer.Attempt.Answer = switch verdict {
+                case .drop: .dropped
+                case .fail: .status(500, retryAfter: nil)
+                case .rateLimit(let status, let retryAfter): .status(Int(status.code), retryAfter: retryAfter)
+                case .slow: .slow
+                case .accept: .status(200, retryAfter: nil)
+                }
+                attempts[key, default: []].append(FlakyServer.Attempt(arrived: .now, answer: answer))
+            }
+            return (verdict, behavior.delay)
         }
+    }
+
+    /// One coin flip over the behaviour's rates, in this order: drop, 429, 503, slow, 500
+    /// (a share of what is left), accept. Under `lock`.
+    private func roll(_ b: FlakyServer.Behavior) -> Verdict {
+        var roll = nextUnit()
+        if roll < b.dropRate { return .drop }
+        roll -= b.dropRate
+        if roll < b.rateLimitRate { return .rateLimit(status: .tooManyRequests, retryAfter: retryAfter(b)) }
+        roll -= b.rateLimitRate
+        if roll < b.unavailableRate { return .rateLimit(status: .serviceUnavailable, retryAfter: retryAfter(b)) }
+        roll -= b.unavailableRate
+        if roll < b.slowRate { return .slow(b.slowDelay) }
+        roll -= b.slowRate
+        let rest = 1 - b.dropRate - b.rateLimitRate - b.unavailableRate - b.slowRate
+        return roll < b.failureRate * rest ? .fail : .accept
+    }
+
+    private func retryAfter(_ b: FlakyServer.Behavior) -> String {
+        guard b.retryAfterAsHTTPDate else { return String(b.retryAfterSeconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: Date().addingTimeInterval(Double(b.retryAfterSeconds)))
     }
 
     /// Uniform in [0, 1) (SplitMix64). Under `lock`.

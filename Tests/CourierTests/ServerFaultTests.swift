@@ -1,0 +1,85 @@
+import Courier
+import CourierTesting
+import FlakyServer
+import Foundation
+import Testing
+
+/// Every way the loopback server misbehaves at once (500s, connections closed unanswered,
+/// answers slower than the request timeout, 429 and 503 with `Retry-After` in both forms), on
+/// real time: everything arrives, and the server's own clock shows that no message was tried
+/// again sooner than its retry policy allows.
+@Suite(.serialized) struct ServerFaultTests {
+    static let policy = RetryPolicy(initialDelay: .milliseconds(40), multiplier: 2, maximumDelay: .milliseconds(320),
+                                    jitter: .equal, retryAfterLimit: .seconds(5))
+    /// Due times are kept in whole milliseconds, truncated twice (now, delay): at most 2 ms early.
+    static let roundingMilliseconds = 3.0
+
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func noMessageIsRetriedSoonerThanItsPolicyAllows(retryAfterAsHTTPDate: Bool) async throws {
+        var behavior = FlakyServer.Behavior(failureRate: 0.35, dropRate: 0.1, rateLimitRate: 0.06,
+                                            retryAfterSeconds: retryAfterAsHTTPDate ? 2 : 1, seed: retryAfterAsHTTPDate ? 21 : 20)
+        behavior.unavailableRate = 0.06
+        behavior.retryAfterAsHTTPDate = retryAfterAsHTTPDate
+        behavior.slowRate = 0.05
+        behavior.slowDelay = .seconds(3)
+        let server = try await FlakyServer(behavior: behavior)
+        let url = await server.url
+        let dir = TemporaryDirectory()
+        var config = Courier.Configuration()
+        config.retry = Self.policy
+        // Long enough that a quick answer is never timed out on a loaded machine (then the client
+        // would see a timeout where the server logged a 429), short next to `slowDelay`.
+        config.requestTimeout = .seconds(2)
+        config.maxConcurrentDeliveries = 8
+        let courier = try Courier(directory: dir.url, configuration: config)
+        var ids: [MessageID] = []
+        for i in 0..<60 { ids.append(try courier.send(["n": i], to: url)) }
+        await courier.waitUntilIdle()
+        await courier.close()
+        await server.stop()
+
+        let accepted = server.acceptedKeySet
+        #expect(ids.allSatisfy { accepted.contains($0.description) }, "every message arrived")
+        let attempts = server.attemptsByKey
+        var checkedGaps = 0
+        var answers: Set<String> = []
+        for id in ids {
+            let seen = try #require(attempts[id.description])
+            for (n, pair) in zip(seen, seen.dropFirst()).enumerated() {
+                let (previous, next) = pair
+                answers.insert(Self.name(previous.answer))
+                let gap = milliseconds(previous.arrived.duration(to: next.arrived))
+                let least = Self.leastGapMilliseconds(after: previous.answer, attempt: n + 1, dateForm: retryAfterAsHTTPDate)
+                #expect(gap >= least - Self.roundingMilliseconds,
+                        "\(id): attempt \(n + 2) came \(gap) ms after attempt \(n + 1) (\(previous.answer)); the policy allows no less than \(least) ms")
+                checkedGaps += 1
+            }
+        }
+        #expect(checkedGaps > 40, "enough retries to mean something (\(checkedGaps))")
+        #expect(answers.isSuperset(of: ["500", "dropped", "slow", "429", "503"]), "every fault was tried: \(answers.sorted())")
+    }
+
+    /// The least time between the server seeing attempt `attempt` and the next one: equal
+    /// jitter never waits less than half the capped backoff, and `Retry-After` is a lower bound.
+    /// (The client hears an answer no earlier than the server sent it, and an attempt reaches
+    /// the server no earlier than the client made it.)
+    static func leastGapMilliseconds(after answer: FlakyServer.Attempt.Answer, attempt: Int, dateForm: Bool) -> Double {
+        let halfCap = milliseconds(policy.backoff(attempt: attempt)) / 2
+        guard case .status(let status, let retryAfter?) = answer, status == 429 || status == 503 else { return halfCap }
+        // A date names a whole second: between retryAfterSeconds - 1 and retryAfterSeconds away.
+        let asked = dateForm ? 1000.0 : (Double(retryAfter).map { $0 * 1000 } ?? 0)
+        return max(halfCap, asked)
+    }
+
+    static func name(_ answer: FlakyServer.Attempt.Answer) -> String {
+        switch answer {
+        case .status(let status, _): String(status)
+        case .dropped: "dropped"
+        case .slow: "slow"
+        }
+    }
+}
+
+func milliseconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+}
