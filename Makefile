@@ -10,8 +10,11 @@ DELIVER_N  ?= 4000
 IDLE_SECONDS ?= 20
 
 FUZZ_SECONDS ?= 300
+# The short fuzz run inside `make test`, per target.
+FUZZ_SHORT_SECONDS ?= 20
+FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --disable-default-traits --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test smoke demo bench fuzz tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test smoke demo bench soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
 
 all: build
 
@@ -38,6 +41,7 @@ test: deps tmux
 	$(SWIFT) build --build-tests
 	Tools/smoke-sample.sh .build/debug/courier-sample
 	$(SWIFT) test --skip-build --disable-xctest
+	$(MAKE) fuzz-short
 
 smoke: deps tmux
 	$(SWIFT) build --product courier-sample
@@ -57,16 +61,39 @@ bench: deps
 	$(SWIFT) run -c release wal-bench $(BENCH_N)
 	$(SWIFT) run -c release courier-bench $(PENDING_N) $(DELIVER_N) $(IDLE_SECONDS)
 
-# libFuzzer on the LZ4 frame parser and the segment scanner (not part of `make test`). Seeds:
-# frames the stock lz4 tool makes and the golden logs. A crash is written to crash-*.
-fuzz: deps
-	$(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz --product fuzz-lz4-frame
-	@mkdir -p .build-fuzz/corpus
-	@cp Fixtures/logs/*/*.wal .build-fuzz/corpus/ 2>/dev/null || true
+# A million messages through one courier and the loopback flaky server, many compaction cycles:
+# prints disk, memory and compactions per 100,000; fails if any message did not arrive. Minutes.
+SOAK_N ?= 1000000
+soak: deps
+	$(SWIFT) run -c release courier-bench --soak $(SOAK_N)
+
+# libFuzzer (not part of `make test`, which runs `fuzz-short`): fuzz-lz4-frame (LZ4 frame parser,
+# segment scanner) and fuzz-courier (event decoder, JSON writer, wal-dump), FUZZ_SECONDS each.
+# Seeds: frames the stock lz4 tool makes and the golden logs. A crash is written to crash-* and
+# becomes a fixture with its fix.
+fuzz: fuzz-build
+	SWIFT_BACKTRACE=enable=no .build-fuzz/debug/fuzz-lz4-frame -max_total_time=$(FUZZ_SECONDS) -max_len=140000 .build-fuzz/corpus-lz4
+	SWIFT_BACKTRACE=enable=no .build-fuzz/debug/fuzz-courier -max_total_time=$(FUZZ_SECONDS) -max_len=140000 .build-fuzz/corpus-courier
+
+# A short bounded run of both targets (FUZZ_SHORT_SECONDS each), part of `make test`.
+fuzz-short: fuzz-build
+	SWIFT_BACKTRACE=enable=no .build-fuzz/debug/fuzz-lz4-frame -max_total_time=$(FUZZ_SHORT_SECONDS) -max_len=140000 .build-fuzz/corpus-lz4
+	SWIFT_BACKTRACE=enable=no .build-fuzz/debug/fuzz-courier -max_total_time=$(FUZZ_SHORT_SECONDS) -max_len=140000 .build-fuzz/corpus-courier
+
+# Both targets without the HTTP client (--disable-default-traits: nothing they reach needs it),
+# and their seed corpora.
+fuzz-build: deps
+	$(FUZZ_BUILD) --product fuzz-lz4-frame
+	$(FUZZ_BUILD) --product fuzz-courier
+	@mkdir -p .build-fuzz/corpus-lz4 .build-fuzz/corpus-courier
+	@cp Fixtures/logs/*/*.wal .build-fuzz/corpus-lz4/ 2>/dev/null || true
 	@for n in 0 1 100 70000; do head -c $$n /dev/urandom > .build-fuzz/in.$$n; \
 	  yes '{"text":"hello"}' | head -c $$n >> .build-fuzz/in.$$n; \
-	  lz4 -q -f -c -B4 -BI --content-size .build-fuzz/in.$$n > .build-fuzz/corpus/frame.$$n.lz4; done
-	SWIFT_BACKTRACE=enable=no .build-fuzz/debug/fuzz-lz4-frame -max_total_time=$(FUZZ_SECONDS) -max_len=140000 .build-fuzz/corpus
+	  lz4 -q -f -c -B4 -BI --content-size .build-fuzz/in.$$n > .build-fuzz/corpus-lz4/frame.$$n.lz4; done
+	@for f in Fixtures/logs/*/*.wal; do n=$$(echo $$f | tr '/' '_'); \
+	  { printf '\300'; cat $$f; } > .build-fuzz/corpus-courier/dump.$$n; done
+	@printf '\200\006\001a\001\000\377' > .build-fuzz/corpus-courier/json.small
+	@printf '\001\001\001' > .build-fuzz/corpus-courier/event.small
 
 # The whole suite under ThreadSanitizer (not part of `make test`: a separate build, ~2-3x slower).
 # Fails if any test fails or if TSan reports anything, even in a test that passed.
