@@ -14,7 +14,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --disable-default-traits --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test smoke demo bench soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test smoke demo bench bench-compare soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
 
 all: build
 
@@ -60,6 +60,16 @@ demo: deps
 bench: deps
 	$(SWIFT) run -c release wal-bench $(BENCH_N)
 	$(SWIFT) run -c release courier-bench $(PENDING_N) $(DELIVER_N) $(IDLE_SECONDS)
+	$(MAKE) bench-compare
+
+# package-benchmark (Benchmarks/, a package of its own): send's p50/p99 and allocations next to
+# GRDB, a whole-file JSON rewrite and write(2), at 100, 1,000 and 10,000 pending; then
+# Benchmarks/results.md and Benchmarks/send-cost.svg (commit both after a deliberate run).
+BENCH_RESULTS := $(CURDIR)/.build-bench-results
+bench-compare: deps
+	@rm -rf $(BENCH_RESULTS) && mkdir -p $(BENCH_RESULTS)
+	cd Benchmarks && $(SWIFT) package --allow-writing-to-directory $(BENCH_RESULTS) benchmark --format jmh --path $(BENCH_RESULTS) --no-progress
+	python3 Benchmarks/chart.py $(BENCH_RESULTS) "$$(nproc) cores, $$(uname -sm), $$(swift --version 2>/dev/null | head -1 | sed 's/ (.*//'), $$(date -u +%Y-%m-%d)"
 
 # A million messages through one courier and the loopback flaky server, many compaction cycles:
 # prints disk, memory and compactions per 100,000; fails if any message did not arrive. Minutes.

@@ -48,6 +48,7 @@ import Testing
         #expect(synced <= interval + .seconds(1), "on stable storage \(synced) after send returned; the promise is \(interval) plus 1 s")
         let late = try (0..<5).map { try courier.send(["late": $0], to: inbox) }
         let pending = try await pendingAfterPowerLoss(fs)
+        print("power loss, .interval(\(interval)): on stable storage \(synced) after send returned; after the cut \(pending.intersection(early).count) of \(early.count) early and \(pending.intersection(late).count) of \(late.count) late sends pending")
         #expect(pending.isSuperset(of: early), "everything acknowledged before the interval's sync survives")
         #expect(pending.isSubset(of: Set(early + late)))
         _ = courier

@@ -72,6 +72,9 @@ if arguments.count == 4 && arguments[1] == "--idle" {
     exit(0)
 }
 
+if arguments.count == 3 && arguments[1] == "--serve" {
+    try await serve(failureRate: Double(arguments[2])!)
+}
 if arguments.count == 3 && arguments[1] == "--soak" {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-soak-\(getpid())")
     try await soak(Int(arguments[2])!, directory: directory)
