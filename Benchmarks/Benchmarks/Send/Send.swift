@@ -51,10 +51,9 @@ final class Fixture: @unchecked Sendable {
     }
 }
 
-let configuration = Benchmark.Configuration(metrics: [.wallClock, .throughput, .mallocCountTotal],
-                                            warmupIterations: 20, maxDuration: .seconds(3), maxIterations: 5_000)
-
 let benchmarks: @Sendable () -> Void = {
+    let configuration = Benchmark.Configuration(metrics: [.wallClock, .throughput, .mallocCountTotal],
+                                                warmupIterations: 20, maxDuration: .seconds(3), maxIterations: 5_000)
     for pending in pendingCounts {
         let courier = Fixture()
         Benchmark("Courier send/\(pending)", configuration: configuration, closure: { benchmark in
