@@ -13,7 +13,8 @@ results_dir, machine = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
 rows = {}
 for path in glob.glob(os.path.join(results_dir, "*.json")):
     for element in json.load(open(path)):
-        name = element["benchmark"].split(".", 1)[-1]
+        # "…Send.Courier_send/100" → "Courier send/100" (no dots in our names)
+        name = element["benchmark"].split(".")[-1].replace("_", " ")
         metrics = {"throughput": element["primaryMetric"]}
         metrics.update(element.get("secondaryMetrics", {}))
         wall = next((m for k, m in metrics.items() if "wall" in k.lower()), None)
