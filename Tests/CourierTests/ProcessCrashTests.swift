@@ -107,16 +107,10 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
         await server.stop()
         #expect(acknowledged.count >= killAfter, "the child acknowledged sends before it was killed")
 
-        var reopen = config
-        let held = ScriptedTransport()
-        held.holdResponses = true
-        reopen.transport = held
-        let survivor = try Courier(directory: dir.url, configuration: reopen)
-        let pending = Set(survivor.pendingMessages.map(\.id))
+        let (pending, isClean, summary) = try await pendingAfterReopen(dir.url, config)
         let lost = acknowledged.filter { !pending.contains($0) }
         #expect(lost.isEmpty, "segment \(config.segmentSizeBytes), max message \(config.maximumMessageSize), \(durability): lost \(lost.count) of \(acknowledged.count)")
-        #expect(survivor.recovery.isClean, "\(survivor.recovery.summary)")
-        await survivor.close()
+        #expect(isClean, "\(summary)")
     }
 
     /// Twenty real processes in turn send to the flaky server through one directory of 4 KiB

@@ -87,18 +87,12 @@ import Testing
         #expect(closedWhileSending, "close() came while threads were still sending")
 
         let delivered = Set(transport.requests.filter { Self.answer($0) == 200 }.map(\.messageID))
-        var reopen = config
-        let held = ScriptedTransport()
-        held.holdResponses = true
-        reopen.transport = held
-        let survivor = try Courier(directory: dir.url, configuration: reopen)
-        let pending = Set(survivor.pendingMessages.map(\.id))
-        await survivor.close()
+        let (pending, isClean, summary) = try await pendingAfterReopen(dir.url, config)
         let acknowledged = Set(outcome.acknowledged)
         let lost = acknowledged.filter { !delivered.contains($0) && !pending.contains($0) }
         #expect(lost.isEmpty, "\(lost.count) acknowledged messages neither delivered nor pending")
         #expect(pending.isSubset(of: acknowledged), "only acknowledged messages come back")
-        #expect(survivor.recovery.isClean, "\(survivor.recovery.summary)")
+        #expect(isClean, "\(summary)")
         print("race: \(Self.threads) threads, \(outcome.acknowledged.count) sends acknowledged, the rest refused as closed; \(compactions) compactions meanwhile; \(delivered.intersection(acknowledged).count) delivered, \(pending.count) pending after reopen, \(lost.count) lost")
     }
 }

@@ -37,6 +37,20 @@ extension Courier.Configuration {
     }
 }
 
+/// Reopens `directory` with `configuration` and a transport that holds every request, so
+/// nothing is delivered meanwhile; returns the pending ids and what recovery said, then closes.
+func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration) async throws -> (ids: Set<MessageID>, isClean: Bool, summary: String) {
+    var reopen = configuration
+    let held = ScriptedTransport()
+    held.holdResponses = true
+    reopen.transport = held
+    let survivor = try Courier(directory: directory, configuration: reopen)
+    let pending = Set(survivor.pendingMessages.map(\.id))
+    let recovery = survivor.recovery
+    await survivor.close()
+    return (pending, recovery.isClean, recovery.summary)
+}
+
 extension Courier {
     /// Attempts in flight right now (for tests).
     var inFlightCount: Int { engineLock.withLock { engine.tasks.count } }

@@ -1,3 +1,6 @@
+#if canImport(AsyncHTTPClient)
+import AsyncHTTPClient
+#endif
 import Courier
 import Foundation
 #if canImport(Glibc)
@@ -57,3 +60,17 @@ func runChild(_ arguments: [String]) throws -> String {
     precondition(process.terminationStatus == 0, "child \(arguments) failed")
     return String(decoding: data, as: UTF8.self)
 }
+
+#if canImport(AsyncHTTPClient)
+/// One bare AsyncHTTPClient POST of message `n`, as the baseline makes it; true on a 200.
+func barePost(_ client: HTTPClient, to url: URL, n: Int, key: String) async -> Bool {
+    var request = HTTPClientRequest(url: url.absoluteString)
+    request.method = .POST
+    request.headers.add(name: "Content-Type", value: "application/json")
+    request.headers.add(name: "Idempotency-Key", value: key)
+    request.body = .bytes(.init(string: #"{"n":\#(n),"text":"hello"}"#))
+    guard let response = try? await client.execute(request, timeout: .seconds(30)) else { return false }
+    _ = try? await response.body.collect(upTo: 1 << 16)
+    return response.status.code == 200
+}
+#endif

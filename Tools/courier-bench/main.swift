@@ -105,16 +105,7 @@ if let i = arguments.firstIndex(of: "--deliver"), arguments.count >= i + 4 {
     } else {
         #if canImport(AsyncHTTPClient)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        print(await hammer(count, width: 8) { n in
-            var request = HTTPClientRequest(url: url.absoluteString)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "Idempotency-Key", value: "ahc-\(n)")
-            request.body = .bytes(.init(string: #"{"n":\#(n),"text":"hello"}"#))
-            guard let response = try? await client.execute(request, timeout: .seconds(30)) else { return false }
-            _ = try? await response.body.collect(upTo: 1 << 16)
-            return response.status.code == 200
-        })
+        print(await hammer(count, width: 8) { n in await barePost(client, to: url, n: n, key: "ahc-\(n)") })
         try await client.shutdown().get()
         #endif
     }
@@ -214,16 +205,7 @@ for failureRate in [0.0, 0.5] {
     #if canImport(AsyncHTTPClient)
     let client = HTTPClient(eventLoopGroupProvider: .singleton)
     func ahcRun(_ round: Int) async -> Double {
-        await hammer(deliverCount, width: 8) { i in
-            var request = HTTPClientRequest(url: url.absoluteString)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "Idempotency-Key", value: "ahc-\(failureRate)-\(round)-\(i)")
-            request.body = .bytes(.init(string: #"{"n":\#(i),"text":"hello"}"#))
-            guard let response = try? await client.execute(request, timeout: .seconds(30)) else { return false }
-            _ = try? await response.body.collect(upTo: 1 << 16)
-            return response.status.code == 200
-        }
+        await hammer(deliverCount, width: 8) { i in await barePost(client, to: url, n: i, key: "ahc-\(failureRate)-\(round)-\(i)") }
     }
     // Interleaved, so neither side gains from running second (warm server, warm caches).
     var ahcSeconds = await ahcRun(1)
