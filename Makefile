@@ -63,7 +63,8 @@ bench: deps
 	$(MAKE) bench-compare
 
 # package-benchmark (Benchmarks/, a package of its own): send's p50/p99 and allocations next to
-# GRDB, a whole-file JSON rewrite and write(2), at 100, 1,000 and 10,000 pending; then
+# GRDB, a whole-file JSON rewrite and write(2), at 100, 1,000 and 10,000 pending, compaction time
+# and send beside a running compactor; then
 # Benchmarks/results.md and Benchmarks/send-cost.svg (commit both after a deliberate run).
 BENCH_RESULTS := $(CURDIR)/.build-bench-results
 bench-compare: deps

@@ -22,6 +22,11 @@ extension Courier {
     @_spi(CourierTesting)
     public var compactionCountForTesting: Int { outbox.compactionCount }
 
+    /// One compaction now, whether or not it is worth it, on the calling thread (benchmarks
+    /// time it). Blocking file work: never call it on the cooperative pool.
+    @_spi(CourierTesting)
+    public func compactNowForTesting() { compact(force: true) }
+
     func compactIfWorthIt() {
         guard configuration.compactionEnabled else { return }
         compact(force: false)

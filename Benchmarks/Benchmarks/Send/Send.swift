@@ -7,7 +7,7 @@
 //   OfflineRequestManager and SwiftQueue do;
 // - the floor: a bare write(2) of one record's bytes.
 import Benchmark
-import Courier
+@_spi(CourierTesting) import Courier
 import Foundation
 import GRDB
 #if canImport(Glibc)
@@ -19,6 +19,12 @@ let inbox = URL(string: "https://example.com/inbox")!
 
 func message(_ i: Int) -> [String: Any] {
     ["text": "message number \(i) with a little payload, typical of a chat or analytics event", "n": i, "kind": "bench"]
+}
+
+/// A transport that answers 200 at once: messages resolve, segments fill with settled records,
+/// and the compactor runs alongside the sends.
+struct Accepting: DeliveryTransport {
+    func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome { .response(status: 200) }
 }
 
 /// A transport that never answers: every message stays pending.
@@ -115,6 +121,43 @@ let benchmarks: @Sendable () -> Void = {
             file.pending = (0..<pending).map { var m = message($0); m["id"] = UUID().uuidString; return m }
         }, teardown: { file.reset() })
     }
+
+    // Compaction: its time with 1,000 and 10,000 pending messages to re-snapshot (64 KiB
+    // segments, each compaction forced), and `send`'s p99 while the compactor runs on its own
+    // alongside (messages delivered at once, 64 KiB segments: it runs every few hundred sends).
+    for pending in [1_000, 10_000] {
+        let compacting = Fixture()
+        Benchmark("Courier compaction/\(pending)", configuration: configuration, closure: { benchmark in
+            for _ in benchmark.scaledIterations { compacting.courier!.compactNowForTesting() }
+        }, setup: {
+            compacting.reset()
+            var config = Courier.Configuration()
+            config.transport = Parked()
+            config.segmentSizeBytes = 64 << 10
+            config.maximumMessageSize = 16 << 10
+            config.maximumStorageBytes = 1 << 30
+            let c = try Courier(directory: compacting.directory, configuration: config)
+            for i in 0..<pending { try c.send(message(i), to: inbox) }
+            compacting.courier = c
+        }, teardown: { compacting.reset() })
+    }
+    let alongside = Fixture()
+    Benchmark("Courier send while compacting", configuration: configuration, closure: { benchmark in
+        for _ in benchmark.scaledIterations {
+            alongside.next += 1
+            blackHole(try alongside.courier!.send(message(alongside.next), to: inbox))
+        }
+    }, setup: {
+        alongside.reset()
+        var config = Courier.Configuration()
+        config.transport = Accepting()
+        config.segmentSizeBytes = 64 << 10
+        config.maximumMessageSize = 16 << 10
+        alongside.courier = try Courier(directory: alongside.directory, configuration: config)
+    }, teardown: {
+        blackHole(alongside.courier?.compactionCountForTesting)
+        alongside.reset()
+    })
 
     let bare = Fixture()
     Benchmark("write(2) of one record", configuration: configuration, closure: { benchmark in
