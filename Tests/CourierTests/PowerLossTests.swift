@@ -41,9 +41,16 @@ import Testing
         let early = try (0..<20).map { try courier.send(["early": $0], to: inbox) }
         let acknowledged = ContinuousClock.now
         let last = courier.log.nextSequence - 1
-        // Bounded: at most 2,000 turns of 5 ms (10 s), far past the promise.
-        for _ in 0..<2_000 where courier.log.durableSequence < last { try await Task.sleep(for: .milliseconds(5)) }
-        let synced = acknowledged.duration(to: .now)
+        // Watched from a thread of its own, polling every millisecond: a task on a busy
+        // cooperative pool (the whole suite under ThreadSanitizer) could notice the sync a
+        // second late and blame the log. Bounded: at most 10,000 turns (10 s).
+        let log = courier.log
+        let synced: Duration = await withCheckedContinuation { done in
+            Thread {
+                for _ in 0..<10_000 where log.durableSequence < last { usleep(1_000) }
+                done.resume(returning: acknowledged.duration(to: .now))
+            }.start()
+        }
         #expect(courier.log.durableSequence >= last, "the interval sync came")
         #expect(synced <= interval + .seconds(1), "on stable storage \(synced) after send returned; the promise is \(interval) plus 1 s")
         let late = try (0..<5).map { try courier.send(["late": $0], to: inbox) }
