@@ -3,7 +3,7 @@ import Foundation
 
 /// The properties the libFuzzer target `fuzz-courier` checks, on input it makes up (SPI: not
 /// part of the public API). Each traps on a violation, which is what libFuzzer reports.
-@_spi(Testing)
+@_spi(CourierTesting)
 public enum FuzzEntryPoints {
     /// Any bytes, as the body of a record of any kind: decoding returns nil or an event that
     /// re-encodes to bytes decoding to the same event; replay's in-place reader accepts exactly
@@ -19,7 +19,7 @@ public enum FuzzEntryPoints {
     }
 
     /// Bytes read as a program that builds a nested value (strings that may hold any scalar,
-    /// integers, doubles from any bit pattern including NaN and infinities, dates, data,
+    /// integers, doubles and floats from any bit pattern including NaN and infinities, dates,
     /// nesting as deep as the input allows), then written by `send`'s JSON writer: it returns
     /// bytes Foundation parses, or throws `.invalidJSON`; it never traps or overflows the stack.
     public static func serializeJSON(program: UnsafeRawBufferPointer) {

@@ -159,14 +159,20 @@ import Testing
         await courier.close()
     }
 
-    @Test func aSegmentRemovedByHandIsReportedAndTheOthersSurvive() async throws {
-        let fs = SimulatedFileSystem()
+    /// 80 messages sent and the courier closed; returns their ids and a sealed segment in the
+    /// middle of the log (the second of at least four), for a test to damage by hand.
+    func closedLogWithASealedSegment(_ fs: SimulatedFileSystem) async throws -> ([MessageID], String) {
         let courier = try Courier(directory: directory, configuration: configuration(fs, held()))
         let ids = try (0..<80).map { try courier.send(["n": $0], to: inbox) }
         await courier.close()
         let segments = fs.allPaths().filter { $0.hasSuffix(".wal") }.sorted()
         try #require(segments.count >= 4)
-        let victim = segments[1]
+        return (ids, segments[1])
+    }
+
+    @Test func aSegmentRemovedByHandIsReportedAndTheOthersSurvive() async throws {
+        let fs = SimulatedFileSystem()
+        let (ids, victim) = try await closedLogWithASealedSegment(fs)
         let lostIDs = Set(try Self.ids(in: fs.contents(of: victim)!, named: victim))
         try fs.removeFile(atPath: victim)
         let (pending, recovery) = try await pendingAfterReopen(fs)
@@ -176,12 +182,7 @@ import Testing
 
     @Test func aSegmentCutByHandKeepsEveryRecordBeforeTheCut() async throws {
         let fs = SimulatedFileSystem()
-        let courier = try Courier(directory: directory, configuration: configuration(fs, held()))
-        let ids = try (0..<80).map { try courier.send(["n": $0], to: inbox) }
-        await courier.close()
-        let segments = fs.allPaths().filter { $0.hasSuffix(".wal") }.sorted()
-        try #require(segments.count >= 4)
-        let victim = segments[1]
+        let (ids, victim) = try await closedLogWithASealedSegment(fs)
         let bytes = fs.contents(of: victim)!
         let cut = Array(bytes.prefix(bytes.count / 2))
         let kept = Set(try Self.ids(in: cut, named: victim)), whole = Set(try Self.ids(in: bytes, named: victim))

@@ -11,7 +11,7 @@
 //   0xC0 … 0xFF  a segment file for `wal-dump` (records, stats and verify, in JSON and text,
 //              on a simulated file system: an exit status, never a crash).
 // Work per input is bounded by the input's size.
-@_spi(Testing) import Courier
+@_spi(CourierTesting) import Courier
 import CourierLog
 import CourierLogTesting
 import WALDumpCore

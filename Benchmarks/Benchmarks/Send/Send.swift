@@ -55,6 +55,29 @@ final class Fixture: @unchecked Sendable {
         directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-benchmark-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
+
+    /// A courier in a fresh directory with `pending` messages already sent. `segmentSizeBytes`
+    /// nil keeps the default (8 MiB); smaller segments roll, and compact, sooner.
+    func openCourier(_ transport: any DeliveryTransport, segmentSizeBytes: Int? = nil, pending: Int) throws {
+        reset()
+        var config = Courier.Configuration()
+        config.transport = transport
+        config.maximumStorageBytes = 1 << 30
+        if let segmentSizeBytes {
+            config.segmentSizeBytes = segmentSizeBytes
+            config.maximumMessageSize = segmentSizeBytes / 4
+        }
+        let c = try Courier(directory: directory, configuration: config)
+        for i in 0..<pending { try c.send(message(i), to: inbox) }
+        courier = c
+        next = pending
+    }
+
+    /// The measured work of every `send` benchmark: one more message.
+    func sendNext() throws {
+        next += 1
+        blackHole(try courier!.send(message(next), to: inbox))
+    }
 }
 
 let benchmarks: @Sendable () -> Void = {
@@ -63,20 +86,8 @@ let benchmarks: @Sendable () -> Void = {
     for pending in pendingCounts {
         let courier = Fixture()
         Benchmark("Courier send/\(pending)", configuration: configuration, closure: { benchmark in
-            for _ in benchmark.scaledIterations {
-                courier.next += 1
-                blackHole(try courier.courier!.send(message(courier.next), to: inbox))
-            }
-        }, setup: {
-            courier.reset()
-            var config = Courier.Configuration()
-            config.transport = Parked()
-            config.maximumStorageBytes = 1 << 30
-            let c = try Courier(directory: courier.directory, configuration: config)
-            for i in 0..<pending { try c.send(message(i), to: inbox) }
-            courier.courier = c
-            courier.next = pending
-        }, teardown: { courier.reset() })
+            for _ in benchmark.scaledIterations { try courier.sendNext() }
+        }, setup: { try courier.openCourier(Parked(), pending: pending) }, teardown: { courier.reset() })
 
         let grdb = Fixture()
         Benchmark("GRDB row per transaction/\(pending)", configuration: configuration, closure: { benchmark in
@@ -129,35 +140,14 @@ let benchmarks: @Sendable () -> Void = {
         let compacting = Fixture()
         Benchmark("Courier compaction/\(pending)", configuration: configuration, closure: { benchmark in
             for _ in benchmark.scaledIterations { compacting.courier!.compactNowForTesting() }
-        }, setup: {
-            compacting.reset()
-            var config = Courier.Configuration()
-            config.transport = Parked()
-            config.segmentSizeBytes = 64 << 10
-            config.maximumMessageSize = 16 << 10
-            config.maximumStorageBytes = 1 << 30
-            let c = try Courier(directory: compacting.directory, configuration: config)
-            for i in 0..<pending { try c.send(message(i), to: inbox) }
-            compacting.courier = c
-        }, teardown: { compacting.reset() })
+        }, setup: { try compacting.openCourier(Parked(), segmentSizeBytes: 64 << 10, pending: pending) },
+        teardown: { compacting.reset() })
     }
     let alongside = Fixture()
     Benchmark("Courier send while compacting", configuration: configuration, closure: { benchmark in
-        for _ in benchmark.scaledIterations {
-            alongside.next += 1
-            blackHole(try alongside.courier!.send(message(alongside.next), to: inbox))
-        }
-    }, setup: {
-        alongside.reset()
-        var config = Courier.Configuration()
-        config.transport = Accepting()
-        config.segmentSizeBytes = 64 << 10
-        config.maximumMessageSize = 16 << 10
-        alongside.courier = try Courier(directory: alongside.directory, configuration: config)
-    }, teardown: {
-        blackHole(alongside.courier?.compactionCountForTesting)
-        alongside.reset()
-    })
+        for _ in benchmark.scaledIterations { try alongside.sendNext() }
+    }, setup: { try alongside.openCourier(Accepting(), segmentSizeBytes: 64 << 10, pending: 0) },
+    teardown: { alongside.reset() })
 
     let bare = Fixture()
     Benchmark("write(2) of one record", configuration: configuration, closure: { benchmark in
