@@ -24,6 +24,10 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
     public init(clock: any Clock<Duration> = ContinuousClock()) {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
+        // A refused connection is reported at once instead of being retried until the request
+        // deadline: otherwise an attempt to a dead port holds a delivery slot for the whole
+        // timeout (measured: a live server beside a dead one got 8 of its 200 messages in 2 s).
+        configuration.connectionPool.retryConnectionEstablishment = false
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         ownsClient = true
         self.clock = clock

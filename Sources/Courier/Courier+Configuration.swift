@@ -32,6 +32,11 @@ extension Courier {
         /// What a power loss can lose (a killed app never loses a sent message, whatever this
         /// says). The default is `.interval(.milliseconds(100))`; see `WriteAheadLog.SyncPolicy`.
         public var durability: WriteAheadLog.SyncPolicy = .interval(.milliseconds(100))
+        /// Backoff per destination: after `failuresBeforeDown` failing attempts in a row, a
+        /// destination's messages wait while one probe at a time checks it (see
+        /// `DestinationBackoff`). The default is `DestinationBackoff()`: on, 5 failures.
+        /// `.disabled` turns it off.
+        public var destinationBackoff = DestinationBackoff()
         /// The HTTP stack. The default (nil) is URLSession on Apple platforms and
         /// AsyncHTTPClient on Linux.
         public var transport: (any DeliveryTransport)?

@@ -150,12 +150,28 @@ extension Courier {
         case .giveUp(let reason):
             verdict = .giveUp(reason: reason)
         }
-        let effects = outbox.record(verdict, of: attempt, outcome: outcome)
+        let effects = outbox.record(verdict, of: attempt, outcome: outcome,
+                                    destination: destinationReport(outcome, nowMilliseconds: now, random: random.next()))
         effects.run()
         // The slot is free; settle waiters are told by the pump, after the compactor ran.
         end(token, tellSettleWaiters: false)
         compactIfWorthIt()
         pump()
+    }
+
+    /// What `outcome` says about its destination, with the probe delay ready to compute under
+    /// the outbox's lock (the random value is drawn here, outside it).
+    private func destinationReport(_ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64) -> DestinationReport {
+        let backoff = configuration.destinationBackoff
+        let policy = configuration.retry
+        return DestinationReport(
+            signal: DestinationBackoff.signal(for: outcome), nowMilliseconds: now,
+            failuresBeforeDown: backoff.isEnabled ? backoff.failuresBeforeDown : 0,
+            probeDelayMilliseconds: { failedProbes in
+                let delay = DestinationBackoff.probeDelay(policy, failedProbes: failedProbes, outcome: outcome,
+                                                          now: Double(now) / 1000, random: random)
+                return UInt64(max(0, delay.seconds * 1000))
+            })
     }
 
     /// An attempt's task is done: its delivery slot is free.

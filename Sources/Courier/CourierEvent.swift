@@ -16,4 +16,11 @@ public enum CourierEvent: Sendable, Hashable {
     /// may be sent again (the server dedupes by `Idempotency-Key`). Or opening the log found
     /// damage (details in `Courier.recovery`): then it is the first event of every stream.
     case storageFailed(String)
+    /// `destination` (an origin, "https://host:443") is considered down after
+    /// `consecutiveFailures` failing attempts in a row: its messages wait, and one at a time goes
+    /// as a probe, spaced by the retry policy (see `DestinationBackoff`).
+    case destinationDown(String, consecutiveFailures: Int)
+    /// A probe to `destination` was answered after it was down for `downFor`: its `released`
+    /// waiting messages are due at once.
+    case destinationRecovered(String, downFor: Duration, released: Int)
 }

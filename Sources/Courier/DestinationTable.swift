@@ -8,6 +8,8 @@ struct DestinationTable {
     struct Entry {
         var url: [UInt8]
         var references: Int
+        /// Index into the projection's `OriginTable` (scheme, host and port).
+        var origin: UInt32
         var queue = SlotQueue()
     }
 
@@ -22,8 +24,11 @@ struct DestinationTable {
 
     func url(_ index: UInt32) -> String { String(decoding: entries[Int(index)]!.url, as: UTF8.self) }
 
-    /// The index of `url`, adding it if new; counts one more reference.
-    mutating func intern(_ url: UnsafeRawBufferPointer) -> UInt32 {
+    func origin(_ index: UInt32) -> UInt32 { entries[Int(index)]!.origin }
+
+    /// The index of `url`, adding it if new (and its origin to `origins`); counts one more
+    /// reference.
+    mutating func intern(_ url: UnsafeRawBufferPointer, origins: inout OriginTable) -> UInt32 {
         if let last = lastInterned, entries[Int(last)]!.url.withUnsafeBytes({ Self.same($0, url) }) {
             entries[Int(last)]!.references += 1
             return last
@@ -35,11 +40,11 @@ struct DestinationTable {
             entries[Int(index)]!.references += 1
         } else if let reused = freeIndices.popLast() {
             index = reused
-            entries[Int(index)] = Entry(url: key, references: 1)
+            entries[Int(index)] = Entry(url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self)))
             indexByURL[key] = index
         } else {
             index = UInt32(entries.count)
-            entries.append(Entry(url: key, references: 1))
+            entries.append(Entry(url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self))))
             indexByURL[key] = index
         }
         lastInterned = index
@@ -73,6 +78,13 @@ struct SlotQueue {
     var isEmpty: Bool { head >= items.count }
 
     mutating func append(_ slot: UInt32) { items.append(slot) }
+
+    /// Removes and returns the head.
+    mutating func popFirst() -> UInt32? {
+        guard let slot = first else { return nil }
+        remove(slot)
+        return slot
+    }
 
     /// Removes `slot`; usually the head (messages resolve in order), else a linear search.
     mutating func remove(_ slot: UInt32) {

@@ -7,6 +7,16 @@ struct Attempt: Sendable {
     var number: Int
 }
 
+/// What an attempt's outcome says about its destination, with what the projection needs to
+/// act on it under the lock (the probe delay is computed from a random value drawn before).
+struct DestinationReport {
+    var signal: Projection.DestinationSignal
+    var nowMilliseconds: UInt64
+    /// 0: destination backoff is off.
+    var failuresBeforeDown: Int
+    var probeDelayMilliseconds: (Int) -> UInt64
+}
+
 /// What was decided about an attempt's outcome (by the retry policy, outside the lock).
 enum AttemptVerdict {
     case delivered(status: UInt16)
@@ -24,7 +34,9 @@ extension Outbox {
             guard !state.closed else { return [] }
             var attempts: [Attempt] = []
             // Each turn takes one message: bounded by `limit`.
-            while attempts.count < limit, let slot = state.projection.takeDue(nowMilliseconds: nowMilliseconds) {
+            // Probes of down destinations first (at most one per destination), then due messages.
+            while attempts.count < limit, let slot = state.projection.takeProbe(nowMilliseconds: nowMilliseconds)
+                ?? state.projection.takeDue(nowMilliseconds: nowMilliseconds) {
                 let attempt = Attempt(id: slot.id, number: Int(slot.attempts) + 1)
                 for subscriber in state.subscribers.values { subscriber.yield(.attempt(attempt.id, number: attempt.number)) }
                 attempts.append(attempt)
@@ -77,9 +89,23 @@ extension Outbox {
 
     /// An attempt ended: logs the verdict, updates the projection, releases waiters, in one
     /// critical section.
-    func record(_ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome) -> Effects {
+    func record(_ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome,
+                destination: DestinationReport) -> Effects {
         mutate { state, effects in
             let id = attempt.id, number = UInt32(attempt.number)
+            // The destination first: a recovery unparks the others before this one resolves.
+            if let slot = state.projection.slotIndex(of: id) {
+                let change = state.projection.observe(destination.signal, slot: slot, nowMilliseconds: destination.nowMilliseconds,
+                                                      failuresBeforeDown: destination.failuresBeforeDown,
+                                                      probeDelayMilliseconds: destination.probeDelayMilliseconds)
+                switch change {
+                case .none: break
+                case .wentDown(let origin, let failures):
+                    effects.emit(.destinationDown(origin, consecutiveFailures: failures))
+                case .recovered(let origin, let downMilliseconds, let released):
+                    effects.emit(.destinationRecovered(origin, downFor: .milliseconds(Int64(downMilliseconds)), released: released))
+                }
+            }
             switch verdict {
             case .delivered(let status):
                 append(.delivered(id, attempt: number, status: status), &effects)

@@ -175,7 +175,9 @@ extension Projection {
         for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
             live += 1
             guard lookup(slot.id) == UInt32(i) else { return false }
-            let schedulable = !slot.flags.contains(.inFlight) && (!fifoPerDestination || destinations.head(of: slot.destination) == UInt32(i))
+            let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked)
+                && (!fifoPerDestination || destinations.head(of: slot.destination) == UInt32(i))
+            guard !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i))) else { return false }
             guard schedulable == (slot.heapIndex != Self.notInHeap) else { return false }
         }
         for (p, i) in heap.enumerated() {

@@ -35,6 +35,8 @@ struct Projection {
         static let live = Flags(rawValue: 1)
         /// An attempt is under way, or the message is held (its `.always` fsync is pending).
         static let inFlight = Flags(rawValue: 2)
+        /// Its destination is down: waiting in the origin's parked queue, out of the heap.
+        static let parked = Flags(rawValue: 4)
     }
 
     static let notInHeap = UInt32.max
@@ -48,6 +50,8 @@ struct Projection {
     /// A binary min-heap of slot indices by (due, order): exactly the schedulable slots.
     var heap: [UInt32] = []
     private(set) var destinations = DestinationTable()
+    /// Destination health: which origins are down, their probes and parked messages.
+    var origins = OriginTable()
     private var nextOrder: UInt64 = 0
 
     init(fifoPerDestination: Bool) { self.fifoPerDestination = fifoPerDestination }
@@ -76,7 +80,7 @@ struct Projection {
             reschedule(i)
             return .updated
         }
-        let destination = destinations.intern(url)
+        let destination = destinations.intern(url, origins: &origins)
         let slot = Slot(id: id, address: address, dueMilliseconds: dueMilliseconds, order: nextOrder, attempts: attempts,
                         destination: destination, heapIndex: Self.notInHeap, flags: .live)
         nextOrder += 1
@@ -86,7 +90,7 @@ struct Projection {
             destinations.enqueue(i, in: destination)
             guard destinations.head(of: destination) == i else { return .added }
         }
-        heapPush(i)
+        makeSchedulable(i)
         return .added
     }
 
@@ -124,19 +128,32 @@ struct Projection {
     // MARK: Scheduling
 
     /// Takes the next message due at or before `nowMilliseconds`, and marks it in flight.
+    /// Messages of a destination that went down since they entered the heap are parked on the
+    /// way (each at most once: the loop is bounded by the heap's size).
     mutating func takeDue(nowMilliseconds: UInt64) -> Slot? {
-        guard let top = heap.first, slots[Int(top)].dueMilliseconds <= nowMilliseconds else { return nil }
-        heapRemove(top)
-        slots[Int(top)].flags.insert(.inFlight)
-        return slots[Int(top)]
+        while let top = heap.first, slots[Int(top)].dueMilliseconds <= nowMilliseconds {
+            heapRemove(top)
+            if origins.isDown(origin(ofSlot: top)) {
+                park(top)
+                continue
+            }
+            slots[Int(top)].flags.insert(.inFlight)
+            return slots[Int(top)]
+        }
+        return nil
     }
 
-    /// The earliest due time of a schedulable message, if any.
-    var earliestDue: UInt64? { heap.first.map { slots[Int($0)].dueMilliseconds } }
+    /// The earliest due time of a schedulable message or of a destination's next probe.
+    var earliestDue: UInt64? {
+        let message = heap.first.map { slots[Int($0)].dueMilliseconds }
+        guard let probe = origins.earliestProbe else { return message }
+        return min(message ?? probe, probe)
+    }
 
     /// An attempt ended without resolving the message: record it and schedule the next one.
     mutating func retry(_ id: MessageID, attempts: UInt32, dueMilliseconds: UInt64) {
         guard let i = lookup(id) else { return }
+        endProbe(i)
         slots[Int(i)].flags.remove(.inFlight)
         slots[Int(i)].attempts = attempts
         slots[Int(i)].dueMilliseconds = dueMilliseconds
@@ -154,6 +171,7 @@ struct Projection {
     /// An attempt was cancelled (close), or a hold ended: the message is schedulable again.
     mutating func release(_ id: MessageID) {
         guard let i = lookup(id) else { return }
+        endProbe(i)
         slots[Int(i)].flags.remove(.inFlight)
         reschedule(i)
     }
@@ -162,12 +180,14 @@ struct Projection {
         guard let i = lookup(id) else { return }
         let slot = slots[Int(i)]
         if slot.heapIndex != Self.notInHeap { heapRemove(i) }
+        endProbe(i)
+        if slot.flags.contains(.parked) { unparked(i) }
         removeFromIndex(id)
         if fifoPerDestination {
             destinations.dequeue(i, from: slot.destination)
             if let head = destinations.head(of: slot.destination), !slots[Int(head)].flags.contains(.inFlight),
                slots[Int(head)].heapIndex == Self.notInHeap {
-                heapPush(head)
+                makeSchedulable(head)
             }
         }
         destinations.release(slot.destination)
@@ -184,6 +204,7 @@ struct Projection {
             moved += 1
         }
         if moved > 0 { heapify() }
+        origins.probeNoLaterThan(now)
         return moved
     }
 
@@ -195,6 +216,7 @@ struct Projection {
             moved += 1
         }
         if moved > 0 { heapify() }
+        origins.probeNoLaterThan(limit)
     }
 
     /// Live slots, in arrival order.
@@ -233,14 +255,23 @@ struct Projection {
         return UInt32(slots.count - 1)
     }
 
-    /// Puts a slot where its state says: in the heap if schedulable, else out of it.
-    private mutating func reschedule(_ i: UInt32) {
+    /// Puts a slot where its state says: in the heap if schedulable, parked if schedulable but
+    /// its destination is down, else out of both.
+    mutating func reschedule(_ i: UInt32) {
         let slot = slots[Int(i)]
-        let schedulable = !slot.flags.contains(.inFlight)
+        let inHeap = slot.heapIndex != Self.notInHeap
+        let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked)
             && (!fifoPerDestination || destinations.head(of: slot.destination) == i)
-        if slot.heapIndex != Self.notInHeap {
-            if schedulable { heapFix(i) } else { heapRemove(i) }
-        } else if schedulable {
+        guard schedulable else {
+            if inHeap { heapRemove(i) }
+            return
+        }
+        if origins.isDown(origin(ofSlot: i)) {
+            if inHeap { heapRemove(i) }
+            park(i)
+        } else if inHeap {
+            heapFix(i)
+        } else {
             heapPush(i)
         }
     }

@@ -56,6 +56,9 @@ public struct CourierSampleView: View {
             if let notice = model.state.notice {
                 Text(notice).foregroundStyle(.red).font(.footnote)
             }
+            if let serverStatus = model.state.serverStatus {
+                Text(serverStatus).foregroundStyle(.orange).font(.footnote)
+            }
             TimelineView(.periodic(from: .now, by: 0.25)) { context in
                 List(model.state.rows) { row in
                     VStack(alignment: .leading) {

@@ -26,6 +26,9 @@ public struct SampleViewModel: Sendable, Equatable {
     public private(set) var rows: [MessageRow] = []
     /// The last problem to show (a send that was refused), if any.
     public private(set) var notice: String?
+    /// The server's state when Courier backs off from it ("server down …", then "server back
+    /// …"), from `destinationDown` / `destinationRecovered` events; nil until the first.
+    public private(set) var serverStatus: String?
 
     /// Starts with the messages an earlier run left pending: they resume.
     public init(pending: [PendingMessage] = []) {
@@ -94,6 +97,11 @@ public struct SampleViewModel: Sendable, Equatable {
         case .delivered(let id, let attempts):
             update(id) { $0.state = .delivered(attempts: attempts, after: now.timeIntervalSince($0.sentAt)) }
         case .abandoned(let id, _, let reason): update(id) { $0.state = .abandoned(reason: reason) }
+        case .destinationDown(let origin, let failures):
+            serverStatus = "server down (\(failures) failures in a row at \(origin)): messages wait, one probe at a time"
+        case .destinationRecovered(let origin, let downFor, let released):
+            let seconds = Double(downFor.components.seconds) + Double(downFor.components.attoseconds) / 1e18
+            serverStatus = "server back (\(origin), down \(String(format: "%.1f", seconds)) s): \(released) waiting messages resumed"
         }
     }
 

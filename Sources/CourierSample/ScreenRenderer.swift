@@ -32,7 +32,8 @@ public struct ScreenRenderer {
         out.append(" " + "┌" + String(repeating: "─", count: fieldWidth) + "┐")
         out.append(" " + "│" + fieldPart + "│ " + button)
         out.append(" " + "└" + String(repeating: "─", count: fieldWidth) + "┘")
-        out.append(fit(model.notice.map { " ! " + $0 } ?? ""))
+        // One status line: a refused send first, else the server's state (down / back).
+        out.append(fit(model.notice.map { " ! " + $0 } ?? model.serverStatus.map { " ⇅ " + $0 } ?? ""))
         out.append(fit(" Messages (newest first)"))
         let listHeight = height - out.count - 2
         let formatter = DateFormatter()

@@ -101,6 +101,15 @@ let ids = SequentialMessageIDs()
         m.sendFailed("storageFull: disk full")
         #expect(m.notice == "storageFull: disk full")
     }
+
+    @Test func theServerStatusFollowsDestinationEvents() {
+        var m = SampleViewModel()
+        #expect(m.serverStatus == nil)
+        m.apply(.destinationDown("http://127.0.0.1:8080", consecutiveFailures: 5), at: t0)
+        #expect(m.serverStatus == "server down (5 failures in a row at http://127.0.0.1:8080): messages wait, one probe at a time")
+        m.apply(.destinationRecovered("http://127.0.0.1:8080", downFor: .milliseconds(12_500), released: 42), at: t0)
+        #expect(m.serverStatus == "server back (http://127.0.0.1:8080, down 12.5 s): 42 waiting messages resumed")
+    }
 }
 
 @Suite struct KeyDecoderTests {

@@ -31,6 +31,9 @@ import Testing
         // would see a timeout where the server logged a 429), short next to `slowDelay`.
         config.requestTimeout = .seconds(2)
         config.maxConcurrentDeliveries = 8
+        // Each message's own policy is what is checked here; a destination recovering makes
+        // its waiting messages due at once, sooner than their own backoff (on purpose).
+        config.destinationBackoff = .disabled
         let courier = try Courier(directory: dir.url, configuration: config)
         var ids: [MessageID] = []
         for i in 0..<60 { ids.append(try courier.send(["n": i], to: url)) }

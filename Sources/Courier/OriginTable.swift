@@ -1,0 +1,95 @@
+import Foundation
+
+/// The health of each destination (origin: scheme, host and port) that messages go to. Pure
+/// data, part of `Projection`, guarded by the outbox's lock; in memory only (after a restart
+/// every destination starts healthy, and a dead one is found again within a few attempts).
+///
+/// A destination is *down* after `DestinationBackoff.failuresBeforeDown` consecutive failing
+/// attempts (no success in between). While down, its messages are *parked*: out of the heap,
+/// waiting in the origin's queue, and one at a time is taken as a probe when `nextProbe` comes.
+/// A failed probe pushes `nextProbe` out by the retry policy (attempt = failed probes); any
+/// healthy answer brings the destination back and makes every parked message due at once.
+struct OriginTable {
+    struct Outage {
+        /// Wall time (ms) when it went down.
+        var sinceMilliseconds: UInt64
+        /// Probes that failed since; the next probe's delay is the policy's for this attempt.
+        var failedProbes: Int
+        var nextProbeMilliseconds: UInt64
+        /// The slot being probed, if a probe is in flight.
+        var probe: UInt32?
+        /// Parked slots, oldest first. Entries may be stale (a slot unparked or freed since):
+        /// `parkedCount` is the exact number, and every pop re-checks the slot's flags.
+        var parked = SlotQueue()
+        var parkedCount = 0
+    }
+
+    struct Entry {
+        /// "https://host:443": how events name it.
+        var name: String
+        var consecutiveFailures = 0
+        var outage: Outage?
+    }
+
+    private(set) var entries: [Entry] = []
+    private var indexByName: [String: UInt32] = [:]
+    /// Origins with an outage, so scheduling never scans every origin. Few at any time.
+    private(set) var down: [UInt32] = []
+
+    /// The index of the origin `url` belongs to, adding it if new. Called once per distinct URL
+    /// (the URL table interns first), so parsing here is off the per-message path.
+    mutating func intern(url: String) -> UInt32 {
+        let name = Self.origin(of: url)
+        if let known = indexByName[name] { return known }
+        // Bounded by the distinct origins an app posts to; never freed (a few bytes each).
+        entries.append(Entry(name: name))
+        indexByName[name] = UInt32(entries.count - 1)
+        return UInt32(entries.count - 1)
+    }
+
+    /// "scheme://host:port", lowercased, with the scheme's default port made explicit, so
+    /// `https://A.example/x` and `https://a.example:443/y` are one destination.
+    static func origin(of url: String) -> String {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              let host = components.host?.lowercased() else { return url }
+        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
+    }
+
+    subscript(_ origin: UInt32) -> Entry {
+        get { entries[Int(origin)] }
+        set { entries[Int(origin)] = newValue }
+    }
+
+    func isDown(_ origin: UInt32) -> Bool { entries[Int(origin)].outage != nil }
+
+    mutating func markDown(_ origin: UInt32, outage: Outage) {
+        assert(entries[Int(origin)].outage == nil, "an origin goes down once per outage")
+        entries[Int(origin)].outage = outage
+        down.append(origin)
+    }
+
+    /// Ends the outage; returns it (with the parked queue, for the caller to unpark).
+    mutating func markUp(_ origin: UInt32) -> Outage? {
+        guard let outage = entries[Int(origin)].outage else { return nil }
+        entries[Int(origin)].outage = nil
+        down.removeAll { $0 == origin }
+        return outage
+    }
+
+    /// The earliest time a probe may start, over origins that have something parked and no
+    /// probe in flight.
+    var earliestProbe: UInt64? {
+        down.compactMap { o -> UInt64? in
+            guard let outage = entries[Int(o)].outage, outage.probe == nil, outage.parkedCount > 0 else { return nil }
+            return outage.nextProbeMilliseconds
+        }.min()
+    }
+
+    /// Pulls every pending probe time after `limit` back to `limit`.
+    mutating func probeNoLaterThan(_ limit: UInt64) {
+        for o in down where entries[Int(o)].outage!.nextProbeMilliseconds > limit {
+            entries[Int(o)].outage!.nextProbeMilliseconds = limit
+        }
+    }
+}
