@@ -14,7 +14,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --disable-default-traits --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test smoke demo bench bench-compare soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test smoke demo bench bench-compare bench-outage soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
 
 all: build
 
@@ -77,6 +77,13 @@ bench-compare: deps
 SOAK_N ?= 1000000
 soak: deps
 	$(SWIFT) run -c release courier-bench --soak $(SOAK_N)
+
+# Issue 11's destination scenarios on loopback, real time, backoff per destination off then on:
+# 500 messages through OUTAGE_SECONDS of 503s (requests during it, drain after it), and a live
+# server beside a dead port. About 4 minutes.
+OUTAGE_SECONDS ?= 30
+bench-outage: deps
+	$(SWIFT) run -c release courier-bench --outage $(OUTAGE_SECONDS)
 
 # libFuzzer (not part of `make test`, which runs `fuzz-short`): fuzz-lz4-frame (LZ4 frame parser,
 # segment scanner) and fuzz-courier (event decoder, JSON writer, wal-dump), FUZZ_SECONDS each.

@@ -7,7 +7,9 @@ extension Courier {
         /// Messages are independent: a failing one never holds back another. The default.
         case unordered
         /// Per destination URL, a message is sent only after every earlier one to that URL was
-        /// delivered or abandoned. Different URLs still proceed independently.
+        /// delivered or abandoned. Different URLs still proceed independently. The special case
+        /// of ordering keys where the key is the URL: a message sent with an `orderingKey` is
+        /// ordered by that key instead.
         case fifoPerDestination
     }
 
@@ -37,6 +39,20 @@ extension Courier {
         /// `DestinationBackoff`). The default is `DestinationBackoff()`: on, 5 failures.
         /// `.disabled` turns it off.
         public var destinationBackoff = DestinationBackoff()
+        /// Called before every attempt with the request about to go out, to add what must be
+        /// fresh or must never touch the disk (an access token):
+        ///
+        ///     configuration.prepareRequest = { request in
+        ///         request.headers["Authorization"] = "Bearer \(try await tokens.current())"
+        ///     }
+        ///
+        /// What it sets is never written to the log: the log keeps the message as `send`
+        /// stored it. A throw counts as a failed attempt (`TransportFailure.Kind
+        /// .requestPreparation`, logged with the error's type name only, never its contents)
+        /// and is retried under `retry`; it says nothing about the destination's health.
+        /// It runs on the delivery task, concurrently for concurrent attempts. The default is
+        /// nil.
+        public var prepareRequest: (@Sendable (inout DeliveryRequest) async throws -> Void)?
         /// The HTTP stack. The default (nil) is URLSession on Apple platforms and
         /// AsyncHTTPClient on Linux.
         public var transport: (any DeliveryTransport)?

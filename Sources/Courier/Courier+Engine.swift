@@ -63,7 +63,7 @@ extension Courier {
         switch read {
         case .success(let loaded?):
             state = loaded
-            outcome = await transport.deliver(request(for: state, attempt: attempt.number))
+            outcome = await deliver(request(for: state, attempt: attempt.number))
         case .success(nil):
             // Resolved meanwhile (cannot happen while in flight; harmless if it did).
             end(token)
@@ -78,6 +78,20 @@ extension Courier {
         // Logging the outcome may fsync (a segment roll) or unlink (compaction): blocking work,
         // done on the I/O queue, not on the cooperative pool.
         await onIOQueue { [self] in finish(attempt, state: state, outcome: outcome, token: token) }
+    }
+
+    /// Runs `prepareRequest` (if any), then the transport. A throw from `prepareRequest` is a
+    /// failed attempt that sent nothing; only the error's type is kept (it may hold secrets).
+    private func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
+        guard let prepare = configuration.prepareRequest else { return await transport.deliver(request) }
+        var prepared = request
+        do {
+            try await prepare(&prepared)
+        } catch {
+            if Task.isCancelled || error is CancellationError { return .failure(TransportFailure(.cancelled, "cancelled")) }
+            return .failure(TransportFailure(.requestPreparation, "prepareRequest threw \(type(of: error))"))
+        }
+        return await transport.deliver(prepared)
     }
 
     /// Under `engineLock`: one timer, for the earliest due message, if a delivery slot is free.

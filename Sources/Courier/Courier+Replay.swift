@@ -24,12 +24,12 @@ final class Replayer {
 
     func visit(_ record: RecordView) {
         switch Event.replayFact(kind: record.kind, body: record.body) {
-        case .fullState(let id, let url, let attempts, let due)?:
+        case .fullState(let id, let url, let key, let attempts, let due)?:
             guard let address = record.address else {
                 undecodable.append(record.location)  // beyond 4 GiB into a segment: damage
                 return
             }
-            projection.applyFullState(id: id, url: url, attempts: attempts, dueMilliseconds: due, address: address)
+            projection.applyFullState(id: id, url: url, orderingKey: key, attempts: attempts, dueMilliseconds: due, address: address)
         case .attempted(let id, let attempt, let due)?:
             projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due)
         case .delivered(let id)?:

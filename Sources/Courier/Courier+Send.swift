@@ -8,6 +8,10 @@ extension Courier {
     /// of these. Anything else (a `Date`, `Data`, a custom object, NaN) throws `.invalidJSON`
     /// and writes nothing.
     /// - Parameters:
+    ///   - orderingKey: messages with the same key are delivered one after another, in send
+    ///     order, across restarts: the next is not attempted before the previous one was
+    ///     delivered or abandoned. Messages with different keys, or none (the default), never
+    ///     wait for each other. A chat app passes the conversation id. At most 1 KiB of UTF-8.
     ///   - headers: extra request headers. `Content-Type` (`application/json`) and
     ///     `Idempotency-Key` (the message id) are set by Courier; passing either throws
     ///     `.invalidHeaders`.
@@ -16,36 +20,39 @@ extension Courier {
     ///   Callbacks live in memory: after a restart, follow messages with `delivered(_:)` or
     ///   `events` instead.
     @discardableResult
-    public func send(_ json: [String: Any], to url: URL, headers: [String: String] = [:],
+    public func send(_ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
                      onDelivered: (@Sendable (MessageID) -> Void)? = nil,
                      onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil) throws(CourierError) -> MessageID {
         let body = try JSONBody.serialize(json)
-        return try enqueue(body: body, contentType: "application/json", url: url, headers: headers,
+        return try enqueue(body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
                            callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
     /// Sends any `Encodable` value, encoded with `JSONEncoder` (sorted keys).
     @discardableResult
-    public func send(_ value: some Encodable, to url: URL, headers: [String: String] = [:],
+    public func send(_ value: some Encodable, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
                      onDelivered: (@Sendable (MessageID) -> Void)? = nil,
                      onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil) throws(CourierError) -> MessageID {
         let body = try JSONBody.encode(value)
-        return try enqueue(body: body, contentType: "application/json", url: url, headers: headers,
+        return try enqueue(body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
                            callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
     /// Sends bytes as they are, with the given `Content-Type` (required: bytes carry no type).
     @discardableResult
-    public func send(data: Data, contentType: String, to url: URL, headers: [String: String] = [:],
+    public func send(data: Data, contentType: String, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
                      onDelivered: (@Sendable (MessageID) -> Void)? = nil,
                      onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil) throws(CourierError) -> MessageID {
-        try enqueue(body: Array(data), contentType: contentType, url: url, headers: headers,
+        try enqueue(body: Array(data), contentType: contentType, url: url, orderingKey: orderingKey, headers: headers,
                     callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
-    private func enqueue(body: [UInt8], contentType: String, url: URL, headers: [String: String],
+    private func enqueue(body: [UInt8], contentType: String, url: URL, orderingKey: String?, headers: [String: String],
                          callbacks: Callbacks) throws(CourierError) -> MessageID {
         let target = try validatedTarget(url)
+        if let orderingKey, orderingKey.isEmpty || orderingKey.utf8.count > 1024 {
+            throw CourierError(.invalidOrderingKey, "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
+        }
         if !headers.isEmpty { try Self.validate(headers) }
         try Self.validate(contentType: contentType)
         guard body.count <= configuration.maximumMessageSize else {
@@ -59,7 +66,7 @@ extension Courier {
             allHeaders.append(Header(name: name, value: value))
         }
         let message = MessageState(id: id, url: target, headers: allHeaders, body: body,
-                                   createdMilliseconds: now, nextDueMilliseconds: now)
+                                   createdMilliseconds: now, nextDueMilliseconds: now, orderingKey: orderingKey)
         let event = Event.enqueued(message)
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)

@@ -13,6 +13,8 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         /// Extra headers that cannot be sent or stored (more than 200, an empty name, a name
         /// or value with a line break, or longer than 8 KiB).
         case invalidHeaders
+        /// An ordering key that is empty or longer than 1 KiB of UTF-8.
+        case invalidOrderingKey
         /// A `Configuration` value is out of range (documented on the setting).
         case invalidConfiguration
         /// The body is larger than `Configuration.maximumMessageSize`.

@@ -10,6 +10,13 @@ public enum DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
         return false
     }
 
+    /// HTTP 401: the credentials were refused (with `prepareRequest`, the next attempt brings
+    /// fresh ones; see `RetryPolicy.retriesUnauthorized`).
+    public var isUnauthorized: Bool {
+        if case .response(401, _) = self { return true }
+        return false
+    }
+
     public var description: String {
         switch self {
         case .response(let status, let retryAfter): return "HTTP \(status)" + (retryAfter.map { " (Retry-After: \($0))" } ?? "")
@@ -34,6 +41,9 @@ public struct TransportFailure: Error, Sendable, Hashable, CustomStringConvertib
         case cancelled = 5
         /// Anything else.
         case other = 6
+        /// `Configuration.prepareRequest` threw: nothing was sent. Retried under the policy
+        /// like any failed attempt; says nothing about the destination's health.
+        case requestPreparation = 7
     }
 
     public var kind: Kind

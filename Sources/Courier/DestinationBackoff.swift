@@ -50,7 +50,7 @@ public struct DestinationBackoff: Sendable, Hashable {
         case .failure(let failure):
             switch failure.kind {
             case .timeout, .connectionClosed, .connectionFailed, .tls: return .failing
-            case .cancelled, .other: return .neutral
+            case .cancelled, .other, .requestPreparation: return .neutral
             }
         }
     }

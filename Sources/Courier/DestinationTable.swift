@@ -2,15 +2,14 @@ import Foundation
 
 /// The distinct URLs of pending messages, each stored once and referenced by a 4-byte index
 /// from every slot that goes there, with reference counts (an index is reused once no message
-/// goes there). In FIFO mode each destination also queues its messages' slots in arrival order;
-/// only the head may be attempted.
+/// goes there). Each URL also names its origin (for backoff per destination); ordering lives
+/// in `LaneTable`.
 struct DestinationTable {
     struct Entry {
         var url: [UInt8]
         var references: Int
         /// Index into the projection's `OriginTable` (scheme, host and port).
         var origin: UInt32
-        var queue = SlotQueue()
     }
 
     private var entries: [Entry?] = []
@@ -65,9 +64,6 @@ struct DestinationTable {
         if lastInterned == index { lastInterned = nil }
     }
 
-    func head(of index: UInt32) -> UInt32? { entries[Int(index)]?.queue.first }
-    mutating func enqueue(_ slot: UInt32, in index: UInt32) { entries[Int(index)]!.queue.append(slot) }
-    mutating func dequeue(_ slot: UInt32, from index: UInt32) { entries[Int(index)]!.queue.remove(slot) }
 }
 
 /// A FIFO of slot indices with O(1) amortised append and removal from the front.

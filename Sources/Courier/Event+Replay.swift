@@ -4,7 +4,8 @@ import CourierLog
 /// array, no body copy per record (decoding whole events measured a third of opening a
 /// million messages).
 enum ReplayFact {
-    case fullState(MessageID, url: UnsafeRawBufferPointer, attempts: UInt32, dueMilliseconds: UInt64)
+    case fullState(MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer?, attempts: UInt32,
+                   dueMilliseconds: UInt64)
     case attempted(MessageID, attempt: UInt32, dueMilliseconds: UInt64)
     case delivered(MessageID)
     case abandoned(MessageID, reason: String)
@@ -25,7 +26,12 @@ extension Event {
                 guard r.utf8() != nil, r.utf8() != nil else { return nil }
             }
             guard r.blobBytes() != nil, r.u64() != nil, let attempts = r.u32(), let due = r.u64() else { return nil }
-            fact = .fullState(id, url: url, attempts: attempts, dueMilliseconds: due)
+            var key: UnsafeRawBufferPointer?
+            if !r.isAtEnd {
+                guard let k = r.utf8() else { return nil }
+                key = k
+            }
+            fact = .fullState(id, url: url, orderingKey: key, attempts: attempts, dueMilliseconds: due)
         case .attempted:
             guard let attempt = r.u32(), skipOutcome(&r), let due = r.u64() else { return nil }
             fact = .attempted(id, attempt: attempt, dueMilliseconds: due)

@@ -10,6 +10,19 @@ struct MessageState: Sendable, Equatable {
     var createdMilliseconds: UInt64
     var attempts: UInt32 = 0
     var nextDueMilliseconds: UInt64
+    /// Messages with the same key are delivered one after another, in send order.
+    var orderingKey: String? = nil
+}
+
+extension MessageState {
+    /// Calls `body` with the URL's and the ordering key's UTF-8 bytes.
+    func withKeys<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?) -> R) -> R {
+        var url = url
+        return url.withUTF8 { u in
+            guard var key = orderingKey else { return body(UnsafeRawBufferPointer(u), nil) }
+            return key.withUTF8 { k in body(UnsafeRawBufferPointer(u), UnsafeRawBufferPointer(k)) }
+        }
+    }
 }
 
 struct Header: Sendable, Hashable {
@@ -21,13 +34,15 @@ struct Header: Sendable, Hashable {
 /// `u8 version = 1`, `16 bytes id`, then per kind:
 ///
 ///     enqueued, snapshot  string url · u8 header count · (string name, string value)* · blob body
-///                         · u64 created ms · u32 attempts · u64 next due ms
+///                         · u64 created ms · u32 attempts · u64 next due ms · [string ordering key]
 ///     attempted           u32 attempt · outcome · u64 next due ms
 ///     delivered           u32 attempt · u16 status
 ///     abandoned           u32 attempt · string reason
 ///     outcome             u8 1 · u16 status · string retry-after   |   u8 2 · u8 failure kind · string message
 ///
-/// (`string` = u16 length + UTF-8, `blob` = u32 length + bytes.)
+/// (`string` = u16 length + UTF-8, `blob` = u32 length + bytes.) The ordering key is there only
+/// when the message has one, so a message without one is byte for byte what it was before keys
+/// existed; a reader older than keys rejects a record that has one (as undecodable, reported).
 enum Event: Sendable, Equatable {
     case enqueued(MessageState)
     case attempted(MessageID, attempt: UInt32, outcome: DeliveryOutcome, nextDueMilliseconds: UInt64)
@@ -73,6 +88,7 @@ enum Event: Sendable, Equatable {
             w.u64(s.createdMilliseconds)
             w.u32(s.attempts)
             w.u64(s.nextDueMilliseconds)
+            if let key = s.orderingKey { w.string(key) }
         case .attempted(_, let attempt, let outcome, let due):
             w.u32(attempt)
             switch outcome {
@@ -137,8 +153,13 @@ enum Event: Sendable, Equatable {
             headers.append(Header(name: name, value: value))
         }
         guard let body = r.blob(), let created = r.u64(), let attempts = r.u32(), let due = r.u64() else { return nil }
+        var key: String?
+        if !r.isAtEnd {
+            guard let k = r.string() else { return nil }
+            key = k
+        }
         return MessageState(id: id, url: url, headers: headers, body: body, createdMilliseconds: created,
-                            attempts: attempts, nextDueMilliseconds: due)
+                            attempts: attempts, nextDueMilliseconds: due, orderingKey: key)
     }
 
     private static func decodeOutcome(_ r: inout ByteReader) -> DeliveryOutcome? {

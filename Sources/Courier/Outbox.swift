@@ -101,9 +101,10 @@ extension Outbox {
             } catch {
                 throw CourierError(error)
             }
-            var url = message.url
-            url.withUTF8 { _ = state.projection.applyFullState(id: id, url: UnsafeRawBufferPointer($0), attempts: 0,
-                                                               dueMilliseconds: message.nextDueMilliseconds, address: address) }
+            message.withKeys { url, key in
+                _ = state.projection.applyFullState(id: id, url: url, orderingKey: key, attempts: 0,
+                                                    dueMilliseconds: message.nextDueMilliseconds, address: address)
+            }
             state.recent.insert(message)
             if hold {
                 state.projection.hold(id)

@@ -12,8 +12,12 @@ public struct PendingMessage: Sendable, Hashable {
     public var sentAt: Date
     /// When the next attempt is due (in the past if it is due now or in flight).
     public var nextAttemptAt: Date
+    /// The key `send` was given: messages sharing it are delivered in send order.
+    public var orderingKey: String?
 
-    public init(id: MessageID, url: URL, body: Data, attempts: Int, sentAt: Date, nextAttemptAt: Date) {
+    public init(id: MessageID, url: URL, body: Data, attempts: Int, sentAt: Date, nextAttemptAt: Date,
+                orderingKey: String? = nil) {
+        self.orderingKey = orderingKey
         self.id = id
         self.url = url
         self.body = body
@@ -35,7 +39,8 @@ extension Courier {
             guard let s = try? outbox.loadState(id), let url = URL(string: s.url) else { return nil }
             return PendingMessage(id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
                                   sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
-                                  nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000))
+                                  nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000),
+                                  orderingKey: s.orderingKey)
         }
     }
 }

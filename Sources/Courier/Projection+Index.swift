@@ -126,7 +126,7 @@ extension Projection {
         for i in heap { slots[Int(i)].heapIndex = Self.notInHeap }
         heap.removeAll(keepingCapacity: true)
         for i in slots.indices where slots[i].flags == .live {
-            if fifoPerDestination && destinations.head(of: slots[i].destination) != UInt32(i) { continue }
+            if !isLaneHead(UInt32(i)) { continue }
             heap.append(UInt32(i))
             slots[i].heapIndex = UInt32(heap.count - 1)
         }
@@ -175,8 +175,7 @@ extension Projection {
         for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
             live += 1
             guard lookup(slot.id) == UInt32(i) else { return false }
-            let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked)
-                && (!fifoPerDestination || destinations.head(of: slot.destination) == UInt32(i))
+            let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked) && isLaneHead(UInt32(i))
             guard !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i))) else { return false }
             guard schedulable == (slot.heapIndex != Self.notInHeap) else { return false }
         }

@@ -1,11 +1,11 @@
 import CourierLog
 
 /// The in-memory projection of the log that the engine schedules from: per pending message,
-/// only what scheduling needs, in one 64-byte `Slot`. Bodies, headers and creation times stay
+/// only what scheduling needs, in one 72-byte `Slot`. Bodies, headers and creation times stay
 /// on disk; an attempt reads them back from the slot's `address`. Pure data, no I/O, no clock;
 /// its owner (`Outbox`) holds the lock.
 ///
-/// Memory at N pending (ARCHITECTURE.md, "Memory"): 64 B per slot, 4 B in the heap, 16 to 32 B
+/// Memory at N pending (ARCHITECTURE.md, "Memory"): 72 B per slot, 4 B in the heap, 16 to 32 B
 /// in the id index (a power-of-two table of 8-byte entries, at most half full), plus one entry
 /// per distinct URL: under 100 B per message.
 ///
@@ -19,12 +19,14 @@ struct Projection {
         /// Where the latest full state (`enqueued` or `snapshot`) lies in the log.
         var address: RecordAddress
         var dueMilliseconds: UInt64
-        /// Arrival order: FIFO per destination, stable ties, `pendingMessages` order.
+        /// Arrival order: lanes, stable ties, `pendingMessages` order.
         var order: UInt64
         var attempts: UInt32
         /// Index into `destinations` (the URL).
         var destination: UInt32
-        /// Position in `heap`, or `notInHeap` (in flight, held, waiting behind a FIFO head, free).
+        /// Index into `lanes`, or `LaneTable.none`: only a lane's head is schedulable.
+        var lane: UInt32
+        /// Position in `heap`, or `notInHeap` (in flight, held, parked, waiting behind its lane's head, free).
         var heapIndex: UInt32
         var flags: Flags
     }
@@ -52,6 +54,8 @@ struct Projection {
     private(set) var destinations = DestinationTable()
     /// Destination health: which origins are down, their probes and parked messages.
     var origins = OriginTable()
+    /// Ordering keys (and, in FIFO mode, URLs): one queue per key.
+    private(set) var lanes = LaneTable()
     private var nextOrder: UInt64 = 0
 
     init(fifoPerDestination: Bool) { self.fifoPerDestination = fifoPerDestination }
@@ -71,8 +75,8 @@ struct Projection {
 
     /// A full state was logged at `address`: add the message, or replace what is known of it.
     @discardableResult
-    mutating func applyFullState(id: MessageID, url: UnsafeRawBufferPointer, attempts: UInt32, dueMilliseconds: UInt64,
-                                 address: RecordAddress) -> Change {
+    mutating func applyFullState(id: MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer? = nil,
+                                 attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress) -> Change {
         if let i = lookup(id) {
             slots[Int(i)].address = address
             slots[Int(i)].attempts = attempts
@@ -82,13 +86,13 @@ struct Projection {
         }
         let destination = destinations.intern(url, origins: &origins)
         let slot = Slot(id: id, address: address, dueMilliseconds: dueMilliseconds, order: nextOrder, attempts: attempts,
-                        destination: destination, heapIndex: Self.notInHeap, flags: .live)
+                        destination: destination, lane: LaneTable.none, heapIndex: Self.notInHeap, flags: .live)
         nextOrder += 1
         let i = allocate(slot)
         insertIntoIndex(i)
-        if fifoPerDestination {
-            destinations.enqueue(i, in: destination)
-            guard destinations.head(of: destination) == i else { return .added }
+        if let key = LaneTable.key(orderingKey: orderingKey, url: url, fifoPerDestination: fifoPerDestination) {
+            slots[Int(i)].lane = lanes.join(i, key: key)
+            guard lanes.head(of: slots[Int(i)].lane) == i else { return .added }
         }
         makeSchedulable(i)
         return .added
@@ -117,9 +121,10 @@ struct Projection {
     mutating func apply(_ event: Event, address: RecordAddress) -> Change {
         switch event {
         case .enqueued(let s), .snapshot(let s):
-            var url = s.url
-            return url.withUTF8 { applyFullState(id: s.id, url: UnsafeRawBufferPointer($0), attempts: s.attempts,
-                                                 dueMilliseconds: s.nextDueMilliseconds, address: address) }
+            return s.withKeys { url, key in
+                applyFullState(id: s.id, url: url, orderingKey: key, attempts: s.attempts,
+                               dueMilliseconds: s.nextDueMilliseconds, address: address)
+            }
         case .attempted(let id, let attempt, _, let due): return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due)
         case .delivered(let id, _, _), .abandoned(let id, _, _): return applyEnd(id: id)
         }
@@ -183,9 +188,9 @@ struct Projection {
         endProbe(i)
         if slot.flags.contains(.parked) { unparked(i) }
         removeFromIndex(id)
-        if fifoPerDestination {
-            destinations.dequeue(i, from: slot.destination)
-            if let head = destinations.head(of: slot.destination), !slots[Int(head)].flags.contains(.inFlight),
+        if slot.lane != LaneTable.none {
+            lanes.leave(i, lane: slot.lane)
+            if let head = lanes.head(of: slot.lane), slots[Int(head)].flags.isDisjoint(with: [.inFlight, .parked]),
                slots[Int(head)].heapIndex == Self.notInHeap {
                 makeSchedulable(head)
             }
@@ -255,13 +260,18 @@ struct Projection {
         return UInt32(slots.count - 1)
     }
 
+    /// Whether slot `i` is not held back by an earlier message of its lane.
+    func isLaneHead(_ i: UInt32) -> Bool {
+        let lane = slots[Int(i)].lane
+        return lane == LaneTable.none || lanes.head(of: lane) == i
+    }
+
     /// Puts a slot where its state says: in the heap if schedulable, parked if schedulable but
     /// its destination is down, else out of both.
     mutating func reschedule(_ i: UInt32) {
         let slot = slots[Int(i)]
         let inHeap = slot.heapIndex != Self.notInHeap
-        let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked)
-            && (!fifoPerDestination || destinations.head(of: slot.destination) == i)
+        let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked) && isLaneHead(i)
         guard schedulable else {
             if inHeap { heapRemove(i) }
             return

@@ -21,9 +21,11 @@ import Foundation
 /// |---|---|---|
 /// | 2xx | delivered | delivered |
 /// | 408, 425, 429 | retry | retry (the server asks for it) |
+/// | 401 | retry | retry while `retriesUnauthorized` (the default): `prepareRequest` gives each attempt fresh credentials |
 /// | other 4xx | retry | give up (resending the same bytes cannot fix them) |
 /// | 5xx, 1xx, 3xx | retry | retry (server trouble is transient) |
 /// | timeout, connection dropped/refused, TLS, other | retry | retry (the network heals) |
+/// | `prepareRequest` threw (`.requestPreparation`) | retry | retry (a token service heals too) |
 ///
 /// `maximumAttempts` and `expiry` (both off by default, as the user asked to "retry until you
 /// receive a successful response") give up after that many attempts or that long since `send`.
@@ -66,6 +68,10 @@ public struct RetryPolicy: Sendable, Hashable {
     public var retryAfterLimit: Duration
     /// The default is `.retryEverything`.
     public var classifier: Classifier
+    /// Whether `.giveUpOnClientErrors` still retries HTTP 401. The default is true: an expired
+    /// token is the usual cause, and `Configuration.prepareRequest` puts a fresh one on every
+    /// attempt. Set it to false if your credentials cannot change between attempts.
+    public var retriesUnauthorized = true
 
     public init(initialDelay: Duration = .seconds(1), multiplier: Double = 2, maximumDelay: Duration = .seconds(300),
                 jitter: Jitter = .full, maximumAttempts: Int? = nil, expiry: Duration? = nil,
@@ -97,7 +103,7 @@ public struct RetryPolicy: Sendable, Hashable {
                        using random: inout some RandomNumberGenerator) -> Decision {
         if outcome.isSuccess { return .delivered }
         if classifier == .giveUpOnClientErrors, case .response(let status, _) = outcome,
-           (400..<500).contains(status), ![408, 425, 429].contains(status) {
+           (400..<500).contains(status), ![408, 425, 429].contains(status), !(status == 401 && retriesUnauthorized) {
             return .giveUp(reason: "HTTP \(status) is a client error (policy gives up on 4xx)")
         }
         if let maximumAttempts, attempt >= maximumAttempts {

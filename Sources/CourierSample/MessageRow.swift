@@ -45,6 +45,7 @@ public struct MessageRow: Sendable, Equatable, Identifiable {
             case .tls: return "TLS"
             case .cancelled: return "cancelled"
             case .other: return "error"
+            case .requestPreparation: return "prepareRequest failed"
             }
         }
     }

@@ -48,9 +48,10 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
             return bytes.withUnsafeBytes { raw -> Bool in
                 switch (Event.replayFact(kind: kind, body: raw), event) {
                 case (nil, nil): return true
-                case (.fullState(let id, let url, let attempts, let due)?, .some(let e)):
+                case (.fullState(let id, let url, let key, let attempts, let due)?, .some(let e)):
                     guard let s = e.fullState else { return false }
                     return id == s.id && String(decoding: url, as: UTF8.self) == s.url && attempts == s.attempts && due == s.nextDueMilliseconds
+                        && key.map { String(decoding: $0, as: UTF8.self) } == s.orderingKey
                 case (.attempted(let id, let attempt, let due)?, .attempted(let i, let a, _, let d)?): return id == i && attempt == a && due == d
                 case (.delivered(let id)?, .delivered(let i, _, _)?): return id == i
                 case (.abandoned(let id, let reason)?, .abandoned(let i, _, let r)?): return id == i && reason == r

@@ -92,12 +92,13 @@ import Testing
     @Test func theClientErrorClassifierGivesUpOnPermanent4xxOnly() {
         let policy = RetryPolicy(classifier: .giveUpOnClientErrors)
         var random = ClosureRandom(source: SeededRandomSource(seed: 5).next)
-        for status in [400, 401, 403, 404, 410, 422] {
+        for status in [400, 403, 404, 410, 422] {
             guard case .giveUp = policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now, using: &random) else {
                 Issue.record("\(status) must give up"); continue
             }
         }
-        for status in [408, 425, 429, 500, 503] {
+        // 401 is retried: `prepareRequest` may bring fresh credentials (`retriesUnauthorized`).
+        for status in [401, 408, 425, 429, 500, 503] {
             guard case .retry = policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now, using: &random) else {
                 Issue.record("\(status) must be retried"); continue
             }

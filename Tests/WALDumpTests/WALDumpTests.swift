@@ -207,4 +207,39 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         _ = Dump(directory: path, out: { stats.append($0) }, err: { _ in }).stats(json: false)
         #expect(stats.contains("messages: 1 live, 1 dead (2 records of dead messages)"))
     }
+
+    /// `prepareRequest` adds a token to every attempt; the log never holds it: `--payload`
+    /// shows the body and the headers `send` stored, and no token, in text and JSON.
+    @Test func whatPrepareRequestAddsNeverReachesTheLog() async throws {
+        let path = NSTemporaryDirectory() + "courier-token-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 401) : .response(status: 200) }
+        var config = Courier.Configuration()
+        config.transport = transport
+        config.clock = ManualClock()
+        config.retry = RetryPolicy(initialDelay: .zero, jitter: .none)
+        config.prepareRequest = { request in request.headers["Authorization"] = "Bearer s3cret-\(request.attempt)" }
+        let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
+        let id = try courier.send(["text": "visible"], to: URL(string: "https://example.com/in")!, headers: ["X-App": "demo"])
+        try await courier.delivered(id)
+        await courier.close()
+        #expect(transport.requests.map { $0.headers["Authorization"] } == ["Bearer s3cret-1", "Bearer s3cret-2"])
+        // JSON: each record's payload (`payload`, or `payload_base64` when binary), decoded.
+        var lines: [String] = []
+        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: true) == .ok)
+        let payloads = try lines.map { line -> String in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            if let text = object["payload"] as? String { return text }
+            let base64 = try #require(object["payload_base64"] as? String)
+            return String(decoding: try #require(Data(base64Encoded: base64)), as: UTF8.self)
+        }
+        let decoded = payloads.joined(separator: "\n")
+        #expect(payloads.count == 3, "enqueued, attempted, delivered")
+        #expect(decoded.contains("visible") && decoded.contains("X-App") && decoded.contains("Content-Type"), "the payload is shown")
+        #expect(!decoded.contains("s3cret") && !decoded.contains("Authorization"))
+        // Text: the same, as written.
+        var text: [String] = []
+        #expect(Dump(directory: path, out: { text.append($0) }, err: { _ in }).records(json: false, payload: true) == .ok)
+        #expect(text.count == 3 && !text.joined().contains("s3cret"))
+    }
 }

@@ -82,6 +82,13 @@ if arguments.count == 3 && arguments[1] == "--soak" {
     exit(0)
 }
 
+if arguments.count == 3 && arguments[1] == "--outage" {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-outage-\(getpid())")
+    try await outageScenarios(seconds: Int(arguments[2])!, root: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+
 let sizes = arguments.count > 1 ? arguments[1].split(separator: ",").compactMap { Int($0) } : [10_000, 100_000, 1_000_000]
 let deliverCount = arguments.count > 2 ? Int(arguments[2]) ?? 4_000 : 4_000
 let idleSeconds = arguments.count > 3 ? Double(arguments[3]) ?? 20 : 20

@@ -1,0 +1,75 @@
+import Courier
+import FlakyServer
+import Foundation
+
+// `courier-bench --outage SECONDS` (make bench-outage): issue 11's scenarios on loopback, real
+// time, default retry policy, with destination backoff on and off in turn.
+// 1. 500 messages; the server answers 503 (Retry-After: 1) for SECONDS, then 200: requests
+//    during the outage, and how long after recovery the last message arrived.
+// 2. 400 messages, every other one to a port where nothing listens: how many of the live
+//    server's 200 it accepted within 2 s and within 30 s.
+
+func outageScenarios(seconds outage: Int, root: URL) async throws {
+    for backoff in [DestinationBackoff.disabled, DestinationBackoff()] {
+        let label = backoff.isEnabled ? "destination backoff on " : "destination backoff off"
+        var down = FlakyServer.Behavior(failureRate: 0, seed: 11)
+        down.unavailableRate = 1
+        let server = try await FlakyServer(behavior: down)
+        var config = Courier.Configuration()
+        config.destinationBackoff = backoff
+        let dir = root.appendingPathComponent("outage-\(backoff.isEnabled)")
+        let courier = try Courier(directory: dir, configuration: config)
+        let url = await server.url
+        let start = ContinuousClock.now
+        for i in 0..<500 { try courier.send(["n": i, "text": "hello"], to: url) }
+        try await Task.sleep(until: start.advanced(by: .seconds(outage)))
+        let during = server.statistics.requests
+        server.setBehavior(.init(failureRate: 0, seed: 11))
+        let recovered = ContinuousClock.now
+        await courier.waitUntilIdle()
+        let drain = seconds(recovered.duration(to: .now))
+        line("\(label): \(outage) s of 503s, 500 messages", "\(during) requests during the outage; last delivered \(String(format: "%.1f", drain)) s after recovery")
+        await courier.close()
+        await server.stop()
+    }
+    for backoff in [DestinationBackoff.disabled, DestinationBackoff()] {
+        let label = backoff.isEnabled ? "destination backoff on " : "destination backoff off"
+        let server = try await FlakyServer(behavior: .init(failureRate: 0, seed: 12))
+        var config = Courier.Configuration()
+        config.destinationBackoff = backoff
+        let courier = try Courier(directory: root.appendingPathComponent("dead-\(backoff.isEnabled)"), configuration: config)
+        let live = await server.url
+        let dead = URL(string: "http://127.0.0.1:\(try unusedLoopbackPort())/inbox")!
+        let start = ContinuousClock.now
+        for i in 0..<400 { try courier.send(["n": i], to: i.isMultiple(of: 2) ? live : dead) }
+        try await Task.sleep(until: start.advanced(by: .seconds(2)))
+        let early = server.statistics.acceptedKeys
+        while server.statistics.acceptedKeys < 200 && start.duration(to: .now) < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let all = seconds(start.duration(to: .now))
+        line("\(label): live server beside a dead port", "\(early) of 200 accepted within 2 s; \(server.statistics.acceptedKeys) after \(String(format: "%.1f", all)) s")
+        await courier.close()
+        await server.stop()
+    }
+}
+
+/// A loopback port nothing listens on (bound, read, closed).
+func unusedLoopbackPort() throws -> Int {
+    #if canImport(Glibc)
+    let stream = Int32(SOCK_STREAM.rawValue)
+    #else
+    let stream = SOCK_STREAM
+    #endif
+    let fd = socket(AF_INET, stream, 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw POSIXError(.EADDRINUSE) }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
