@@ -33,6 +33,8 @@ let package = Package(
         // connections; see README). Built on Linux only: Apple platforms use URLSession.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        // Logging the ecosystem's way (`Configuration.logger`); silent unless the app sets one.
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // The stand-in flaky server used by tests, the demo and the benchmarks.
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
@@ -53,6 +55,7 @@ let package = Package(
         // The messaging layer and public API: events, projection, retry engine, transports.
         .target(name: "Courier", dependencies: [
             "CourierLog",
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client",
                      condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
             .product(name: "NIOPosix", package: "swift-nio",
@@ -101,7 +104,8 @@ let package = Package(
         .testTarget(name: "CourierSampleTests", dependencies: ["CourierSample", "Courier", "CourierTesting"]),
         .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting",
                                                           .target(name: "CLZ4", condition: .when(platforms: [.linux]))]),
-        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer"]),
+        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer",
+                                                       .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting", "Courier", "CourierTesting"]),
     ],
     swiftLanguageModes: [.v6]

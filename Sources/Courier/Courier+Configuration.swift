@@ -1,5 +1,6 @@
 import CourierLog
 import Foundation
+import Logging
 
 extension Courier {
     /// Delivery order between messages to the same URL.
@@ -53,6 +54,17 @@ extension Courier {
         /// It runs on the delivery task, concurrently for concurrent attempts. The default is
         /// nil.
         public var prepareRequest: (@Sendable (inout DeliveryRequest) async throws -> Void)?
+        /// Where Courier logs (swift-log). The default logs nothing, as a library should; pass
+        /// your app's logger to see, with metadata `courier.message-id`, `courier.attempt` and
+        /// `courier.destination`:
+        /// - `error`: storage failures (a state change not written, a record unreadable);
+        /// - `warning`: damage found when opening, a destination down, a message abandoned;
+        /// - `info`: a destination recovered;
+        /// - `debug`: each attempt and how it ended.
+        ///
+        /// Never logged: bodies and headers (they may hold personal data or secrets), nor
+        /// anything `prepareRequest` adds.
+        public var logger = Logger(label: "courier", factory: { _ in SwiftLogNoOpLogHandler() })
         /// The HTTP stack. The default (nil) is URLSession on Apple platforms and
         /// AsyncHTTPClient on Linux.
         public var transport: (any DeliveryTransport)?

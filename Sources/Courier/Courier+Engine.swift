@@ -1,5 +1,6 @@
 import CourierLog
 import Foundation
+import Logging
 
 /// The engine's bookkeeping, guarded by `Courier.engineLock`.
 struct EngineState {
@@ -63,6 +64,7 @@ extension Courier {
         switch read {
         case .success(let loaded?):
             state = loaded
+            configuration.logger.debug("attempt starting", metadata: Self.metadata(attempt, state))
             outcome = await deliver(request(for: state, attempt: attempt.number))
         case .success(nil):
             // Resolved meanwhile (cannot happen while in flight; harmless if it did).
@@ -164,6 +166,7 @@ extension Courier {
         case .giveUp(let reason):
             verdict = .giveUp(reason: reason)
         }
+        configuration.logger.debug("attempt ended: \(outcome) → \(decision)", metadata: Self.metadata(attempt, state))
         let effects = outbox.record(verdict, of: attempt, outcome: outcome,
                                     destination: destinationReport(outcome, nowMilliseconds: now, random: random.next()))
         effects.run()
@@ -186,6 +189,11 @@ extension Courier {
                                                           now: Double(now) / 1000, random: random)
                 return UInt64(max(0, delay.seconds * 1000))
             })
+    }
+
+    /// The metadata of an attempt's log lines (never headers or the body).
+    private static func metadata(_ attempt: Attempt, _ state: MessageState) -> Logger.Metadata {
+        ["courier.message-id": "\(attempt.id)", "courier.attempt": "\(attempt.number)", "courier.destination": "\(state.url)"]
     }
 
     /// An attempt's task is done: its delivery slot is free.

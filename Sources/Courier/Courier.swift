@@ -81,9 +81,13 @@ public final class Courier {
         Self.applyPlatformDataProtection(to: directory)
         let (state, report) = replayer.finish(log, configuration: configuration, nowMilliseconds: wallStart)
         recovery = report
+        if !report.isClean {
+            configuration.logger.warning("opening the log found damage; messages may be missing (see Courier.recovery)",
+                                         metadata: ["courier.recovery": "\(report.summary)", "courier.directory": "\(directory.path)"])
+        }
         // `consume`: the outbox must hold the only reference to the projection's buffers, or
         // its first change would copy them all (measured: 8% of opening a million messages).
-        outbox = Outbox(log: log, limits: configuration.outboxLimits, state: consume state)
+        outbox = Outbox(log: log, limits: configuration.outboxLimits, state: consume state, logger: configuration.logger)
         // Made last: a transport Courier creates must be shut down, and an init that threw
         // earlier never has to.
         self.ownsTransport = configuration.transport == nil

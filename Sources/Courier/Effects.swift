@@ -1,3 +1,5 @@
+import Logging
+
 /// Side effects collected under a lock and run after it is released, so no user code
 /// (callbacks, event consumers, resumed tasks) ever runs while a lock is held.
 struct Effects {
@@ -13,6 +15,8 @@ struct Effects {
     /// Whether anyone subscribes: without subscribers, events are not even collected (an
     /// array per `send` for nobody measured in the send path's profile).
     var listening = true
+    /// Set when the courier's logger wants events (see `Configuration.logger`).
+    var logger: Logger?
 
     mutating func emit(_ event: CourierEvent) {
         if listening { events.append(event) }
@@ -20,12 +24,34 @@ struct Effects {
 
     func run() {
         for event in events { for s in subscribers { s.yield(event) } }
+        if let logger { for event in events { Self.log(event, to: logger) } }
         for (callback, id) in delivered { callback(id) }
         for (callback, id, error) in abandoned { callback(id, error) }
         for c in successes { c.resume() }
         for (c, error) in failures { c.resume(throwing: error) }
         for c in idle { c.resume() }
         for s in finishStreams { s.finish() }
+    }
+}
+
+extension Effects {
+    /// The events worth a log line, at the levels `Configuration.logger` documents.
+    static func log(_ event: CourierEvent, to logger: Logger) {
+        switch event {
+        case .storageFailed(let what):
+            logger.error("storage failure: \(what)")
+        case .abandoned(let id, let attempts, let reason):
+            logger.warning("message abandoned: \(reason)",
+                           metadata: ["courier.message-id": "\(id)", "courier.attempt": "\(attempts)"])
+        case .destinationDown(let origin, let failures):
+            logger.warning("destination down after \(failures) failing attempts in a row: one probe at a time",
+                           metadata: ["courier.destination": "\(origin)"])
+        case .destinationRecovered(let origin, let downFor, let released):
+            logger.info("destination recovered after \(downFor): \(released) waiting messages due now",
+                        metadata: ["courier.destination": "\(origin)"])
+        case .enqueued, .attempt, .failed, .delivered:
+            break  // the engine logs attempts itself, with their destination (debug)
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 import CourierLog
+import Logging
 
 /// The one owner of a courier's durable state: the projection, the log appends that change it,
 /// and everyone waiting on it (delivery waiters, idle waiters, event subscribers, callbacks).
@@ -46,10 +47,17 @@ final class Outbox {
         var recent = RecentStates(capacity: 512)
     }
 
-    init(log: WriteAheadLog, limits: Limits, state: State) {
+    /// Where events worth a log line go (`Effects.run` writes them, outside the lock).
+    let logger: Logger
+    /// Whether the logger wants any of them: if not, events are collected only for subscribers.
+    private let logsEvents: Bool
+
+    init(log: WriteAheadLog, limits: Limits, state: State, logger: Logger) {
         self.log = log
         self.limits = limits
         self.state = state
+        self.logger = logger
+        logsEvents = logger.logLevel <= .info
     }
 
     /// Runs `body` on the state holding the lock, and returns its result with the effects it
@@ -57,7 +65,8 @@ final class Outbox {
     func mutate<R, E: Error>(_ body: (inout State, inout Effects) throws(E) -> R) throws(E) -> (R, Effects) {
         try lock.withLock { () throws(E) -> (R, Effects) in
             var effects = Effects()
-            effects.listening = !state.subscribers.isEmpty
+            effects.listening = !state.subscribers.isEmpty || logsEvents
+            if logsEvents { effects.logger = logger }
             let result = try body(&state, &effects)
             if !effects.events.isEmpty { effects.subscribers = Array(state.subscribers.values) }
             #if DEBUG
@@ -76,7 +85,7 @@ final class Outbox {
 }
 
 /// Why `Outbox` is `Sendable`: `state` is only read or written while holding `lock` (through
-/// `mutate` and `read`); `log` is thread-safe; `limits` is immutable.
+/// `mutate` and `read`); `log` is thread-safe; `limits`, `logger` and `logsEvents` are immutable.
 extension Outbox: @unchecked Sendable {}
 
 // MARK: - Sending
