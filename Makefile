@@ -14,7 +14,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --disable-default-traits --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test smoke demo bench bench-compare bench-outage soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test smoke demo docs bench bench-compare bench-outage soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
 
 all: build
 
@@ -77,6 +77,19 @@ bench-compare: deps
 SOAK_N ?= 1000000
 soak: deps
 	$(SWIFT) run -c release courier-bench --soak $(SOAK_N)
+
+# DocC for Courier and CourierLog (swift-docc-plugin from the package mirror), as static sites
+# in .build/docs/Courier and .build/docs/CourierLog; DOCC_FLAGS=--warnings-as-errors to be strict.
+# Not part of `make test`. Open .build/docs/Courier/documentation/courier/index.html through
+# any static file server (e.g. `python3 -m http.server -d .build/docs/Courier`).
+DOCC_FLAGS ?=
+docs: deps
+	@mkdir -p .build/docs; for target in Courier CourierLog; do \
+	  $(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation --target $$target \
+	    --disable-indexing --transform-for-static-hosting --hosting-base-path $$target \
+	    --output-path .build/docs/$$target $(DOCC_FLAGS) || exit 1; \
+	done
+	@echo "docs: .build/docs/Courier and .build/docs/CourierLog"
 
 # Issue 11's destination scenarios on loopback, real time, backoff per destination off then on:
 # 500 messages through OUTAGE_SECONDS of 503s (requests during it, drain after it), and a live

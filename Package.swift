@@ -33,6 +33,8 @@ let package = Package(
         // connections; see README). Built on Linux only: Apple platforms use URLSession.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        // `make docs` (DocC); a command plugin: nothing of it is linked into Courier.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // Logging the ecosystem's way (`Configuration.logger`); silent unless the app sets one.
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // The stand-in flaky server used by tests, the demo and the benchmarks.

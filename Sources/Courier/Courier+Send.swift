@@ -8,6 +8,8 @@ extension Courier {
     /// of these. Anything else (a `Date`, `Data`, a custom object, NaN) throws `.invalidJSON`
     /// and writes nothing.
     /// - Parameters:
+    ///   - json: the object to POST, serialized with sorted keys.
+    ///   - url: an absolute http or https URL.
     ///   - orderingKey: messages with the same key are delivered one after another, in send
     ///     order, across restarts: the next is not attempted before the previous one was
     ///     delivered or abandoned. Messages with different keys, or none (the default), never

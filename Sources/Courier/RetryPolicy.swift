@@ -97,8 +97,11 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// The decision after attempt number `attempt` ended with `outcome`.
     /// - Parameters:
+    ///   - outcome: how the attempt ended.
+    ///   - attempt: its number, 1 for the first.
     ///   - sinceSend: how long ago the message was sent (for `expiry`).
     ///   - now: the wall time, to read a `Retry-After` HTTP date.
+    ///   - random: the source of jitter.
     public func decide(_ outcome: DeliveryOutcome, attempt: Int, sinceSend: Duration, now: Date,
                        using random: inout some RandomNumberGenerator) -> Decision {
         if outcome.isSuccess { return .delivered }
