@@ -41,6 +41,7 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
         self.clock = clock
     }
 
+    /// POSTs `request` within `request.timeout`; every failure becomes a classified outcome.
     public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
         var http = HTTPClientRequest(url: request.url.absoluteString)
         http.method = .POST

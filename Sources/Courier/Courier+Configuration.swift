@@ -103,6 +103,7 @@ extension Courier {
         /// `.unknownMessage`. The default is 100,000 (about 3 MB).
         public var resolvedMemoryCount = 100_000
 
+        /// Every setting at its documented default.
         public init() {}
     }
 }

@@ -8,6 +8,7 @@ extension Courier {
         public var delivered: Int
         /// Messages still pending when it returned.
         public var remaining: Int
+        /// A summary of `delivered` messages and `remaining` pending ones.
         public init(delivered: Int, remaining: Int) {
             self.delivered = delivered
             self.remaining = remaining

@@ -17,7 +17,9 @@ import Foundation
 /// All methods are thread-safe; `send` never blocks on the network and may be called from the
 /// main thread. Callbacks and events are delivered on background threads.
 public final class Courier {
+    /// The directory holding this courier's log.
     public let directory: URL
+    /// The settings it was opened with.
     public let configuration: Configuration
     /// The durable state: projection, log appends, waiters. Courier is the facade around it.
     let outbox: Outbox

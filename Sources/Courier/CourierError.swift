@@ -5,6 +5,7 @@ import CourierLog
 ///     do { try courier.send(payload, to: url) }
 ///     catch let error as CourierError where error.code == .storageFull { … }
 public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, for `catch` clauses and `switch`.
     public enum Code: String, Sendable, Hashable {
         /// The value cannot be sent as JSON (a `Date`, a custom object, NaN or infinity, …).
         case invalidJSON
@@ -39,12 +40,15 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         case unknownMessage
     }
 
+    /// What went wrong.
     public var code: Code
+    /// Why, in words for people (names the setting or value at fault).
     public var message: String
     /// The message the error is about, when there is one: set by `send` when the outcome of
     /// the write is unknown (see `Courier.Durability` in README: a failed fsync with `.always`).
     public var messageID: MessageID?
 
+    /// An error with `code`, `message` and, when one message is concerned, its id.
     public init(_ code: Code, _ message: String, messageID: MessageID? = nil) {
         self.code = code
         self.message = message

@@ -5,6 +5,7 @@ public enum DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
     /// No response: timeout, connection refused or dropped, TLS, …
     case failure(TransportFailure)
 
+    /// Whether the server answered 2xx: the message is delivered.
     public var isSuccess: Bool {
         if case .response(let status, _) = self { return (200..<300).contains(status) }
         return false
@@ -28,6 +29,7 @@ public enum DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
 /// A transport-level failure, classified so the retry policy can decide without knowing which
 /// HTTP stack produced it.
 public struct TransportFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The class of failure (stored in the log as its raw value).
     public enum Kind: UInt8, Sendable, Hashable {
         /// No response within `Configuration.requestTimeout`.
         case timeout = 1
@@ -46,9 +48,12 @@ public struct TransportFailure: Error, Sendable, Hashable, CustomStringConvertib
         case requestPreparation = 7
     }
 
+    /// The class of failure, which the retry policy and destination backoff act on.
     public var kind: Kind
+    /// The transport's own words, for people and logs.
     public var message: String
 
+    /// A failure of `kind`, described by `message`.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message

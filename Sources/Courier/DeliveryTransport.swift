@@ -2,16 +2,20 @@ import Foundation
 
 /// One HTTP POST to make.
 public struct DeliveryRequest: Sendable, Hashable {
+    /// Where to POST.
     public var url: URL
     /// Includes `Content-Type` and `Idempotency-Key`.
     public var headers: [String: String]
+    /// Exactly the bytes `send` stored.
     public var body: Data
     /// The whole request must finish within this; the transport enforces it.
     public var timeout: Duration
+    /// The message, also sent as `Idempotency-Key`.
     public var messageID: MessageID
     /// 1 for the first attempt.
     public var attempt: Int
 
+    /// A request for attempt `attempt` of message `messageID`.
     public init(url: URL, headers: [String: String], body: Data, timeout: Duration, messageID: MessageID, attempt: Int) {
         self.url = url
         self.headers = headers
@@ -29,6 +33,7 @@ public struct DeliveryRequest: Sendable, Hashable {
 /// Defaults: URLSession on Apple platforms; AsyncHTTPClient on Linux, where URLSession hangs
 /// until its timeout and silently re-sends POSTs when a server drops connections (see README).
 public protocol DeliveryTransport: Sendable {
+    /// POSTs `request` and reports what happened; never throws.
     func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome
     /// Releases connections. Called once by `Courier.close()`.
     func shutdown() async

@@ -33,6 +33,7 @@ public struct DestinationBackoff: Sendable, Hashable {
     /// still goes down now and then (1 run of 5 in 32), which costs one probe's wait.
     public var failuresBeforeDown: Int
 
+    /// Destination backoff with the given settings (the defaults: on, 5 failures).
     public init(isEnabled: Bool = true, failuresBeforeDown: Int = 5) {
         precondition(failuresBeforeDown >= 1, "failuresBeforeDown must be at least 1")
         self.isEnabled = isEnabled

@@ -10,8 +10,11 @@ public struct EventDescription: Sendable, Equatable {
     /// A few `key=value` facts: destination, attempt, outcome, next due time, …
     public var details: [Detail]
 
+    /// One named field of a record, as `wal-dump` prints it.
     public struct Detail: Sendable, Equatable {
+        /// The field's name (a `wal-dump --json` key).
         public var key: String
+        /// Its value, as text.
         public var value: String
     }
 

@@ -7,6 +7,7 @@ import Glibc
 /// the `Idempotency-Key` header, so a server can drop the duplicates that at-least-once
 /// delivery produces.
 public struct MessageID: Hashable, Sendable, Codable, CustomStringConvertible, Comparable {
+    /// The UUID behind the id.
     public let uuid: UUID
 
     /// A new random (version 4) id, unless given a UUID.
@@ -36,6 +37,7 @@ public struct MessageID: Hashable, Sendable, Codable, CustomStringConvertible, C
 
     public static func < (a: MessageID, b: MessageID) -> Bool { a.description < b.description }
 
+    /// Decodes the id from its string form (the `Idempotency-Key`).
     public init(from decoder: any Decoder) throws {
         let string = try decoder.singleValueContainer().decode(String.self)
         guard let id = MessageID(string) else {
@@ -44,6 +46,7 @@ public struct MessageID: Hashable, Sendable, Codable, CustomStringConvertible, C
         self = id
     }
 
+    /// Encodes the id as its string form (the `Idempotency-Key`).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(description)

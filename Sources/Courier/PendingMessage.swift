@@ -2,7 +2,9 @@ import Foundation
 
 /// A message not yet delivered or abandoned, as `Courier.pendingMessages` reports it.
 public struct PendingMessage: Sendable, Hashable {
+    /// The id `send` returned.
     public var id: MessageID
+    /// Where it is POSTed.
     public var url: URL
     /// Exactly the bytes that are POSTed.
     public var body: Data
@@ -15,6 +17,7 @@ public struct PendingMessage: Sendable, Hashable {
     /// The key `send` was given: messages sharing it are delivered in send order.
     public var orderingKey: String?
 
+    /// A pending message with these fields (tests build them; Courier reports them).
     public init(id: MessageID, url: URL, body: Data, attempts: Int, sentAt: Date, nextAttemptAt: Date,
                 orderingKey: String? = nil) {
         self.orderingKey = orderingKey

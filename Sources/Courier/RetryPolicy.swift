@@ -30,6 +30,7 @@ import Foundation
 /// `maximumAttempts` and `expiry` (both off by default, as the user asked to "retry until you
 /// receive a successful response") give up after that many attempts or that long since `send`.
 public struct RetryPolicy: Sendable, Hashable {
+    /// How the delay is randomised below its cap.
     public enum Jitter: Sendable, Hashable {
         /// Exactly the capped exponential delay.
         case none
@@ -39,6 +40,7 @@ public struct RetryPolicy: Sendable, Hashable {
         case equal
     }
 
+    /// Which failed outcomes are worth another attempt (the table above).
     public enum Classifier: Sendable, Hashable {
         /// Every outcome other than 2xx is retried. The default.
         case retryEverything
@@ -46,9 +48,13 @@ public struct RetryPolicy: Sendable, Hashable {
         case giveUpOnClientErrors
     }
 
+    /// What `decide` says about an attempt's outcome.
     public enum Decision: Sendable, Hashable {
+        /// The server answered 2xx.
         case delivered
+        /// Try again after this delay.
         case retry(after: Duration)
+        /// Stop: the message is abandoned, for this reason.
         case giveUp(reason: String)
     }
 
@@ -73,6 +79,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// attempt. Set it to false if your credentials cannot change between attempts.
     public var retriesUnauthorized = true
 
+    /// A policy; every parameter defaults to the documented default of its property.
     public init(initialDelay: Duration = .seconds(1), multiplier: Double = 2, maximumDelay: Duration = .seconds(300),
                 jitter: Jitter = .full, maximumAttempts: Int? = nil, expiry: Duration? = nil,
                 retryAfterLimit: Duration = .seconds(3600), classifier: Classifier = .retryEverything) {

@@ -13,6 +13,7 @@ public final class URLSessionTransport: DeliveryTransport {
     private let session: URLSession
     private let clock: any Clock<Duration>
 
+    /// A transport with its own session, made from `configuration`.
     /// - Parameters:
     ///   - configuration: the default is an ephemeral configuration (no cookies, no cache:
     ///     each POST stands alone).
@@ -23,6 +24,7 @@ public final class URLSessionTransport: DeliveryTransport {
         self.clock = clock
     }
 
+    /// POSTs `request` within `request.timeout`; every failure becomes a classified outcome.
     public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = "POST"

@@ -39,6 +39,7 @@ public enum CRC32C {
         return ~c
     }
 
+    /// The CRC-32C (Castagnoli) of `bytes`, continuing from `seed`.
     public static func checksum(_ bytes: [UInt8], seed: UInt32 = 0) -> UInt32 {
         bytes.withUnsafeBytes { extend(seed, $0) }
     }
@@ -50,6 +51,7 @@ public enum CRC32C {
         ((crc >> 15) | (crc << 17)) &+ 0xA282_EAD8
     }
 
+    /// Undoes `mask`: the CRC as computed, before masking.
     public static func unmask(_ masked: UInt32) -> UInt32 {
         let rot = masked &- 0xA282_EAD8
         return (rot >> 17) | (rot << 15)

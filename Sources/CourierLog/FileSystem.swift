@@ -10,6 +10,7 @@ public protocol LogFileSystem: Sendable {
     func contentsOfDirectory(atPath path: String) throws(LogError) -> [String]
     /// The whole file. Segments are bounded (16 MiB by default), so reading one whole is cheap.
     func readFile(atPath path: String) throws(LogError) -> [UInt8]
+    /// The size of the file at `path`, in bytes.
     func fileSize(atPath path: String) throws(LogError) -> Int
     /// Up to `count` bytes from `offset` (fewer at the end of the file): a positioned read, for
     /// reading one record back, or a segment in windows, without reading the whole file.
@@ -19,6 +20,7 @@ public protocol LogFileSystem: Sendable {
     func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int
     /// Opens a file for writing at explicit offsets, creating it (empty) if `create` is true.
     func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile
+    /// Removes the file at `path` (a directory fsync makes it durable).
     func removeFile(atPath path: String) throws(LogError)
     /// Makes the directory's entries (created and removed files) durable.
     func syncDirectory(atPath path: String) throws(LogError)
@@ -33,10 +35,14 @@ public protocol LogFile: AnyObject, Sendable {
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int
     /// fdatasync (F_FULLFSYNC on Darwin).
     func sync() throws(LogError)
+    /// Cuts the file to `size` bytes.
     func truncate(to size: Int) throws(LogError)
 }
 
+/// An exclusive lock on a log directory, held while a log is open (released on `unlock()` or
+/// when the object goes away).
 public protocol DirectoryLock: AnyObject, Sendable {
+    /// Releases the directory lock.
     func unlock()
 }
 

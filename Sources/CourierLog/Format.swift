@@ -27,11 +27,17 @@
 /// All integers are little-endian. The salt is random per segment, so a record can only verify
 /// inside the segment it was written to (stale bytes from an old file never pass as a record).
 public enum Format {
+    /// The format version in every segment header.
     public static let version: UInt16 = 1
+    /// First four bytes of a segment (an LZ4 skippable-frame magic, so `lz4` tools skip headers).
     public static let segmentMagic: UInt32 = 0x184D_2A5E
+    /// First four bytes of every record header (also a skippable-frame magic).
     public static let recordMagic: UInt32 = 0x184D_2A50
+    /// "CWAL": names the format inside the segment header.
     public static let tag: [UInt8] = Array("CWAL".utf8)
+    /// Bytes of a segment header.
     public static let segmentHeaderSize = 40
+    /// Bytes of a record header (before its LZ4 frame).
     public static let recordHeaderSize = 36
     static let segmentFrameSize: UInt32 = 32
     static let recordFrameSize: UInt32 = 28
@@ -44,7 +50,9 @@ public enum Format {
     static let lz4FrameMagic: UInt32 = 0x184D_2204
     /// Suffix of segment files; names are the first sequence number, 16 decimal digits.
     public static let segmentSuffix = ".wal"
+    /// Suffix of the copy kept of a torn tail cut at open.
     public static let tornSuffix = ".torn"
+    /// The lock file held (`flock`) while a log is open.
     public static let lockFileName = "LOCK"
     static let segmentNameDigits = 16
 
@@ -83,11 +91,16 @@ public struct RecordFlags: OptionSet, Sendable, Hashable {
 
 /// Decoded segment header.
 public struct SegmentHeader: Sendable, Equatable {
+    /// The format version.
     public var version: UInt16
+    /// A random value per segment, mixed into record checksums so a stale record from a reused file never validates.
     public var salt: UInt32
+    /// The sequence number of the segment's first record.
     public var firstSequence: UInt64
+    /// Wall time the segment was created, in ms since 1970.
     public var createdMilliseconds: UInt64
 
+    /// A header with these fields.
     public init(version: UInt16 = Format.version, salt: UInt32, firstSequence: UInt64, createdMilliseconds: UInt64) {
         self.version = version
         self.salt = salt
@@ -95,6 +108,7 @@ public struct SegmentHeader: Sendable, Equatable {
         self.createdMilliseconds = createdMilliseconds
     }
 
+    /// The header's bytes, checksum included.
     public func encoded() -> [UInt8] {
         var b = [UInt8]()
         b.reserveCapacity(Format.segmentHeaderSize)

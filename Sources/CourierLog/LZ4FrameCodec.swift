@@ -5,6 +5,7 @@ public final class LZ4FrameCodec {
     private let encoder = LZ4Encoder()
     private let decoder = LZ4Decoder()
 
+    /// A codec with the platform's block codec.
     public init() {}
 
     /// Appends one frame holding `body` to `out`; returns its length.

@@ -3,6 +3,7 @@
 ///     do { try log.append(body, kind: .enqueued) }
 ///     catch let error as LogError where error.code == .diskFull { … }
 public struct LogError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, for `catch` clauses and `switch`.
     public enum Code: Int, Sendable, Hashable {
         /// An I/O call failed; `errno` says which. The log is now failed (see `.failed`).
         case io = 1
@@ -31,11 +32,16 @@ public struct LogError: Error, Sendable, Equatable, CustomStringConvertible {
         case corrupt = 10
     }
 
+    /// What went wrong.
     public var code: Code
+    /// Why, in words for people.
     public var message: String
+    /// The file concerned, if any.
     public var path: String?
+    /// The system error number, if a system call failed.
     public var errno: Int32?
 
+    /// An error with these fields.
     public init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil) {
         self.code = code
         self.message = message

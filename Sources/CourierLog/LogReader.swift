@@ -2,7 +2,9 @@
 /// `wal-dump` command go through here. Safe on a log another process is writing (a record
 /// being written shows up as a torn tail of the newest segment).
 public struct LogReader: Sendable {
+    /// The log directory read.
     public let directory: String
+    /// Where its bytes come from.
     public let fileSystem: any LogFileSystem
 
     /// What counts as a valid record is fixed by the format (`Format.maximumBodyBytes`), not by
@@ -87,16 +89,25 @@ public struct LogReader: Sendable {
 
 /// What a read found besides the records.
 public struct ReplayReport: Sendable, Equatable {
+    /// What one segment held.
     public struct Segment: Sendable, Equatable {
+        /// Its file name.
         public var name: String
+        /// Its size in bytes.
         public var bytes: Int
+        /// Valid records read from it.
         public var records: Int
+        /// The first valid record's sequence, if any.
         public var firstSequence: UInt64?
+        /// The last valid record's sequence, if any.
         public var lastSequence: UInt64?
+        /// Why its header was rejected, if it was.
         public var headerProblem: String?
     }
 
+    /// Every segment, in order.
     public var segments: [Segment] = []
+    /// Valid records in all.
     public var recordCount = 0
     /// Spans that are not valid records, in any segment but the newest one's torn tail.
     public var damaged: [DamagedSpan] = []
@@ -112,6 +123,7 @@ public struct ReplayReport: Sendable, Equatable {
 
     /// True when nothing but a torn tail of the newest segment is wrong.
     public var isClean: Bool { damaged.isEmpty }
+    /// The highest sequence number read.
     public var lastSequence: UInt64? { segments.last(where: { $0.lastSequence != nil })?.lastSequence }
 
     mutating func add(_ result: SegmentScanner.Result, name: String, isNewest: Bool) {

@@ -1,10 +1,14 @@
 /// Where a record's bytes lie: its segment file, the offset of its first header byte, and its
 /// length on disk (header + LZ4 frame).
 public struct RecordLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The segment's file name.
     public var segment: String
+    /// Offset of the record header in the segment.
     public var offset: Int
+    /// Header plus frame, in bytes.
     public var length: Int
 
+    /// A location.
     public init(segment: String, offset: Int, length: Int) {
         self.segment = segment
         self.offset = offset
@@ -16,22 +20,34 @@ public struct RecordLocation: Sendable, Hashable, CustomStringConvertible {
 
 /// One record as read back from the log.
 public struct LogRecord: Sendable, Equatable {
+    /// The record's sequence number (dense, increasing).
     public var sequence: UInt64
+    /// Its kind (opaque to the log).
     public var kind: RecordKind
+    /// Its flags (batch boundaries).
     public var flags: RecordFlags
+    /// Wall time it was appended, in ms since 1970.
     public var timestampMilliseconds: UInt64
+    /// Its body, decompressed and checksum-verified.
     public var body: [UInt8]
+    /// Where it lies.
     public var location: RecordLocation
 }
 
 /// One record as the reader passes it to a visitor: the header's fields, and the body in the
 /// reader's reusable buffer. `body` is valid only during the visit; `record()` copies it out.
 public struct RecordView {
+    /// The record's sequence number.
     public var sequence: UInt64
+    /// Its kind.
     public var kind: RecordKind
+    /// Its flags.
     public var flags: RecordFlags
+    /// Wall time it was appended, in ms since 1970.
     public var timestampMilliseconds: UInt64
+    /// Where it lies.
     public var location: RecordLocation
+    /// Its body, valid only during the visit.
     public var body: UnsafeRawBufferPointer
 
     /// Where the record lies, compactly (for `WriteAheadLog.read(_:)`); nil if its offset or
@@ -51,11 +67,16 @@ public struct RecordView {
 
 /// A run of bytes that is not a valid record. `reason` is for people.
 public struct DamagedSpan: Sendable, Hashable, CustomStringConvertible {
+    /// The segment's file name.
     public var segment: String
+    /// Where the damage starts.
     public var offset: Int
+    /// How many bytes were skipped.
     public var length: Int
+    /// What was wrong, in words for people.
     public var reason: String
 
+    /// A damaged span.
     public init(segment: String, offset: Int, length: Int, reason: String) {
         self.segment = segment
         self.offset = offset
@@ -69,6 +90,7 @@ public struct DamagedSpan: Sendable, Hashable, CustomStringConvertible {
 /// Segment file names: the first sequence number, 16 decimal digits, then `.wal`, so that
 /// names sort in log order.
 public enum SegmentName {
+    /// The file name of the segment whose first record is `firstSequence`.
     public static func make(firstSequence: UInt64) -> String {
         let digits = String(firstSequence)
         return String(repeating: "0", count: max(0, Format.segmentNameDigits - digits.count)) + digits

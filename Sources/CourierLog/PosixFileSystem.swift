@@ -12,10 +12,12 @@ import Darwin
 /// `0700`, files `0600` (before the umask, which can only remove bits). A log directory that
 /// already exists with wider permissions is narrowed to `0700` when it is opened.
 public struct PosixFileSystem: LogFileSystem {
+    /// The real file system.
     public init() {}
 
     /// Permissions of the directories and files the log creates.
     public static let directoryMode: mode_t = 0o700
+    /// Mode of every file created: owner read and write only.
     public static let fileMode: mode_t = 0o600
 
     public func createDirectory(atPath path: String) throws(LogError) {
@@ -110,6 +112,7 @@ public struct PosixFileSystem: LogFileSystem {
         return done
     }
 
+    /// The size of the file at `path`, in bytes.
     public func fileSize(atPath path: String) throws(LogError) -> Int {
         var st = stat()
         guard stat(path, &st) == 0 else { throw Self.error("cannot stat file", path) }
@@ -123,6 +126,7 @@ public struct PosixFileSystem: LogFileSystem {
         return PosixFile(fd: fd, path: path)
     }
 
+    /// Removes the file at `path`.
     public func removeFile(atPath path: String) throws(LogError) {
         guard unlink(path) == 0 || errno == ENOENT else { throw Self.error("cannot remove file", path) }
     }

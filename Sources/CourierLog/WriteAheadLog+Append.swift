@@ -1,7 +1,10 @@
 /// One record to append as part of a batch.
 public struct LogEntry: Sendable, Equatable {
+    /// Its kind.
     public var kind: RecordKind
+    /// Its body.
     public var body: [UInt8]
+    /// An entry.
     public init(kind: RecordKind, body: [UInt8]) {
         self.kind = kind
         self.body = body

@@ -37,6 +37,7 @@ extension WriteAheadLog {
         /// The random salt of each new segment. The default is the system's random source.
         public var makeSalt: @Sendable () -> UInt32 = { UInt32.random(in: .min ... .max) }
 
+        /// Every setting at its documented default.
         public init() {}
 
         /// The largest body one record is sure to fit in a segment with its headers, even if

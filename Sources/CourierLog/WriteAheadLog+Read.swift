@@ -9,6 +9,7 @@ public struct RecordAddress: Sendable, Hashable, CustomStringConvertible {
     /// Header plus LZ4 frame, in bytes.
     public var length: UInt32
 
+    /// An address.
     public init(sequence: UInt64, offset: UInt32, length: UInt32) {
         self.sequence = sequence
         self.offset = offset

@@ -11,7 +11,9 @@
 /// newest segment (a torn tail is copied aside to `*.torn`, cut and reported) and always starts
 /// a new segment, so nothing is ever appended after bytes of unknown provenance.
 public final class WriteAheadLog {
+    /// The log directory.
     public let directory: String
+    /// The settings it was opened with.
     public let configuration: Configuration
     /// What opening found and repaired.
     public let recovery: RecoveryReport
@@ -106,6 +108,7 @@ public struct RecoveryReport: Sendable, Equatable {
     public var removedSegment: String?
     /// The segment this session appends to.
     public var activeSegment: String = ""
+    /// The sequence number the next record will get.
     public var nextSequence: UInt64 = 1
 
     // What reading the log after opening found (filled in by `absorb(_:)`; the layer that
@@ -119,6 +122,7 @@ public struct RecoveryReport: Sendable, Equatable {
     /// the checksum cannot see, or a record written by a newer version). They were skipped.
     public var undecodableRecords: [RecordLocation] = []
 
+    /// A clean report.
     public init() {}
 
     /// True when nothing was found but a torn tail (which is end of log, not damage).

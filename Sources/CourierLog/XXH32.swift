@@ -9,10 +9,12 @@ public enum XXH32 {
     static let prime4: UInt32 = 0x27D4_EB2F
     static let prime5: UInt32 = 0x1656_67B1
 
+    /// The XXH32 of `bytes` with `seed`.
     public static func digest(_ bytes: [UInt8], seed: UInt32 = 0) -> UInt32 {
         bytes.withUnsafeBytes { digest($0, seed: seed) }
     }
 
+    /// The XXH32 of `input` with `seed`.
     public static func digest(_ input: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
         let count = input.count
         var p = 0
