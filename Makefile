@@ -93,10 +93,13 @@ docs: deps
 
 # Issue 11's destination scenarios on loopback, real time, backoff per destination off then on:
 # 500 messages through OUTAGE_SECONDS of 503s (requests during it, drain after it), and a live
-# server beside a dead port. About 4 minutes.
+# server beside a dead port (about 4 minutes); then FLAKY_N messages to a server failing half
+# of all requests at random (about 5 minutes).
 OUTAGE_SECONDS ?= 30
+FLAKY_N ?= 1000
 bench-outage: deps
 	$(SWIFT) run -c release courier-bench --outage $(OUTAGE_SECONDS)
+	$(SWIFT) run -c release courier-bench --flaky $(FLAKY_N)
 
 # libFuzzer (not part of `make test`, which runs `fuzz-short`): fuzz-lz4-frame (LZ4 frame parser,
 # segment scanner) and fuzz-courier (event decoder, JSON writer, wal-dump), FUZZ_SECONDS each.

@@ -73,3 +73,34 @@ func unusedLoopbackPort() throws -> Int {
     guard bound else { throw POSIXError(.EADDRINUSE) }
     return Int(UInt16(bigEndian: address.sin_port))
 }
+
+/// `courier-bench --flaky N`: N messages to a server failing half of all requests at random
+/// (the first user's), default retry policy, destination backoff off then on: seconds until
+/// every message is delivered, requests made, and how often the destination was considered down.
+func flakyScenario(_ count: Int, root: URL) async throws {
+    for backoff in [DestinationBackoff.disabled, DestinationBackoff()] {
+        let label = backoff.isEnabled ? "destination backoff on " : "destination backoff off"
+        let server = try await FlakyServer(behavior: .init(failureRate: 0.5, seed: 13))
+        var config = Courier.Configuration()
+        config.destinationBackoff = backoff
+        let courier = try Courier(directory: root.appendingPathComponent("flaky-\(backoff.isEnabled)"), configuration: config)
+        let downs = DownCounter()
+        let listener = Task { for await event in courier.events { if case .destinationDown = event { downs.add() } } }
+        let url = await server.url
+        let start = ContinuousClock.now
+        for i in 0..<count { try courier.send(["n": i, "text": "hello"], to: url) }
+        await courier.waitUntilIdle()
+        let elapsed = seconds(start.duration(to: .now))
+        line("\(label): \(count) messages, 50% random 500s", "all delivered in \(String(format: "%.1f", elapsed)) s; \(server.statistics.requests) requests; down \(downs.value) times")
+        await courier.close()
+        listener.cancel()
+        await server.stop()
+    }
+}
+
+final class DownCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func add() { lock.withLock { n += 1 } }
+    var value: Int { lock.withLock { n } }
+}

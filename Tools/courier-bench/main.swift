@@ -82,6 +82,12 @@ if arguments.count == 3 && arguments[1] == "--soak" {
     exit(0)
 }
 
+if arguments.count == 3 && arguments[1] == "--flaky" {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-flaky-\(getpid())")
+    try await flakyScenario(Int(arguments[2])!, root: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
 if arguments.count == 3 && arguments[1] == "--outage" {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-outage-\(getpid())")
     try await outageScenarios(seconds: Int(arguments[2])!, root: directory)
