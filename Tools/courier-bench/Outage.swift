@@ -39,7 +39,7 @@ func outageScenarios(seconds outage: Int, root: URL) async throws {
         config.destinationBackoff = backoff
         let courier = try Courier(directory: root.appendingPathComponent("dead-\(backoff.isEnabled)"), configuration: config)
         let live = await server.url
-        let dead = URL(string: "http://127.0.0.1:\(try unusedLoopbackPort())/inbox")!
+        let dead = URL(string: "http://127.0.0.1:\(try FlakyServer.unusedLoopbackPort())/inbox")!
         let start = ContinuousClock.now
         for i in 0..<400 { try courier.send(["n": i], to: i.isMultiple(of: 2) ? live : dead) }
         try await Task.sleep(until: start.advanced(by: .seconds(2)))
@@ -54,25 +54,6 @@ func outageScenarios(seconds outage: Int, root: URL) async throws {
     }
 }
 
-/// A loopback port nothing listens on (bound, read, closed).
-func unusedLoopbackPort() throws -> Int {
-    #if canImport(Glibc)
-    let stream = Int32(SOCK_STREAM.rawValue)
-    #else
-    let stream = SOCK_STREAM
-    #endif
-    let fd = socket(AF_INET, stream, 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw POSIXError(.EADDRINUSE) }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
 
 /// `courier-bench --flaky N`: N messages to a server failing half of all requests at random
 /// (the first user's), default retry policy, destination backoff off then on: seconds until
