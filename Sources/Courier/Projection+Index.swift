@@ -179,6 +179,10 @@ extension Projection {
             guard !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i))) else { return false }
             guard schedulable == (slot.heapIndex != Self.notInHeap) else { return false }
         }
+        // Each down origin's count of parked slots is exact (its queue may hold stale entries).
+        var parked: [UInt32: Int] = [:]
+        for (i, slot) in slots.enumerated() where slot.flags.contains(.parked) { parked[origin(ofSlot: UInt32(i)), default: 0] += 1 }
+        for o in origins.down where (origins[o].outage?.parkedCount ?? -1) != parked[o, default: 0] { return false }
         for (p, i) in heap.enumerated() {
             guard slots[Int(i)].heapIndex == UInt32(p) else { return false }
             if p > 0 && precedes(i, heap[(p - 1) / 2]) { return false }

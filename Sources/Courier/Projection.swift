@@ -169,6 +169,9 @@ struct Projection {
     /// `.always` fsync is pending). It stays in the projection, so the compactor pins it.
     mutating func hold(_ id: MessageID) {
         guard let i = lookup(id) else { return }
+        // Out of the parked queue too (a down destination's), or it could go as a probe before
+        // its fsync; `release` parks it again if the destination is still down.
+        if slots[Int(i)].flags.contains(.parked) { unparked(i) }
         slots[Int(i)].flags.insert(.inFlight)
         if slots[Int(i)].heapIndex != Self.notInHeap { heapRemove(i) }
     }

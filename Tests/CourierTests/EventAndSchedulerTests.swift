@@ -180,4 +180,71 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
             if !same || p.count != model.states.count { return }
         }
     }
+
+    /// Random operations with destinations going down and up, probes, holds and ordering keys:
+    /// after each step the invariants hold (index, heap, parked counts), no two messages of one
+    /// key are in flight at once, and a probe is only ever taken for a down destination.
+    @Test(arguments: [false, true]) func randomOutagesProbesAndLanesKeepEveryInvariant(fifo: Bool) {
+        let random = SeededRandomSource(seed: fifo ? 21 : 22)
+        var p = Projection(fifoPerDestination: fifo)
+        var inFlight: [MessageID] = []  // an array: a Set's order changes between runs
+        var held: [MessageID] = []  // as `.always` holds a message until its fsync
+        var keyOf: [MessageID: String] = [:]
+        var sequence: UInt64 = 0
+        var now: UInt64 = 0
+        var sawDown = false, sawProbe = false
+        for step in 0..<6000 {
+            sequence += 1
+            now += random.next() % 50
+            let n = Int(random.next() % 200) + 1
+            let id = state(n).id
+            switch random.next() % 8 {
+            case 0, 1:
+                guard p.slot(of: id) == nil else { break }
+                var s = state(n, url: "https://h\(n % 3).example/\(n % 5)", due: now + random.next() % 500)
+                s.orderingKey = random.next() % 2 == 0 ? "k\(n % 4)" : nil
+                keyOf[id] = s.orderingKey
+                p.apply(.enqueued(s), address: address(sequence))
+                if random.next() % 4 == 0 {  // sent with `.always`: held until its fsync
+                    p.hold(id)
+                    held.append(id)
+                }
+            case 2:
+                if let slot = p.takeProbe(nowMilliseconds: now) {
+                    #expect(p.origins.isDown(p.origin(ofSlot: p.slotIndex(of: slot.id)!)))
+                    #expect(!held.contains(slot.id), "a held message went as a probe at step \(step)")
+                    sawProbe = true
+                    inFlight.append(slot.id)
+                } else if let slot = p.takeDue(nowMilliseconds: now) {
+                    #expect(!held.contains(slot.id), "a held message was taken at step \(step)")
+                    inFlight.append(slot.id)
+                }
+            case 3, 4:
+                guard !inFlight.isEmpty else { break }
+                let taken = inFlight.remove(at: Int(random.next() % UInt64(inFlight.count)))
+                let failing = random.next() % 3 != 0
+                let change = p.observe(failing ? .failing : .healthy, slot: p.slotIndex(of: taken)!, nowMilliseconds: now,
+                                       failuresBeforeDown: 2, probeDelayMilliseconds: { UInt64($0) * 100 })
+                if case .wentDown = change { sawDown = true }
+                if failing { p.retry(taken, attempts: 1, dueMilliseconds: now + 200) } else { p.remove(taken) }
+            case 5:
+                guard !inFlight.isEmpty else { break }
+                p.release(inFlight.removeFirst())
+            case 6:
+                if random.next() % 2 == 0, p.slot(of: id) != nil, !inFlight.contains(id), !held.contains(id) {
+                    p.hold(id)
+                    held.append(id)
+                } else if !held.isEmpty {
+                    p.release(held.removeFirst())
+                }
+            default:
+                if random.next() % 10 == 0 { _ = p.makeDue(atOrBefore: now) }
+            }
+            #expect(p.checkInvariants(), "step \(step)")
+            let keys = inFlight.compactMap { keyOf[$0] }
+            #expect(Set(keys).count == keys.count, "two messages of one key in flight at step \(step)")
+            if !p.checkInvariants() { return }
+        }
+        #expect(sawDown && sawProbe, "the run exercised outages and probes")
+    }
 }
