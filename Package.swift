@@ -36,7 +36,8 @@ let package = Package(
         // `make docs` (DocC); a command plugin: nothing of it is linked into Courier.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // Logging the ecosystem's way (`Configuration.logger`); silent unless the app sets one.
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // 1.16: `LogHandler.log(event:)`, which the tests and the os.Logger bridge implement.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         // The stand-in flaky server used by tests, the demo and the benchmarks.
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
