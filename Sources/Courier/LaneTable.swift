@@ -1,24 +1,31 @@
 /// Ordering lanes: messages with the same ordering key queue in one lane, in arrival order,
 /// and only a lane's head may be attempted. A lane's key is the message's `orderingKey`, or,
-/// in `.fifoPerDestination` mode, its URL for messages without one (the two are kept apart by
-/// a tag byte). Lanes are reference-counted: an index is reused once its lane is empty.
+/// in `.fifoPerDestination` mode, its URL's index in the `DestinationTable` for messages
+/// without one (already interned: no bytes copied or hashed per message). Lanes are
+/// reference-counted: an index is reused once its lane is empty. (A URL index is reused only
+/// once no message goes there, so its lane is empty by then too.)
 struct LaneTable {
     static let none = UInt32.max
 
+    enum Key: Hashable {
+        case ordering([UInt8])
+        case destination(UInt32)
+    }
+
     private struct Lane {
-        var key: [UInt8]
+        var key: Key
         var queue = SlotQueue()
         var members = 0
     }
 
     private var lanes: [Lane?] = []
-    private var indexByKey: [[UInt8]: UInt32] = [:]
+    private var indexByKey: [Key: UInt32] = [:]
     private var freeIndices: [UInt32] = []
 
     var count: Int { indexByKey.count }
 
-    /// The lane for `key` (tag byte first), created if new; the slot joins its queue.
-    mutating func join(_ slot: UInt32, key: [UInt8]) -> UInt32 {
+    /// The lane for `key`, created if new; the slot joins its queue.
+    mutating func join(_ slot: UInt32, key: Key) -> UInt32 {
         let index: UInt32
         if let known = indexByKey[key] {
             index = known
@@ -49,10 +56,10 @@ struct LaneTable {
 
     func head(of index: UInt32) -> UInt32? { lanes[Int(index)]?.queue.first }
 
-    /// The lane key of a message: its ordering key (tag 1), else its URL when every
-    /// destination is one lane (tag 0), else none.
-    static func key(orderingKey: UnsafeRawBufferPointer?, url: UnsafeRawBufferPointer, fifoPerDestination: Bool) -> [UInt8]? {
-        if let orderingKey { return [1] + orderingKey }
-        return fifoPerDestination ? [0] + url : nil
+    /// The lane key of a message: its ordering key, else its URL when every destination is one
+    /// lane, else none.
+    static func key(orderingKey: UnsafeRawBufferPointer?, destination: UInt32, fifoPerDestination: Bool) -> Key? {
+        if let orderingKey { return .ordering(Array(orderingKey)) }
+        return fifoPerDestination ? .destination(destination) : nil
     }
 }

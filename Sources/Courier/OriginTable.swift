@@ -80,7 +80,7 @@ struct OriginTable {
     /// The earliest time a probe may start, over origins that have something parked and no
     /// probe in flight.
     var earliestProbe: UInt64? {
-        down.compactMap { o -> UInt64? in
+        down.lazy.compactMap { o -> UInt64? in
             guard let outage = entries[Int(o)].outage, outage.probe == nil, outage.parkedCount > 0 else { return nil }
             return outage.nextProbeMilliseconds
         }.min()

@@ -90,7 +90,7 @@ struct Projection {
         nextOrder += 1
         let i = allocate(slot)
         insertIntoIndex(i)
-        if let key = LaneTable.key(orderingKey: orderingKey, url: url, fifoPerDestination: fifoPerDestination) {
+        if let key = LaneTable.key(orderingKey: orderingKey, destination: destination, fifoPerDestination: fifoPerDestination) {
             slots[Int(i)].lane = lanes.join(i, key: key)
             guard lanes.head(of: slots[Int(i)].lane) == i else { return .added }
         }
