@@ -9,12 +9,16 @@ PENDING_N  ?= 10000,100000,1000000
 DELIVER_N  ?= 4000
 IDLE_SECONDS ?= 20
 
+# This repository is built with the Linux HTTP transport on: the package trait is off by default
+# so that an app adding Courier resolves swift-log alone (see Package.swift, `consumer-check`).
+TRAITS     := --traits AsyncHTTPClientTransport
+
 FUZZ_SECONDS ?= 300
 # The short fuzz run inside `make test`, per target.
 FUZZ_SHORT_SECONDS ?= 20
-FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --disable-default-traits --scratch-path .build-fuzz
+FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test smoke demo docs bench bench-compare bench-outage soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test consumer-check ios-check smoke demo docs bench bench-compare bench-outage soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
 
 all: build
 
@@ -34,23 +38,37 @@ tmux:
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq tmux >/dev/null; }
 
 build: deps
-	$(SWIFT) build
+	$(SWIFT) build $(TRAITS)
 
 # Builds everything, smoke-tests the sample app in a pseudo-terminal (~15 s), runs every test.
 test: deps tmux
-	$(SWIFT) build --build-tests
+	$(SWIFT) build $(TRAITS) --build-tests
 	Tools/smoke-sample.sh .build/debug/courier-sample
-	$(SWIFT) test --skip-build --disable-xctest
+	$(SWIFT) test $(TRAITS) --skip-build --disable-xctest
+	$(MAKE) consumer-check
 	$(MAKE) fuzz-short
 
+# An app's view (Tools/consumer-check: one dependency on the Courier product, default traits):
+# fails if its Package.resolved pins more than swift-log; then builds and runs it (~1 min), which
+# checks the error without a transport on Linux and a delivery through the app's own transport.
+CONSUMER := Tools/consumer-check
+consumer-check: deps
+	@rm -f $(CONSUMER)/Package.resolved
+	@$(SWIFT) package --package-path $(CONSUMER) --scratch-path .build-consumer resolve >/dev/null
+	@python3 -c 'import json, sys; pins = sorted(p["identity"] for p in json.load(open(sys.argv[1]))["pins"]); \
+	  print("consumer-check: an app depending on Courier pins %d package(s): %s" % (len(pins), ", ".join(pins) or "none")); \
+	  sys.exit(0 if set(pins) <= {"swift-log"} else 1)' $(CONSUMER)/Package.resolved
+	$(SWIFT) build --package-path $(CONSUMER) --scratch-path .build-consumer
+	.build-consumer/debug/consumer-check
+
 smoke: deps tmux
-	$(SWIFT) build --product courier-sample
+	$(SWIFT) build $(TRAITS) --product courier-sample
 	Tools/smoke-sample.sh .build/debug/courier-sample
 
 # The sample app against the built-in flaky server (500 half the time), in this terminal.
 # Quit with q (on [ Send ]) or Ctrl-C; run it again to see pending messages resume.
 demo: deps
-	$(SWIFT) build --product courier-sample
+	$(SWIFT) build $(TRAITS) --product courier-sample
 	.build/debug/courier-sample --directory .build/demo-outbox
 
 # Benchmarks: release build, figures printed side by side in one run (not part of `make test`:
@@ -58,8 +76,8 @@ demo: deps
 # at each pending count in PENDING_N, send next to SQLite and write(2), delivery next to the bare
 # clients, and idle CPU (IDLE_SECONDS measured). About 3 minutes after the build.
 bench: deps
-	$(SWIFT) run -c release wal-bench $(BENCH_N)
-	$(SWIFT) run -c release courier-bench $(PENDING_N) $(DELIVER_N) $(IDLE_SECONDS)
+	$(SWIFT) run $(TRAITS) -c release wal-bench $(BENCH_N)
+	$(SWIFT) run $(TRAITS) -c release courier-bench $(PENDING_N) $(DELIVER_N) $(IDLE_SECONDS)
 	$(MAKE) bench-compare
 
 # package-benchmark (Benchmarks/, a package of its own): send's p50/p99 and allocations next to
@@ -76,7 +94,7 @@ bench-compare: deps
 # prints disk, memory and compactions per 100,000; fails if any message did not arrive. Minutes.
 SOAK_N ?= 1000000
 soak: deps
-	$(SWIFT) run -c release courier-bench --soak $(SOAK_N)
+	$(SWIFT) run $(TRAITS) -c release courier-bench --soak $(SOAK_N)
 
 # DocC for Courier and CourierLog (swift-docc-plugin from the package mirror), as static sites
 # in .build/docs/Courier and .build/docs/CourierLog; DOCC_FLAGS=--warnings-as-errors to be strict.
@@ -85,7 +103,7 @@ soak: deps
 DOCC_FLAGS ?=
 docs: deps
 	@mkdir -p .build/docs; for target in Courier CourierLog; do \
-	  $(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation --target $$target \
+	  $(SWIFT) package $(TRAITS) --allow-writing-to-directory .build/docs generate-documentation --target $$target \
 	    --disable-indexing --transform-for-static-hosting --hosting-base-path $$target \
 	    --output-path .build/docs/$$target $(DOCC_FLAGS) || exit 1; \
 	done
@@ -98,8 +116,8 @@ docs: deps
 OUTAGE_SECONDS ?= 30
 FLAKY_N ?= 1000
 bench-outage: deps
-	$(SWIFT) run -c release courier-bench --outage $(OUTAGE_SECONDS)
-	$(SWIFT) run -c release courier-bench --flaky $(FLAKY_N)
+	$(SWIFT) run $(TRAITS) -c release courier-bench --outage $(OUTAGE_SECONDS)
+	$(SWIFT) run $(TRAITS) -c release courier-bench --flaky $(FLAKY_N)
 
 # libFuzzer (not part of `make test`, which runs `fuzz-short`): fuzz-lz4-frame (LZ4 frame parser,
 # segment scanner) and fuzz-courier (event decoder, JSON writer, wal-dump), FUZZ_SECONDS each.
@@ -132,8 +150,8 @@ fuzz-build: deps
 # The whole suite under ThreadSanitizer (not part of `make test`: a separate build, ~2-3x slower).
 # Fails if any test fails or if TSan reports anything, even in a test that passed.
 tsan: deps tmux
-	$(SWIFT) build --build-tests --sanitize thread --scratch-path .build-tsan
-	@set -o pipefail; $(SWIFT) test --skip-build --sanitize thread --scratch-path .build-tsan --disable-xctest 2>&1 | tee .build-tsan/tsan.log
+	$(SWIFT) build $(TRAITS) --build-tests --sanitize thread --scratch-path .build-tsan
+	@set -o pipefail; $(SWIFT) test $(TRAITS) --skip-build --sanitize thread --scratch-path .build-tsan --disable-xctest 2>&1 | tee .build-tsan/tsan.log
 	@if grep -q "WARNING: ThreadSanitizer" .build-tsan/tsan.log; then echo "tsan: ThreadSanitizer reported races (.build-tsan/tsan.log)"; exit 1; fi
 	@echo "tsan: no ThreadSanitizer report"
 
@@ -143,8 +161,8 @@ fixtures: deps
 	Fixtures/regenerate.sh
 
 verify-fixtures: deps
-	$(SWIFT) build --product wal-dump
-	@for d in Fixtures/logs/*/; do printf '%-40s ' "$$d"; $(SWIFT) run --skip-build wal-dump verify "$$d" >/dev/null 2>&1; echo "exit $$?"; done
+	$(SWIFT) build $(TRAITS) --product wal-dump
+	@for d in Fixtures/logs/*/; do printf '%-40s ' "$$d"; $(SWIFT) run $(TRAITS) --skip-build wal-dump verify "$$d" >/dev/null 2>&1; echo "exit $$?"; done
 
 clean:
 	rm -rf .build

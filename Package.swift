@@ -7,6 +7,13 @@ import PackageDescription
 let package = Package(
     name: "Courier",
     platforms: [.iOS(.v16), .macOS(.v13)],
+    // Products are what an app that adds Courier resolves, so they are the libraries alone.
+    // SwiftPM resolves only the packages that a consumer's products reach: with no executable
+    // product here and the HTTP client behind a trait that is off by default, an app pins
+    // swift-log and nothing else (`make consumer-check` measures it). The executables below
+    // (`wal-dump`, `courier-sample`, `flaky-server`, the benchmarks and fuzzers) stay runnable in
+    // this repository: SwiftPM makes a product of every executable target of the root package
+    // (`swift run wal-dump`).
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         // Test doubles for apps embedding Courier: a scripted transport and a manual clock.
@@ -15,17 +22,19 @@ let package = Package(
         // Test doubles for the log (a fault-injecting file system), shipped like swift-nio's
         // NIOEmbedded so apps can test their own crash handling.
         .library(name: "CourierLogTesting", targets: ["CourierLogTesting"]),
-        .executable(name: "wal-dump", targets: ["wal-dump"]),
-        .executable(name: "flaky-server", targets: ["flaky-server"]),
-        .executable(name: "courier-sample", targets: ["courier-sample"]),
+        // The sample's view model, gateway and SwiftUI view, for the iOS sample app
+        // (Samples/CourierSample.swiftpm) and the terminal one. Depends on Courier alone.
+        .library(name: "CourierSample", targets: ["CourierSample"]),
     ],
-    // AsyncHTTPClient (the Linux transport) sits behind this default trait *and* a Linux
-    // platform condition: it is never built on Apple platforms, and an app that disables
-    // default traits (`traits: []`) does not even fetch it. Checked with SwiftPM 6.3: a platform
-    // condition alone still fetches and resolves a dependency; a disabled trait does not.
+    // AsyncHTTPClient, the Linux transport, sits behind this trait *and* a Linux platform
+    // condition. Off by default, so that an iOS app never fetches it (a platform condition
+    // alone still fetches and pins a dependency; a disabled trait does not: checked with
+    // SwiftPM 6.3). A Linux app turns it on in its one dependency line:
+    //   .package(url: "…/courier", from: "0.1.0", traits: ["AsyncHTTPClientTransport"])
+    // Without it, opening a Courier on Linux with no `configuration.transport` throws
+    // `.transportUnavailable` naming this trait. The Makefile builds this repository with it.
     traits: [
-        .trait(name: "AsyncHTTPClientTransport", description: "The AsyncHTTPClient transport, the default on Linux."),
-        .default(enabledTraits: ["AsyncHTTPClientTransport"]),
+        .trait(name: "AsyncHTTPClientTransport", description: "The AsyncHTTPClient transport: what Courier delivers through on Linux."),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -9,7 +9,7 @@ let package = Package(
     name: "CourierBenchmarks",
     platforms: [.macOS(.v13), .iOS(.v16)],
     dependencies: [
-        .package(name: "Courier", path: ".."),
+        .package(name: "Courier", path: "..", traits: ["AsyncHTTPClientTransport"]),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],

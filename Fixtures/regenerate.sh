@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf Fixtures/logs
-swift run wal-fixtures golden Fixtures/logs
-UPDATE_SNAPSHOTS=1 swift test --disable-xctest --filter outputMatchesTheSnapshots
+swift run --traits AsyncHTTPClientTransport wal-fixtures golden Fixtures/logs
+UPDATE_SNAPSHOTS=1 swift test --traits AsyncHTTPClientTransport --disable-xctest --filter outputMatchesTheSnapshots
 git status --short Fixtures

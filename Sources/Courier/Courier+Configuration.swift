@@ -66,7 +66,8 @@ extension Courier {
         /// anything `prepareRequest` adds.
         public var logger = Logger(label: "courier", factory: { _ in SwiftLogNoOpLogHandler() })
         /// The HTTP stack. The default (nil) is URLSession on Apple platforms and
-        /// AsyncHTTPClient on Linux.
+        /// AsyncHTTPClient on Linux, where it needs the package trait `AsyncHTTPClientTransport`:
+        /// without it, opening a courier with nil here throws `.transportUnavailable`.
         public var transport: (any DeliveryTransport)?
         /// The clock the engine sleeps on between attempts. The default is `ContinuousClock()`;
         /// tests pass a manual clock and advance it.

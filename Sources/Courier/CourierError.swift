@@ -31,6 +31,9 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         /// callback); after reopening, it is delivered if the write survived
         /// (`pendingMessages` lists `messageID`), else send it again.
         case storageFailed
+        /// No HTTP transport: on Linux, the package trait `AsyncHTTPClientTransport` is off and
+        /// `Configuration.transport` is nil. The message says how to turn the trait on.
+        case transportUnavailable
         /// `close()` was called.
         case closed
         /// The retry policy gave up on the message (`delivered(_:)` throws this).

@@ -43,16 +43,45 @@ extension DeliveryTransport {
     public func shutdown() async {}
 }
 
-/// The platform's default transport.
-public func defaultTransport() -> any DeliveryTransport {
-    defaultTransport(for: Courier.Configuration())
+/// The platform's default transport: URLSession on Apple platforms; AsyncHTTPClient on Linux
+/// when the package trait `AsyncHTTPClientTransport` is on.
+/// - Throws: `CourierError.Code.transportUnavailable` on Linux without that trait (see
+///   `Courier.Configuration.transport`).
+public func defaultTransport() throws(CourierError) -> any DeliveryTransport {
+    try defaultTransport(for: Courier.Configuration())
 }
 
-/// The platform's default transport for `configuration`: AsyncHTTPClient on Linux; on Apple
-/// platforms URLSession, with the configuration's network-access policy.
-func defaultTransport(for configuration: Courier.Configuration) -> any DeliveryTransport {
+/// Why this build has no default transport (with the fix), or nil where it has one.
+let defaultTransportProblem: CourierError? = {
+    #if canImport(FoundationNetworking) && !canImport(AsyncHTTPClient)
+    // Never URLSession on Linux: it hangs until its timeout and re-sends POSTs unasked when a
+    // server drops connections (README, "Platform support").
+    return CourierError(.transportUnavailable, """
+        Courier has no HTTP transport on Linux unless the package trait "AsyncHTTPClientTransport" \
+        is on. Turn it on where your Package.swift depends on Courier: \
+        .package(url: "<courier's URL>", from: "<version>", traits: ["AsyncHTTPClientTransport"]) \
+        (in Courier's own repository: swift build --traits AsyncHTTPClientTransport), or set \
+        Courier.Configuration.transport to a transport of your own. \
+        URLSession is never the fallback: on Linux it hangs when a server drops connections.
+        """)
+    #else
+    return nil
+    #endif
+}()
+
+/// The platform's default transport for `configuration`.
+func defaultTransport(for configuration: Courier.Configuration) throws(CourierError) -> any DeliveryTransport {
+    if let defaultTransportProblem { throw defaultTransportProblem }
+    return makeDefaultTransport(for: configuration)
+}
+
+/// AsyncHTTPClient on Linux (with the trait); on Apple platforms URLSession, with the
+/// configuration's network-access policy. Only where `defaultTransportProblem` is nil.
+func makeDefaultTransport(for configuration: Courier.Configuration) -> any DeliveryTransport {
     #if canImport(AsyncHTTPClient)
     return AsyncHTTPClientTransport()
+    #elseif canImport(FoundationNetworking)
+    preconditionFailure("no default transport on Linux without AsyncHTTPClient: defaultTransportProblem says so")
     #else
     return URLSessionTransport(configuration: URLSessionTransport.sessionConfiguration(for: configuration))
     #endif
