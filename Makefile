@@ -61,6 +61,25 @@ consumer-check: deps
 	$(SWIFT) build --package-path $(CONSUMER) --scratch-path .build-consumer
 	.build-consumer/debug/consumer-check
 
+# Type-checks for iOS every target an iOS app builds (those of the library products) and the iOS
+# sample app. On macOS: xcodebuild for a generic iOS device. On Linux: Tools/ios-check against
+# the iPhoneOS SDK directory in IOS_SDK, with the Dispatch and os API notes in IOS_APINOTES
+# (README, "Contributing without a Mac"). About a minute. Nothing is linked or run.
+IOS_SDK      ?=
+IOS_APINOTES ?=
+IOS_APP      := Samples/CourierSample.swiftpm
+IOS_LIBRARIES := Courier CourierTesting CourierLog CourierLogTesting CourierSample
+ios-check:
+ifeq ($(shell uname -s),Darwin)
+	@for scheme in $(IOS_LIBRARIES); do \
+	  xcodebuild -quiet -scheme $$scheme -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build || exit 1; \
+	  echo "ios-check: $$scheme builds for a generic iOS device"; done
+	cd $(IOS_APP) && xcodebuild -quiet -scheme "Courier Sample" -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build
+	@echo "ios-check: the sample app builds for a generic iOS device"
+else
+	@IOS_SDK="$(IOS_SDK)" IOS_APINOTES="$(IOS_APINOTES)" python3 Tools/ios-check/ios-check.py $(IOS_APP)
+endif
+
 smoke: deps tmux
 	$(SWIFT) build $(TRAITS) --product courier-sample
 	Tools/smoke-sample.sh .build/debug/courier-sample

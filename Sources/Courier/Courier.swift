@@ -63,7 +63,7 @@ public final class Courier {
     public init(directory: URL, configuration: Configuration = Configuration()) throws(CourierError) {
         if let problem = configuration.problems.first { throw CourierError(.invalidConfiguration, problem) }
         // Before the log is opened and locked: without a transport there is nothing to open it for.
-        if configuration.transport == nil, let defaultTransportProblem { throw defaultTransportProblem }
+        if configuration.transport == nil, let problem = defaultTransportProblem { throw problem }
         self.directory = directory
         self.configuration = configuration
         self.clock = EngineClock(configuration.clock)
@@ -83,15 +83,13 @@ public final class Courier {
             throw CourierError(error)
         }
         Self.applyPlatformDataProtection(to: directory)
-        let (state, report) = replayer.finish(log, configuration: configuration, nowMilliseconds: wallStart)
+        let (outbox, report) = replayer.makeOutbox(log, configuration: configuration, nowMilliseconds: wallStart)
+        self.outbox = outbox
         recovery = report
         if !report.isClean {
             configuration.logger.warning("opening the log found damage; messages may be missing (see Courier.recovery)",
                                          metadata: ["courier.recovery": "\(report.summary)", "courier.directory": "\(directory.path)"])
         }
-        // `consume`: the outbox must hold the only reference to the projection's buffers, or
-        // its first change would copy them all (measured: 8% of opening a million messages).
-        outbox = Outbox(log: log, limits: configuration.outboxLimits, state: consume state, logger: configuration.logger)
         // Made last: a transport Courier creates must be shut down, and an init that threw
         // earlier never has to.
         self.ownsTransport = configuration.transport == nil

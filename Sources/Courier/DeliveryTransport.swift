@@ -71,7 +71,7 @@ let defaultTransportProblem: CourierError? = {
 
 /// The platform's default transport for `configuration`.
 func defaultTransport(for configuration: Courier.Configuration) throws(CourierError) -> any DeliveryTransport {
-    if let defaultTransportProblem { throw defaultTransportProblem }
+    if let problem = defaultTransportProblem { throw problem }
     return makeDefaultTransport(for: configuration)
 }
 

@@ -3,23 +3,21 @@ import Foundation
 
 /// What the screen needs from the library. `CourierGateway` is the real one; tests use a fake.
 public protocol SampleGateway: Sendable {
-    func send(text: String) throws -> MessageID
+    func send(text: String, to server: URL) throws -> MessageID
     var events: AsyncStream<CourierEvent> { get }
     var pendingMessages: [PendingMessage] { get }
     func close() async
 }
 
-/// Sends `{"text": …}` to one URL through a `Courier`.
+/// Sends `{"text": …}` through a `Courier`.
 public struct CourierGateway: SampleGateway {
     public let courier: Courier
-    public let url: URL
 
-    public init(courier: Courier, url: URL) {
+    public init(courier: Courier) {
         self.courier = courier
-        self.url = url
     }
 
-    public func send(text: String) throws -> MessageID { try courier.send(["text": text], to: url) }
+    public func send(text: String, to server: URL) throws -> MessageID { try courier.send(["text": text], to: server) }
     public var events: AsyncStream<CourierEvent> { courier.events }
     public var pendingMessages: [PendingMessage] { courier.pendingMessages }
     public func close() async { await courier.close() }

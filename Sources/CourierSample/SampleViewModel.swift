@@ -30,8 +30,19 @@ public struct SampleViewModel: Sendable, Equatable {
     /// …"), from `destinationDown` / `destinationRecovered` events; nil until the first.
     public private(set) var serverStatus: String?
 
+    /// The first user's server (it answers 200 or 500 at random): where the iOS sample sends
+    /// unless the user types another.
+    public static let challengeServer = URL(string: "https://challenge.ronash.co/reliable-messaging")!
+
+    /// Where new messages go. Messages already sent keep the URL they were sent to.
+    public private(set) var server: URL
+    /// The server field as typed, applied by `applyServerText()`.
+    public private(set) var serverText: String
+
     /// Starts with the messages an earlier run left pending: they resume.
-    public init(pending: [PendingMessage] = []) {
+    public init(pending: [PendingMessage] = [], server: URL = Self.challengeServer) {
+        self.server = server
+        serverText = server.absoluteString
         rows = pending.reversed().map { message in
             MessageRow(id: message.id, text: Self.text(of: message.body), sentAt: message.sentAt, resumed: true,
                        state: message.attempts == 0 ? .queued : .failed(attempt: message.attempts, reason: "before restart",
@@ -67,6 +78,32 @@ public struct SampleViewModel: Sendable, Equatable {
 
     /// The view sets the field's text directly (SwiftUI's `TextField` binding).
     public mutating func setText(_ newValue: String) { text = newValue }
+
+    /// The server field, edited (SwiftUI's `TextField` binding).
+    public mutating func setServerText(_ newValue: String) { serverText = newValue }
+
+    /// New messages go to the server field's URL from now on, if it is one; otherwise the
+    /// server stays as it was and `notice` says why. Returns whether it changed.
+    @discardableResult
+    public mutating func applyServerText() -> Bool {
+        guard let url = Self.serverURL(from: serverText) else {
+            notice = "not a server URL (http:// or https:// and a host): \(serverText)"
+            return false
+        }
+        notice = nil
+        serverText = url.absoluteString
+        guard url != server else { return false }
+        server = url
+        return true
+    }
+
+    /// An absolute http or https URL with a host, from text a person typed (spaces trimmed).
+    public static func serverURL(from text: String) -> URL? {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty else { return nil }
+        return url
+    }
 
     /// The button, or Enter: hand the text to the gateway and clear the field.
     public mutating func submit() -> Command {

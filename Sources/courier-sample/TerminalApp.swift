@@ -12,9 +12,9 @@ final class TerminalApp: @unchecked Sendable {
     private let logDirectory: String
     private let serverDescription: String
 
-    init(gateway: any SampleGateway, logDirectory: String, serverDescription: String) {
+    init(gateway: any SampleGateway, server: URL, logDirectory: String, serverDescription: String) {
         self.gateway = gateway
-        self.model = SampleViewModel(pending: gateway.pendingMessages)
+        self.model = SampleViewModel(pending: gateway.pendingMessages, server: server)
         self.logDirectory = logDirectory
         self.serverDescription = serverDescription
     }
@@ -75,7 +75,7 @@ final class TerminalApp: @unchecked Sendable {
 
     private func send(_ text: String) {
         do {
-            let id = try gateway.send(text: text)
+            let id = try gateway.send(text: text, to: model.server)
             lock.withLock { model.didSend(id, text: text, at: Date()) }
         } catch {
             lock.withLock { model.sendFailed("\(error)") }

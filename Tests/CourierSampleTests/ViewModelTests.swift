@@ -152,4 +152,32 @@ let ids = SequentialMessageIDs()
             #expect(lines.allSatisfy { $0.count <= max(20, w) }, "\(w)x\(h)")
         }
     }
+
+    @Test func theServerIsTheChallengesUntilAnotherIsApplied() {
+        var m = SampleViewModel()
+        #expect(m.server.absoluteString == "https://challenge.ronash.co/reliable-messaging")
+        #expect(m.serverText == m.server.absoluteString)
+        m.setServerText("  http://192.168.1.20:18787/messages \n")
+        #expect(m.server == SampleViewModel.challengeServer, "typing alone changes nothing")
+        let changed = m.applyServerText()
+        #expect(changed)
+        #expect(m.server.absoluteString == "http://192.168.1.20:18787/messages")
+        #expect(m.serverText == "http://192.168.1.20:18787/messages", "the field shows what was applied")
+        let changedAgain = m.applyServerText()
+        #expect(!changedAgain, "the same server again is no change")
+    }
+
+    @Test(arguments: ["", "challenge.ronash.co/x", "ftp://example.com/x", "https://", "mailto:a@b.c", "not a url"])
+    func aServerThatIsNotAnHTTPURLIsRefusedWithANotice(_ typed: String) {
+        var m = SampleViewModel(server: URL(string: "http://127.0.0.1:18787/messages")!)
+        m.setServerText(typed)
+        let refused = !m.applyServerText()
+        #expect(refused)
+        #expect(m.server.absoluteString == "http://127.0.0.1:18787/messages", "the server stays as it was")
+        #expect(m.notice?.hasPrefix("not a server URL") == true)
+        m.setServerText("https://example.com/inbox")
+        let applied = m.applyServerText()
+        #expect(applied)
+        #expect(m.notice == nil, "a good URL clears the notice")
+    }
 }

@@ -1,0 +1,54 @@
+// swift-tools-version: 6.0
+//
+// The iOS sample app: open this folder in Xcode (File › Open…, or `open CourierSample.swiftpm`),
+// pick an iPhone simulator or your phone, and press Run. No project to generate.
+//
+// An app package (Xcode 14+): the `.iOSApplication` product below is the app. It uses Courier
+// from this repository as a local package, and its screen (`CourierSampleView`) and logic
+// (`SampleViewModel`, tested on Linux) from the `CourierSample` library. `make ios-check`
+// type-checks its sources for iOS on Linux; nothing here is linked or run except by Xcode.
+import PackageDescription
+import AppleProductTypes
+
+let package = Package(
+    name: "CourierSample",
+    platforms: [.iOS("16.0")],
+    products: [
+        .iOSApplication(
+            name: "Courier Sample",
+            targets: ["CourierSampleApp"],
+            bundleIdentifier: "com.example.courier-sample",
+            // Set your team to run on a phone (Signing & Capabilities); the simulator needs none.
+            teamIdentifier: "",
+            displayVersion: "1.0",
+            bundleVersion: "1",
+            appIcon: .placeholder(icon: .paperplane),
+            accentColor: .presetColor(.indigo),
+            supportedDeviceFamilies: [.phone, .pad],
+            supportedInterfaceOrientations: [
+                .portrait,
+                .landscapeLeft,
+                .landscapeRight,
+                .portraitUpsideDown(.when(deviceFamilies: [.pad])),
+            ],
+            capabilities: [.outgoingNetworkConnections()],
+            // Background processing (UIBackgroundModes) and the BGTaskScheduler identifier the
+            // lifecycle integration registers; local networking for a server on your Mac.
+            additionalInfoPlistContentFilePath: "AdditionalInfo.plist"
+        ),
+    ],
+    dependencies: [
+        // This repository. Named, because a path dependency is otherwise named after its folder.
+        .package(name: "Courier", path: "../.."),
+    ],
+    targets: [
+        .executableTarget(
+            name: "CourierSampleApp",
+            dependencies: [
+                .product(name: "Courier", package: "Courier"),
+                .product(name: "CourierSample", package: "Courier"),
+            ],
+            path: "Sources/CourierSampleApp"
+        ),
+    ]
+)
