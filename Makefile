@@ -151,7 +151,7 @@ fuzz-short: fuzz-build
 	SWIFT_BACKTRACE=enable=no .build-fuzz/debug/fuzz-lz4-frame -max_total_time=$(FUZZ_SHORT_SECONDS) -max_len=140000 .build-fuzz/corpus-lz4
 	SWIFT_BACKTRACE=enable=no .build-fuzz/debug/fuzz-courier -max_total_time=$(FUZZ_SHORT_SECONDS) -max_len=140000 .build-fuzz/corpus-courier
 
-# Both targets without the HTTP client (--disable-default-traits: nothing they reach needs it),
+# Both targets without the HTTP client (its trait is off unless asked for: nothing they reach needs it),
 # and their seed corpora.
 fuzz-build: deps
 	$(FUZZ_BUILD) --product fuzz-lz4-frame

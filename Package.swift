@@ -107,7 +107,7 @@ let package = Package(
         // libFuzzer target (`make fuzz`): built only with `--sanitize fuzzer`, never by `make test`.
         .executableTarget(name: "fuzz-lz4-frame", dependencies: ["CourierLog"], path: "Tools/fuzz-lz4-frame"),
         // libFuzzer target (`make fuzz`, and a short run in `make test`): event decoder, JSON
-        // writer, wal-dump. Built with `--sanitize fuzzer --disable-default-traits` (no HTTP client).
+        // writer, wal-dump. Built with `--sanitize fuzzer`, without the HTTP client trait.
         .executableTarget(name: "fuzz-courier", dependencies: ["Courier", "CourierLog", "CourierLogTesting", "WALDumpCore"],
                           path: "Tools/fuzz-courier"),
         .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting"], path: "Tools/wal-fixtures"),

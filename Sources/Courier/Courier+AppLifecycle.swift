@@ -3,8 +3,9 @@ import BackgroundTasks
 import Network
 import UIKit
 
-// iOS only. NOT COMPILED HERE (no Apple machine): every API below was checked against Apple's
-// documentation (pages listed in README, "Platform support"). It only wires iOS events to
+// iOS only. Type-checked for iOS by `make ios-check`; never linked or run here (no Apple
+// machine): what a type-check cannot see (threads, timing, lifecycles) was checked against
+// Apple's documentation of each API. It only wires iOS events to
 // platform-neutral calls that are tested on Linux: `retryNow()`, `deliverPending(within:)`
 // (through `runBackgroundDelivery(within:)`), `pendingCount`.
 

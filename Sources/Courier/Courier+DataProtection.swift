@@ -9,7 +9,7 @@ extension Courier {
     /// app's entitlement chose a stricter one. Note: with a `.complete` entitlement this
     /// *lowers* the log's protection, on purpose (a locked device could not deliver otherwise).
     /// Elsewhere: nothing (POSIX permissions apply).
-    /// NOT COMPILED HERE for iOS: see README, "Platform support".
+    /// The iOS branch is type-checked by `make ios-check`, never run here.
     static func applyPlatformDataProtection(to directory: URL) {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         let manager = FileManager.default

@@ -48,7 +48,7 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Why, in words for people (names the setting or value at fault).
     public var message: String
     /// The message the error is about, when there is one: set by `send` when the outcome of
-    /// the write is unknown (see `Courier.Durability` in README: a failed fsync with `.always`).
+    /// the write is unknown (see the DocC article "Durability": a failed fsync with `.always`).
     public var messageID: MessageID?
 
     /// An error with `code`, `message` and, when one message is concerned, its id.

@@ -31,7 +31,7 @@ public struct DeliveryRequest: Sendable, Hashable {
 /// cancellation (report `.cancelled`) and `request.timeout`.
 ///
 /// Defaults: URLSession on Apple platforms; AsyncHTTPClient on Linux, where URLSession hangs
-/// until its timeout and silently re-sends POSTs when a server drops connections (see README).
+/// until its timeout and silently re-sends POSTs when a server drops connections (DocC: "Running on Linux").
 public protocol DeliveryTransport: Sendable {
     /// POSTs `request` and reports what happened; never throws.
     func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome
@@ -55,7 +55,7 @@ public func defaultTransport() throws(CourierError) -> any DeliveryTransport {
 let defaultTransportProblem: CourierError? = {
     #if canImport(FoundationNetworking) && !canImport(AsyncHTTPClient)
     // Never URLSession on Linux: it hangs until its timeout and re-sends POSTs unasked when a
-    // server drops connections (README, "Platform support").
+    // server drops connections (DocC: "Running on Linux").
     return CourierError(.transportUnavailable, """
         Courier has no HTTP transport on Linux unless the package trait "AsyncHTTPClientTransport" \
         is on. Turn it on where your Package.swift depends on Courier: \

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// POSTs through `URLSession`. The default on Apple platforms; selectable on Linux, where it
-/// is not the default (it misbehaves when servers drop connections: see README).
+/// is not the default (it misbehaves when servers drop connections: see the DocC article "Running on Linux").
 ///
 /// Policies shared with `AsyncHTTPClientTransport`: `request.timeout` is a deadline for the
 /// whole request (not URLSession's idle `timeoutInterval`), and redirects are never followed:

@@ -2,8 +2,8 @@
 import Compression
 
 /// Apple's Compression framework, `COMPRESSION_LZ4_RAW`: the standard LZ4 block format with no
-/// framing of Apple's own. NOT COMPILED HERE (no Apple machine): kept to these few calls, each
-/// checked against Apple's documentation (README, "Platform support"). Its compressed bytes may
+/// framing of Apple's own. Type-checked for iOS by `make ios-check`, never run here (no Apple
+/// machine): kept to these few calls, each checked against Apple's documentation. Its compressed bytes may
 /// differ from liblz4's (another match finder) but decode the same everywhere.
 final class CompressionBlockCodec: LZ4BlockCodec {
     private let encodeScratch: UnsafeMutableRawPointer
