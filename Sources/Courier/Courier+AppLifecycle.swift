@@ -21,20 +21,22 @@ extension Courier {
         let registered = BGTaskScheduler.shared.register(forTaskWithIdentifier: identifier, using: nil) { task in
             let handle = UncheckedSendable(value: task)
             let completion = OnceFlag()
-            guard let courier = BackgroundDeliveryRegistry.shared.courier else {
-                // Launched before the app opened its courier: keep the chain of requests alive.
-                Courier.scheduleBackgroundDelivery()
-                task.setTaskCompleted(success: false)
-                return
-            }
-            // Ask for the next run first (a suspended app cannot ask later), if there is work.
-            if courier.pendingCount > 0 { Courier.scheduleBackgroundDelivery() }
-            // A processing task may run for minutes; its expiration cancels the delivery, which
-            // then stops cleanly, and completes the task at once, as iOS requires.
             let work = Task {
+                // A cold background launch runs this before the app has opened its courier:
+                // wait for it (until the task expires) instead of giving up at once.
+                guard let courier = await BackgroundDeliveryRegistry.shared.waitForCourier() else {
+                    Courier.scheduleBackgroundDelivery()  // keep the chain of requests alive
+                    if completion.claim() { handle.value.setTaskCompleted(success: false) }
+                    return
+                }
+                // Ask for the next run first (a suspended app cannot ask later), if there is work.
+                if courier.pendingCount > 0 { Courier.scheduleBackgroundDelivery() }
+                // A processing task may run for minutes; its expiration cancels the delivery,
+                // which then stops cleanly.
                 let outcome = await courier.runBackgroundDelivery(within: .seconds(3600))
                 if completion.claim() { handle.value.setTaskCompleted(success: outcome.success) }
             }
+            // On expiry: stop waiting or delivering, and complete the task at once, as iOS requires.
             task.expirationHandler = {
                 work.cancel()
                 if completion.claim() { handle.value.setTaskCompleted(success: false) }

@@ -33,24 +33,66 @@ struct OnceFlag: Sendable {
 
 /// The courier that background delivery works for, and the task identifier it was registered
 /// under: set by `registerBackgroundDelivery(identifier:)` and `enableAppLifecycleIntegration()`,
-/// read when iOS launches a background task (possibly before any courier is open).
+/// read when iOS launches a background task, possibly before any courier is open: a cold
+/// background launch runs the task's handler before the app has opened its courier, so the
+/// handler waits for it (`waitForCourier()`).
 struct BackgroundDeliveryRegistry: Sendable {
     static let shared = BackgroundDeliveryRegistry()
     private let identifierBox = Locked<String?>(nil)
-    private let courierBox = Locked(WeakCourier())
+    private let state = Locked(State())
 
-    /// Weak: the registry must not keep a closed or released courier alive.
-    private struct WeakCourier { weak var courier: Courier? }
+    private struct State {
+        /// Weak: the registry must not keep a closed or released courier alive.
+        weak var courier: Courier?
+        /// Tasks waiting for a courier, by ticket; each is resumed exactly once.
+        var waiters: [UInt64: CheckedContinuation<Courier?, Never>] = [:]
+        var nextTicket: UInt64 = 0
+    }
 
     var identifier: String? {
         get { identifierBox.value }
         nonmutating set { identifierBox.value = newValue }
     }
 
+    /// Setting a courier resumes every task waiting for one.
     var courier: Courier? {
-        get { courierBox.value.courier }
-        nonmutating set { courierBox.value = WeakCourier(courier: newValue) }
+        get { state.withLock { $0.courier } }
+        nonmutating set {
+            let waiters = state.withLock { state -> [CheckedContinuation<Courier?, Never>] in
+                state.courier = newValue
+                guard newValue != nil else { return [] }
+                defer { state.waiters.removeAll() }
+                return Array(state.waiters.values)
+            }
+            for waiter in waiters { waiter.resume(returning: newValue) }
+        }
     }
+
+    /// The courier: at once if one is set, else when one is; nil if the calling task is
+    /// cancelled first (how an expiring background task stops waiting). `waiting` is called
+    /// once the task is registered as a waiter (tests).
+    func waitForCourier(waiting: (@Sendable () -> Void)? = nil) async -> Courier? {
+        let ticket = state.withLock { state -> UInt64 in
+            defer { state.nextTicket += 1 }
+            return state.nextTicket
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Courier?, Never>) in
+                let ready = state.withLock { state -> Courier?? in
+                    if let courier = state.courier { return .some(courier) }
+                    if Task.isCancelled { return .some(nil) }
+                    state.waiters[ticket] = continuation
+                    return .none
+                }
+                if let ready { continuation.resume(returning: ready) } else { waiting?() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: ticket) }?.resume(returning: nil)
+        }
+    }
+
+    /// Tasks waiting now (tests).
+    var waitingCount: Int { state.withLock { $0.waiters.count } }
 }
 
 extension Courier {

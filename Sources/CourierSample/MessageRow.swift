@@ -33,6 +33,13 @@ public struct MessageRow: Sendable, Equatable, Identifiable {
         }
     }
 
+    /// Whether `status(now:)` changes with time (a countdown to the next attempt): only such
+    /// rows need redrawing while nothing happens.
+    public var isCountingDown: Bool {
+        if case .failed = state { return true }
+        return false
+    }
+
     /// A short reason: the status code, or the kind of transport failure.
     static func reason(_ outcome: DeliveryOutcome) -> String {
         switch outcome {

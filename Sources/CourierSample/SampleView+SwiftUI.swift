@@ -82,16 +82,31 @@ public struct CourierSampleView: View {
             if let serverStatus = model.state.serverStatus {
                 Text(serverStatus).foregroundStyle(.orange).font(.footnote)
             }
-            TimelineView(.periodic(from: .now, by: 0.25)) { context in
-                List(model.state.rows) { row in
-                    VStack(alignment: .leading) {
-                        Text((row.resumed ? "↻ " : "") + row.text)
-                        Text(row.status(now: context.date)).font(.caption).foregroundStyle(.secondary)
-                    }
+            List(model.state.rows) { row in
+                VStack(alignment: .leading) {
+                    Text((row.resumed ? "↻ " : "") + row.text)
+                    RowStatus(row: row)
                 }
             }
         }
         .padding()
+    }
+}
+
+/// A row's state; only a countdown to the next attempt redraws on its own (4 times a second).
+struct RowStatus: View {
+    let row: MessageRow
+
+    var body: some View {
+        if row.isCountingDown {
+            TimelineView(.periodic(from: .now, by: 0.25)) { context in label(now: context.date) }
+        } else {
+            label(now: Date())
+        }
+    }
+
+    private func label(now: Date) -> some View {
+        Text(row.status(now: now)).font(.caption).foregroundStyle(.secondary)
     }
 }
 #endif

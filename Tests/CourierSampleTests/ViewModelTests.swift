@@ -180,4 +180,15 @@ let ids = SequentialMessageIDs()
         #expect(applied)
         #expect(m.notice == nil, "a good URL clears the notice")
     }
+
+    @Test func onlyAFailedRowCountsDown() {
+        var m = SampleViewModel()
+        m.didSend(ids.next(), text: "a", at: t0)
+        #expect(m.rows[0].isCountingDown == false, "queued")
+        let id = m.rows[0].id
+        m.apply(.failed(id, attempt: 1, outcome: .response(status: 500), retryIn: .seconds(2)), at: t0)
+        #expect(m.rows[0].isCountingDown, "next attempt in 2 s")
+        m.apply(.delivered(id, attempts: 2), at: t0.addingTimeInterval(3))
+        #expect(m.rows[0].isCountingDown == false, "delivered")
+    }
 }

@@ -55,6 +55,61 @@ import FoundationNetworking
     }
 }
 
+/// A cold background launch runs the task's handler before the app has opened its courier:
+/// the handler waits for it, or for its task's expiration.
+@Suite struct BackgroundDeliveryRegistryTests {
+    func courier() throws -> Courier {
+        try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+    }
+
+    @Test func aCourierAlreadyOpenIsReturnedAtOnce() async throws {
+        let registry = BackgroundDeliveryRegistry()
+        let opened = try courier()
+        registry.courier = opened
+        #expect(await registry.waitForCourier() === opened)
+        #expect(registry.waitingCount == 0)
+        await opened.close()
+    }
+
+    @Test func aHandlerThatRanFirstGetsTheCourierWhenTheAppOpensIt() async throws {
+        let registry = BackgroundDeliveryRegistry()
+        let (registered, signal) = AsyncStream.makeStream(of: Void.self)
+        let handler = Task { await registry.waitForCourier(waiting: { signal.yield() }) }
+        var events = registered.makeAsyncIterator()
+        await events.next()
+        #expect(registry.waitingCount == 1)
+        let opened = try courier()
+        registry.courier = opened
+        #expect(await handler.value === opened)
+        #expect(registry.waitingCount == 0)
+        await opened.close()
+    }
+
+    @Test func anExpiredWaitReturnsNilAndLeavesNoWaiter() async throws {
+        let registry = BackgroundDeliveryRegistry()
+        let (registered, signal) = AsyncStream.makeStream(of: Void.self)
+        let handler = Task { await registry.waitForCourier(waiting: { signal.yield() }) }
+        var events = registered.makeAsyncIterator()
+        await events.next()
+        handler.cancel()  // the task's expiration handler
+        #expect(await handler.value == nil)
+        #expect(registry.waitingCount == 0)
+        let opened = try courier()
+        registry.courier = opened  // a courier opened later resumes no one twice
+        await opened.close()
+    }
+
+    @Test func aWaitCancelledBeforeItBeginsReturnsNil() async {
+        let registry = BackgroundDeliveryRegistry()
+        let handler = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await registry.waitForCourier()
+        }
+        #expect(await handler.value == nil)
+        #expect(registry.waitingCount == 0)
+    }
+}
+
 @MainActor
 final class FakeIntegration: PlatformIntegration {
     var stopped = false

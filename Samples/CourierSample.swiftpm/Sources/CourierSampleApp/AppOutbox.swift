@@ -16,8 +16,9 @@ final class AppOutbox: ObservableObject {
     /// The server the user last applied; the challenge's until then.
     private static let serverKey = "courier-sample.server"
 
-    /// Once, from the first screen's `.task`: replays the log (every message an earlier run
-    /// left pending comes back), turns on the lifecycle integration, shows the screen.
+    /// Once, at launch: replays the log (every message an earlier run left pending comes back),
+    /// turns on the lifecycle integration (a background task waiting for the courier gets it
+    /// now), and makes the screen's model.
     func open() async {
         guard !started else { return }
         started = true

@@ -4,41 +4,51 @@ import SwiftUI
 import UIKit
 
 /// The iOS sample: one screen (a server field, a message field, Send, and every message with
-/// its state), on a Courier opened with the app-lifecycle integration turned on. Quit it with
-/// messages pending (against a server that fails, say) and launch it again: they are listed,
-/// marked ↻, and delivered.
+/// its state), on a Courier opened at launch with the app-lifecycle integration turned on. Quit
+/// it with messages pending (against a server that fails, say) and launch it again: they are
+/// listed, marked ↻, and delivered.
 @main @MainActor
 struct CourierSampleApp: App {
     @UIApplicationDelegateAdaptor(AppDelegate.self) private var appDelegate
-    @StateObject private var outbox = AppOutbox()
 
     var body: some Scene {
         WindowGroup {
-            Group {
-                switch outbox.phase {
-                case .opening:
-                    ProgressView("Opening the outbox…")
-                case .open(let model):
-                    NavigationStack {
-                        CourierSampleView(model: model).navigationTitle("Courier")
-                    }
-                case .failed(let message):
-                    Text("The outbox did not open: \(message)").padding()
-                }
-            }
-            .task { await outbox.open() }
+            OutboxScreen(outbox: appDelegate.outbox)
         }
     }
 }
 
-/// Registers background delivery before launch finishes, as `BGTaskScheduler` requires; the
-/// identifier is the one AdditionalInfo.plist permits.
+/// Registers background delivery and starts opening the outbox while the app launches: iOS
+/// requires every `BGTaskScheduler` handler to be registered before launch ends, and a launch
+/// in the background (to run that task) may never show a screen, so the courier cannot wait
+/// for one. The identifier is the one AdditionalInfo.plist permits.
+@MainActor
 final class AppDelegate: NSObject, UIApplicationDelegate {
     static let backgroundDeliveryIdentifier = "com.example.courier-sample.delivery"
+    let outbox = AppOutbox()
 
     func application(_ application: UIApplication,
                      didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]? = nil) -> Bool {
         Courier.registerBackgroundDelivery(identifier: Self.backgroundDeliveryIdentifier)
+        Task { await outbox.open() }
         return true
+    }
+}
+
+/// The screen while the outbox opens, once it is open, or if it could not open.
+struct OutboxScreen: View {
+    @ObservedObject var outbox: AppOutbox
+
+    var body: some View {
+        switch outbox.phase {
+        case .opening:
+            ProgressView("Opening the outbox…")
+        case .open(let model):
+            NavigationStack {
+                CourierSampleView(model: model).navigationTitle("Courier")
+            }
+        case .failed(let message):
+            Text("The outbox did not open: \(message)").padding()
+        }
     }
 }
