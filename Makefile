@@ -64,7 +64,8 @@ consumer-check: deps
 # Type-checks for iOS every target an iOS app builds (those of the library products) and the iOS
 # sample app. On macOS: xcodebuild for a generic iOS device. On Linux: Tools/ios-check against
 # the iPhoneOS SDK directory in IOS_SDK, with the Dispatch and os API notes in IOS_APINOTES
-# (README, "Contributing without a Mac"). About a minute. Nothing is linked or run.
+# (README, "Contributing without a Mac"; both have defaults, see Tools/ios-check/ios-check.py).
+# About a minute. Nothing is linked or run.
 IOS_SDK      ?=
 IOS_APINOTES ?=
 IOS_APP      := Samples/CourierSample.swiftpm

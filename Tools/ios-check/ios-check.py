@@ -8,11 +8,13 @@ targets they depend on (C targets as module maps; `CLZ4`, a Linux system library
 the external modules they import (swift-log), taken from `.build/checkouts`. Each app package
 given (e.g. `Samples/CourierSample.swiftpm`) contributes one module per `Sources/<Target>/`.
 
-On Linux, against the SDK directory in `IOS_SDK` (an `iPhoneOS*.sdk`, as in Xcode), for
-`arm64-apple-ios$IOS_DEPLOYMENT_TARGET` (default 16.0), with `#if os(iOS)` / `canImport(UIKit)`
-code compiled in. The Linux toolchain lacks the API notes Xcode's toolchain carries for
-`Dispatch` and `os`; `IOS_APINOTES` names a directory holding them (`Dispatch.apinotes`,
-`os.apinotes`, from the Swift project's `apinotes/` directory) unless the toolchain has them.
+On Linux, against the SDK directory in `IOS_SDK` (an `iPhoneOS*.sdk`, as in Xcode; if unset,
+the newest `/tmp/sdk/iPhoneOS*.sdk`), for `arm64-apple-ios$IOS_DEPLOYMENT_TARGET` (default
+16.0), with `#if os(iOS)` / `canImport(UIKit)` code compiled in. The Linux toolchain lacks the
+API notes Xcode's toolchain carries for `Dispatch` and `os`: `IOS_APINOTES` names a directory
+holding them (`Dispatch.apinotes`, `os.apinotes`, from the Swift project's `apinotes/`
+directory); if unset, the toolchain's own, else `$IOS_RES/apinotes` (default `/tmp/iosres`,
+where an SDK set-up script may have left a Darwin resource directory).
 Type-checking only: nothing is linked or run (see README, "Contributing without a Mac").
 
 Exit status: 0 clean, 1 type errors, 2 no usable SDK or API notes (the message says which).
@@ -62,8 +64,11 @@ def imported_modules(files):
 def resource_dir(scratch):
     """The toolchain's shims and clang headers, plus Dispatch and os API notes."""
     toolchain = os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("swiftc"))))
-    notes = os.environ.get("IOS_APINOTES") or os.path.join(toolchain, "lib", "swift", "apinotes")
-    if not all(os.path.isfile(os.path.join(notes, n)) for n in ("Dispatch.apinotes", "os.apinotes")):
+    candidates = [os.environ.get("IOS_APINOTES"), os.path.join(toolchain, "lib", "swift", "apinotes"),
+                  os.path.join(os.environ.get("IOS_RES", "/tmp/iosres"), "apinotes")]
+    has_notes = lambda d: all(os.path.isfile(os.path.join(d, n)) for n in ("Dispatch.apinotes", "os.apinotes"))
+    notes = next((d for d in candidates if d and has_notes(d)), candidates[0] or candidates[1])
+    if not has_notes(notes):
         unavailable("no Dispatch.apinotes and os.apinotes in %s: set IOS_APINOTES to a directory holding them "
                     "(the Swift project's apinotes/ directory; Xcode's toolchain ships them, Linux's does not)" % notes)
     res = os.path.join(scratch, "resources")
@@ -169,7 +174,7 @@ class Checker:
 
 
 def main(apps):
-    sdk = os.environ.get("IOS_SDK", "")
+    sdk = os.environ.get("IOS_SDK") or (sorted(glob.glob("/tmp/sdk/iPhoneOS*.sdk")) or [""])[-1]
     if not os.path.isfile(os.path.join(sdk, "SDKSettings.json")):
         unavailable("no iOS SDK: IOS_SDK=%r is not an iPhoneOS*.sdk directory holding SDKSettings.json" % sdk)
     if not os.path.isdir(".build/checkouts"):
@@ -194,7 +199,7 @@ def main(apps):
             for source in sorted(glob.glob(os.path.join(app, "Sources", "*"))):
                 clean = checker.check(os.path.basename(source), swift_files(source)) and clean
                 count += 1
-        sdk_name = os.path.basename(os.path.normpath(sdk))
+        sdk_name = os.path.normpath(sdk)
         print("ios-check: %s — %d modules type-checked for %s against %s (%d errors of the SDK's Swift 5.10 "
               "standard library ignored; nothing linked or run)"
               % ("clean" if clean else "ERRORS", count, TRIPLE, sdk_name, checker.artifacts))
