@@ -30,8 +30,8 @@ final class Replayer {
                 return
             }
             projection.applyFullState(id: id, url: url, orderingKey: key, attempts: attempts, dueMilliseconds: due, address: address)
-        case .attempted(let id, let attempt, let due)?:
-            projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due)
+        case .attempted(let id, let attempt, let due, let retryAfter)?:
+            projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: retryAfter)
         case .delivered(let id)?:
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .delivered) }
         case .abandoned(let id, let reason)?:
@@ -58,10 +58,13 @@ final class Replayer {
         // buffers, or its first change would copy them all.
         var taken = Projection(fifoPerDestination: projection.fifoPerDestination)
         swap(&taken, &projection)
-        // A due time far in the future can only come from a wall clock that went backwards
-        // since it was written: bring it within one maximum delay of now.
-        let limit = now + UInt64(max(configuration.retry.maximumDelay, configuration.retry.retryAfterLimit).seconds * 1000)
-        taken.clampDue(toAtMost: limit)
+        // No message waits longer than the current policy allows: a due time from backoff goes
+        // no further than `maximumDelay` from now, one from `Retry-After` no further than
+        // `retryAfterLimit` (an app that lowers its delays in an update, or a wall clock that
+        // went backwards since the record was written).
+        let retry = configuration.retry
+        taken.clampDue(backoffAtMost: now + UInt64(retry.maximumDelay.seconds * 1000),
+                       retryAfterAtMost: now + UInt64(retry.retryAfterLimit.seconds * 1000))
         var report = log.recovery
         if let replay = log.openingReplay { report.absorb(replay) }
         report.undecodableRecords = undecodable

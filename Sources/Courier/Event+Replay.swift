@@ -6,7 +6,7 @@ import CourierLog
 enum ReplayFact {
     case fullState(MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer?, attempts: UInt32,
                    dueMilliseconds: UInt64)
-    case attempted(MessageID, attempt: UInt32, dueMilliseconds: UInt64)
+    case attempted(MessageID, attempt: UInt32, dueMilliseconds: UInt64, retryAfter: Bool)
     case delivered(MessageID)
     case abandoned(MessageID, reason: String)
 }
@@ -33,8 +33,8 @@ extension Event {
             }
             fact = .fullState(id, url: url, orderingKey: key, attempts: attempts, dueMilliseconds: due)
         case .attempted:
-            guard let attempt = r.u32(), skipOutcome(&r), let due = r.u64() else { return nil }
-            fact = .attempted(id, attempt: attempt, dueMilliseconds: due)
+            guard let attempt = r.u32(), let retryAfter = skipOutcome(&r), let due = r.u64() else { return nil }
+            fact = .attempted(id, attempt: attempt, dueMilliseconds: due, retryAfter: retryAfter)
         case .delivered:
             guard r.u32() != nil, r.u16() != nil else { return nil }
             fact = .delivered(id)
@@ -47,14 +47,17 @@ extension Event {
         return r.isAtEnd ? fact : nil
     }
 
-    /// Reads past an outcome, checking it as `decodeOutcome` does.
-    private static func skipOutcome(_ r: inout ByteReader) -> Bool {
+    /// Reads past an outcome, checking it as `decodeOutcome` does: nil if it is malformed, else
+    /// whether it carries a `Retry-After` the policy honours (`DeliveryOutcome.carriesRetryAfter`).
+    private static func skipOutcome(_ r: inout ByteReader) -> Bool? {
         switch r.u8() {
-        case 1: return r.u16() != nil && r.utf8() != nil
+        case 1:
+            guard let status = r.u16(), let header = r.utf8() else { return nil }
+            return DeliveryOutcome.honoursRetryAfter(status: Int(status)) && header.count > 0
         case 2:
-            guard let raw = r.u8(), TransportFailure.Kind(rawValue: raw) != nil else { return false }
-            return r.utf8() != nil
-        default: return false
+            guard let raw = r.u8(), TransportFailure.Kind(rawValue: raw) != nil, r.utf8() != nil else { return nil }
+            return false
+        default: return nil
         }
     }
 }

@@ -39,6 +39,9 @@ struct Projection {
         static let inFlight = Flags(rawValue: 2)
         /// Its destination is down: waiting in the origin's parked queue, out of the heap.
         static let parked = Flags(rawValue: 4)
+        /// Its due time may be a server's `Retry-After` (its last attempt was answered 429 or
+        /// 503 with one): opening clamps it to `retryAfterLimit`, not `maximumDelay`.
+        static let dueFromRetryAfter = Flags(rawValue: 8)
     }
 
     static let notInHeap = UInt32.max
@@ -80,6 +83,9 @@ struct Projection {
         if let i = lookup(id) {
             slots[Int(i)].address = address
             slots[Int(i)].attempts = attempts
+            // A snapshot keeps the due time, and in memory where it came from (the record
+            // cannot say: after a reopen, a snapshotted wait counts as backoff).
+            if slots[Int(i)].dueMilliseconds != dueMilliseconds { slots[Int(i)].flags.remove(.dueFromRetryAfter) }
             slots[Int(i)].dueMilliseconds = dueMilliseconds
             reschedule(i)
             return .updated
@@ -98,12 +104,14 @@ struct Projection {
         return .added
     }
 
-    /// An attempt was logged: its count and the next due time.
+    /// An attempt was logged: its count, the next due time, and whether the answer carried a
+    /// `Retry-After` the policy honours (429 or 503).
     @discardableResult
-    mutating func applyAttempt(id: MessageID, attempt: UInt32, dueMilliseconds: UInt64) -> Change {
+    mutating func applyAttempt(id: MessageID, attempt: UInt32, dueMilliseconds: UInt64, retryAfter: Bool = false) -> Change {
         guard let i = lookup(id) else { return .ignored }
         slots[Int(i)].attempts = max(slots[Int(i)].attempts, attempt)
         slots[Int(i)].dueMilliseconds = dueMilliseconds
+        if retryAfter { slots[Int(i)].flags.insert(.dueFromRetryAfter) } else { slots[Int(i)].flags.remove(.dueFromRetryAfter) }
         reschedule(i)
         return .updated
     }
@@ -125,7 +133,8 @@ struct Projection {
                 applyFullState(id: s.id, url: url, orderingKey: key, attempts: s.attempts,
                                dueMilliseconds: s.nextDueMilliseconds, address: address)
             }
-        case .attempted(let id, let attempt, _, let due): return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due)
+        case .attempted(let id, let attempt, let outcome, let due):
+            return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
         case .delivered(let id, _, _), .abandoned(let id, _, _): return applyEnd(id: id)
         }
     }
@@ -217,14 +226,16 @@ struct Projection {
     }
 
     /// Pulls every due time after `limit` back to `limit` (after a wall-clock jump).
-    mutating func clampDue(toAtMost limit: UInt64) {
+    mutating func clampDue(backoffAtMost backoffLimit: UInt64, retryAfterAtMost retryAfterLimit: UInt64) {
         var moved = 0
-        for i in slots.indices where slots[i].flags.contains(.live) && slots[i].dueMilliseconds > limit {
+        for i in slots.indices where slots[i].flags.contains(.live) {
+            let limit = slots[i].flags.contains(.dueFromRetryAfter) ? retryAfterLimit : backoffLimit
+            guard slots[i].dueMilliseconds > limit else { continue }
             slots[i].dueMilliseconds = limit
             moved += 1
         }
         if moved > 0 { heapify() }
-        origins.probeNoLaterThan(limit)
+        origins.probeNoLaterThan(max(backoffLimit, retryAfterLimit))
     }
 
     /// Live slots, in arrival order.

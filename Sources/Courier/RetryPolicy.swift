@@ -62,7 +62,8 @@ public struct RetryPolicy: Sendable, Hashable {
     public var initialDelay: Duration
     /// The growth per attempt. The default is 2.
     public var multiplier: Double
-    /// The largest delay before jitter. The default is 300 seconds.
+    /// The largest delay before jitter. The default is 300 seconds. Opening a courier holds
+    /// messages that an earlier policy scheduled further out (from backoff) to this from now.
     public var maximumDelay: Duration
     /// The default is `.full`.
     public var jitter: Jitter
@@ -70,7 +71,9 @@ public struct RetryPolicy: Sendable, Hashable {
     public var maximumAttempts: Int?
     /// Give up once this long has passed since `send`. The default is nil: never.
     public var expiry: Duration?
-    /// The most a `Retry-After` header can delay a message. The default is 1 hour.
+    /// The most a `Retry-After` header can delay a message. The default is 1 hour. Opening a
+    /// courier holds a server's longer wait, logged earlier, to this from now. (A wait that
+    /// compaction re-snapshotted counts as backoff's then: the snapshot does not say.)
     public var retryAfterLimit: Duration
     /// The default is `.retryEverything`.
     public var classifier: Classifier
@@ -120,7 +123,7 @@ public struct RetryPolicy: Sendable, Hashable {
             return .giveUp(reason: "\(attempt) attempts, the maximum; last: \(outcome)")
         }
         var delay = jittered(backoff(attempt: attempt), using: &random)
-        if case .response(let status, let header?) = outcome, status == 429 || status == 503,
+        if case .response(let status, let header?) = outcome, DeliveryOutcome.honoursRetryAfter(status: status),
            let asked = RetryAfter.parse(header, now: now) {
             delay = max(delay, min(asked, retryAfterLimit))
         }

@@ -52,7 +52,8 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
                     guard let s = e.fullState else { return false }
                     return id == s.id && String(decoding: url, as: UTF8.self) == s.url && attempts == s.attempts && due == s.nextDueMilliseconds
                         && key.map { String(decoding: $0, as: UTF8.self) } == s.orderingKey
-                case (.attempted(let id, let attempt, let due)?, .attempted(let i, let a, _, let d)?): return id == i && attempt == a && due == d
+                case (.attempted(let id, let attempt, let due, let retryAfter)?, .attempted(let i, let a, let outcome, let d)?):
+                    return id == i && attempt == a && due == d && retryAfter == outcome.carriesRetryAfter
                 case (.delivered(let id)?, .delivered(let i, _, _)?): return id == i
                 case (.abandoned(let id, let reason)?, .abandoned(let i, _, let r)?): return id == i && reason == r
                 default: return false
