@@ -15,6 +15,22 @@ extension Courier {
         }
     }
 
+    /// Withdraws message `id` (the id `send` returned) for good: it is never sent again, across
+    /// restarts too (a `cancelled` record in the log, durable as the configured `durability`
+    /// makes every state change). `delivered(id)` throws `.cancelled`; `events` reports
+    /// `.cancelled(id)`; the message's `send` callbacks are not called. An attempt already in
+    /// flight is not stopped (a POST under way may still reach the server) and its outcome is
+    /// ignored. The next message with the same ordering key may go at once.
+    /// - Returns: whether the message was still pending (false if unknown, or already
+    ///   delivered, abandoned or cancelled, or the courier is closed).
+    @discardableResult
+    public func cancel(_ id: MessageID) -> Bool {
+        let (cancelled, effects) = outbox.cancel(id)
+        effects.run()
+        if cancelled { pump() }
+        return cancelled
+    }
+
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
     /// usual. `send` still works: messages wait on disk.
     public func pause() {

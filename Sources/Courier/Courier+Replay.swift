@@ -36,6 +36,8 @@ final class Replayer {
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .delivered) }
         case .abandoned(let id, let reason)?:
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .abandoned(reason)) }
+        case .cancelled(let id)?:
+            if projection.applyEnd(id: id) == .ended { resolved.record(id, .cancelled) }
         case nil:
             undecodable.append(record.location)
         }

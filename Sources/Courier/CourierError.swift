@@ -38,6 +38,8 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         case closed
         /// The retry policy gave up on the message (`delivered(_:)` throws this).
         case abandoned
+        /// The app withdrew the message with `Courier.cancel(_:)` (`delivered(_:)` throws this).
+        case cancelled
         /// `delivered(_:)` was asked about an id this `Courier` has never seen, or resolved too
         /// long ago to remember (see `Configuration.resolvedMemoryCount`).
         case unknownMessage

@@ -11,6 +11,8 @@ public enum CourierEvent: Sendable, Hashable {
     case delivered(MessageID, attempts: Int)
     /// The retry policy gave up; the message will not be sent again.
     case abandoned(MessageID, attempts: Int, reason: String)
+    /// The app withdrew the message with `Courier.cancel(_:)`; it will not be sent again.
+    case cancelled(MessageID)
     /// Storage trouble, in words for people. Either a state change could not be written to the
     /// log (disk full, I/O error): delivery goes on in memory, and after a restart the message
     /// may be sent again (the server dedupes by `Idempotency-Key`). Or opening the log found

@@ -49,7 +49,7 @@ extension Effects {
         case .destinationRecovered(let origin, let downFor, let released):
             logger.info("destination recovered after \(downFor): \(released) waiting messages due now",
                         metadata: ["courier.destination": "\(origin)"])
-        case .enqueued, .attempt, .failed, .delivered:
+        case .enqueued, .attempt, .failed, .delivered, .cancelled:
             break  // the engine logs attempts itself, with their destination (debug)
         }
     }
@@ -58,6 +58,7 @@ extension Effects {
 enum Resolution: Equatable {
     case delivered
     case abandoned(String)
+    case cancelled
 }
 
 /// The most recent resolutions, for `delivered(_:)` on messages already done. Bounded: the

@@ -9,6 +9,7 @@ enum ReplayFact {
     case attempted(MessageID, attempt: UInt32, dueMilliseconds: UInt64, retryAfter: Bool)
     case delivered(MessageID)
     case abandoned(MessageID, reason: String)
+    case cancelled(MessageID)
 }
 
 extension Event {
@@ -41,6 +42,8 @@ extension Event {
         case .abandoned:
             guard r.u32() != nil, let reason = r.string() else { return nil }
             fact = .abandoned(id, reason: reason)
+        case .cancelled:
+            fact = .cancelled(id)
         default:
             return nil
         }

@@ -38,6 +38,7 @@ struct Header: Sendable, Hashable {
 ///     attempted           u32 attempt · outcome · u64 next due ms
 ///     delivered           u32 attempt · u16 status
 ///     abandoned           u32 attempt · string reason
+///     cancelled           (nothing more)
 ///     outcome             u8 1 · u16 status · string retry-after   |   u8 2 · u8 failure kind · string message
 ///
 /// (`string` = u16 length + UTF-8, `blob` = u32 length + bytes.) The ordering key is there only
@@ -49,6 +50,8 @@ enum Event: Sendable, Equatable {
     case delivered(MessageID, attempt: UInt32, status: UInt16)
     case abandoned(MessageID, attempt: UInt32, reason: String)
     case snapshot(MessageState)
+    /// The app withdrew the message with `Courier.cancel(_:)`.
+    case cancelled(MessageID)
 
     static let version: UInt8 = 1
     /// Bytes of an `enqueued` or `snapshot` body besides its URL, headers and body.
@@ -61,13 +64,14 @@ enum Event: Sendable, Equatable {
         case .delivered: .delivered
         case .abandoned: .abandoned
         case .snapshot: .snapshot
+        case .cancelled: .cancelled
         }
     }
 
     var id: MessageID {
         switch self {
         case .enqueued(let s), .snapshot(let s): s.id
-        case .attempted(let id, _, _, _), .delivered(let id, _, _), .abandoned(let id, _, _): id
+        case .attempted(let id, _, _, _), .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): id
         }
     }
 
@@ -108,6 +112,8 @@ enum Event: Sendable, Equatable {
         case .abandoned(_, let attempt, let reason):
             w.u32(attempt)
             w.string(reason)
+        case .cancelled:
+            break
         }
         return w.bytes
     }
@@ -139,6 +145,8 @@ enum Event: Sendable, Equatable {
         case .abandoned:
             guard let attempt = r.u32(), let reason = r.string() else { return nil }
             event = .abandoned(id, attempt: attempt, reason: reason)
+        case .cancelled:
+            event = .cancelled(id)
         default:
             return nil
         }

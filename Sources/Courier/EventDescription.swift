@@ -5,7 +5,7 @@ import Foundation
 public struct EventDescription: Sendable, Equatable {
     /// The message the record concerns, exactly as used in `Idempotency-Key`.
     public var messageID: MessageID
-    /// Whether this record ends the message's life (delivered, abandoned).
+    /// Whether this record ends the message's life (delivered, abandoned, cancelled).
     public var isTerminal: Bool
     /// A few `key=value` facts: destination, attempt, outcome, next due time, …
     public var details: [Detail]
@@ -43,6 +43,8 @@ public struct EventDescription: Sendable, Equatable {
             isTerminal = true
             add("attempt", String(attempt))
             add("reason", reason)
+        case .cancelled:
+            isTerminal = true
         }
         details = d
     }

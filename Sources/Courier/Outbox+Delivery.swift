@@ -93,18 +93,19 @@ extension Outbox {
                 destination: DestinationReport) -> Effects {
         mutate { state, effects in
             let id = attempt.id, number = UInt32(attempt.number)
+            // Cancelled while its attempt was in flight: the message is done, and its outcome is
+            // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
+            guard let slot = state.projection.slotIndex(of: id) else { return }
             // The destination first: a recovery unparks the others before this one resolves.
-            if let slot = state.projection.slotIndex(of: id) {
-                let change = state.projection.observe(destination.signal, slot: slot, nowMilliseconds: destination.nowMilliseconds,
-                                                      failuresBeforeDown: destination.failuresBeforeDown,
-                                                      probeDelayMilliseconds: destination.probeDelayMilliseconds)
-                switch change {
-                case .none: break
-                case .wentDown(let origin, let failures):
-                    effects.emit(.destinationDown(origin, consecutiveFailures: failures))
-                case .recovered(let origin, let downMilliseconds, let released):
-                    effects.emit(.destinationRecovered(origin, downFor: .milliseconds(Int64(downMilliseconds)), released: released))
-                }
+            let change = state.projection.observe(destination.signal, slot: slot, nowMilliseconds: destination.nowMilliseconds,
+                                                  failuresBeforeDown: destination.failuresBeforeDown,
+                                                  probeDelayMilliseconds: destination.probeDelayMilliseconds)
+            switch change {
+            case .none: break
+            case .wentDown(let origin, let failures):
+                effects.emit(.destinationDown(origin, consecutiveFailures: failures))
+            case .recovered(let origin, let downMilliseconds, let released):
+                effects.emit(.destinationRecovered(origin, downFor: .milliseconds(Int64(downMilliseconds)), released: released))
             }
             switch verdict {
             case .delivered(let status):
@@ -120,6 +121,18 @@ extension Outbox {
                 Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
             }
         }.1
+    }
+
+    /// The app withdraws message `id` for good: a `cancelled` record, then it resolves as
+    /// cancelled. False if it is not pending (unknown, or already delivered, abandoned or
+    /// cancelled). An attempt in flight is left to finish; its outcome is dropped.
+    func cancel(_ id: MessageID) -> (Bool, Effects) {
+        mutate { state, effects -> Bool in
+            guard !state.closed, let slot = state.projection.slot(of: id) else { return false }
+            append(.cancelled(id), &effects)
+            Self.resolve(id, .cancelled, attempts: Int(slot.attempts), &state, &effects)
+            return true
+        }
     }
 
     /// An attempt was cancelled (close, or the end of `deliverPending`): not an attempt. The
@@ -171,6 +184,10 @@ extension Outbox {
             effects.emit(.abandoned(id, attempts: attempts, reason: reason))
             if let callback = callbacks?.onAbandoned { effects.abandoned.append((callback, id, error)) }
             effects.failures += waiters.map { ($0, error) }
+        case .cancelled:
+            // The app asked: its callbacks are dropped, not called; waiters learn why.
+            effects.emit(.cancelled(id))
+            effects.failures += waiters.map { ($0, CourierError(.cancelled, "message \(id) was cancelled")) }
         }
         if state.projection.isEmpty {
             effects.idle += state.idleWaiters.values

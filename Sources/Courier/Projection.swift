@@ -116,7 +116,7 @@ struct Projection {
         return .updated
     }
 
-    /// A `delivered` or `abandoned` record: the message is done.
+    /// A `delivered`, `abandoned` or `cancelled` record: the message is done.
     @discardableResult
     mutating func applyEnd(id: MessageID) -> Change {
         guard lookup(id) != nil else { return .ignored }
@@ -135,7 +135,7 @@ struct Projection {
             }
         case .attempted(let id, let attempt, let outcome, let due):
             return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
-        case .delivered(let id, _, _), .abandoned(let id, _, _): return applyEnd(id: id)
+        case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): return applyEnd(id: id)
         }
     }
 

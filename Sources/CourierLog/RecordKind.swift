@@ -14,9 +14,11 @@ public struct RecordKind: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let abandoned = RecordKind(rawValue: 4)
     /// A live message's full state, re-appended by the compactor so old segments can go.
     public static let snapshot = RecordKind(rawValue: 5)
+    /// The app withdrew the message (`cancel`); it is done.
+    public static let cancelled = RecordKind(rawValue: 6)
 
     static let names: [UInt8: String] = [
-        1: "enqueued", 2: "attempted", 3: "delivered", 4: "abandoned", 5: "snapshot",
+        1: "enqueued", 2: "attempted", 3: "delivered", 4: "abandoned", 5: "snapshot", 6: "cancelled",
     ]
 
     /// Lower-case name (`enqueued`, …); unknown codes print as `kind-N`.

@@ -134,6 +134,7 @@ public struct SampleViewModel: Sendable, Equatable {
         case .delivered(let id, let attempts):
             update(id) { $0.state = .delivered(attempts: attempts, after: now.timeIntervalSince($0.sentAt)) }
         case .abandoned(let id, _, let reason): update(id) { $0.state = .abandoned(reason: reason) }
+        case .cancelled(let id): update(id) { $0.state = .abandoned(reason: "cancelled") }
         case .destinationDown(let origin, let failures):
             serverStatus = "server down (\(failures) failures in a row at \(origin)): messages wait, one probe at a time"
         case .destinationRecovered(let origin, let downFor, let released):

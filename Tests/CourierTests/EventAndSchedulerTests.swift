@@ -18,6 +18,7 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
         .attempted(state(1).id, attempt: 4, outcome: .failure(TransportFailure(.connectionClosed, "reset")), nextDueMilliseconds: 100),
         .delivered(state(1).id, attempt: 5, status: 201),
         .abandoned(state(2).id, attempt: 9, reason: "HTTP 404"),
+        .cancelled(state(3).id),
     ]
 
     @Test func everyEventSurvivesEncodeAndDecode() {
@@ -56,6 +57,7 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
                     return id == i && attempt == a && due == d && retryAfter == outcome.carriesRetryAfter
                 case (.delivered(let id)?, .delivered(let i, _, _)?): return id == i
                 case (.abandoned(let id, let reason)?, .abandoned(let i, _, let r)?): return id == i && reason == r
+                case (.cancelled(let id)?, .cancelled(let i)?): return id == i
                 default: return false
                 }
             }

@@ -73,7 +73,7 @@ struct ReferenceProjection {
             guard states[id] != nil else { return }
             states[id]!.attempts = max(states[id]!.attempts, attempt)
             states[id]!.nextDueMilliseconds = due
-        case .delivered(let id, _, _), .abandoned(let id, _, _): states[id] = nil
+        case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): states[id] = nil
         }
     }
 }

@@ -208,6 +208,30 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         #expect(stats.contains("messages: 1 live, 1 dead (2 records of dead messages)"))
     }
 
+    /// `cancel` writes a record of its own: `wal-dump` names it, counts the message dead, and
+    /// verifies the log clean.
+    @Test func aCancelledMessageShowsAsACancelledRecord() async throws {
+        let path = NSTemporaryDirectory() + "courier-cancel-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var config = Courier.Configuration()
+        config.transport = ScriptedTransport()
+        config.clock = ManualClock()
+        let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
+        courier.pause()
+        let id = try courier.send(["a": 1], to: URL(string: "https://example.com/in")!)
+        #expect(courier.cancel(id))
+        await courier.close()
+
+        var lines: [String] = []
+        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false) == .ok)
+        let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(objects.map { "\($0["type"]!) \($0["id"]!)" } == ["enqueued \(id)", "cancelled \(id)"])
+        var stats: [String] = []
+        _ = Dump(directory: path, out: { stats.append($0) }, err: { _ in }).stats(json: false)
+        #expect(stats.contains("messages: 0 live, 1 dead (2 records of dead messages)"))
+        #expect(Dump(directory: path, out: { _ in }, err: { _ in }).verify() == .ok)
+    }
+
     /// `prepareRequest` adds a token to every attempt; the log never holds it: `--payload`
     /// shows the body and the headers `send` stored, and no token, in text and JSON.
     @Test func whatPrepareRequestAddsNeverReachesTheLog() async throws {

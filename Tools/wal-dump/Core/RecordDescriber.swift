@@ -7,6 +7,6 @@ public protocol RecordDescriber: Sendable {
     func messageID(of record: LogRecord) -> String?
     /// Extra `key=value` details for the record (destination, attempt, status, …).
     func details(of record: LogRecord) -> [(key: String, value: String)]
-    /// Whether this kind ends a message's life (delivered, abandoned).
+    /// Whether this kind ends a message's life (delivered, abandoned, cancelled).
     func isTerminal(_ kind: RecordKind) -> Bool
 }
