@@ -28,7 +28,7 @@ extension Courier {
     public func compactNowForTesting() { compact(force: true) }
 
     func compactIfWorthIt() {
-        guard configuration.compactionEnabled else { return }
+        guard configuration.isCompactionEnabled else { return }
         compact(force: false)
     }
 

@@ -21,12 +21,12 @@ extension Courier {
         public var retry = RetryPolicy()
         /// How many POSTs may be in flight at once. The default is 4 (URLSession's and browsers'
         /// per-host connection counts are 4–6; more buys little against one server).
-        public var maxConcurrentDeliveries = 4
+        public var maximumConcurrentDeliveries = 4
         /// The limit for one whole request, enforced on every request by every transport.
         /// The default is 30 seconds.
         public var requestTimeout: Duration = .seconds(30)
         /// The largest body `send` accepts, in bytes. The default is 1 MiB.
-        public var maximumMessageSize = 1 << 20
+        public var maximumMessageBytes = 1 << 20
         /// The most disk the log may use, in bytes; `send` throws `.storageFull` beyond it
         /// (older messages are never dropped to make room). The default is 256 MiB.
         public var maximumStorageBytes = 256 << 20
@@ -90,7 +90,7 @@ extension Courier {
         public var compactionThreshold = 10_000
         /// Whether the compactor runs. Turn it off to keep every record for inspection with
         /// `wal-dump` (disk use then grows without bound). The default is true.
-        public var compactionEnabled = true
+        public var isCompactionEnabled = true
         /// Whether the default transport may use a cellular network. The default is true.
         /// Applies to URLSession (Apple platforms); AsyncHTTPClient (Linux) has no such notion.
         public var allowsCellularAccess = true
@@ -106,5 +106,26 @@ extension Courier {
 
         /// Every setting at its documented default.
         public init() {}
+    }
+}
+
+/// Spellings before the API settled on `maximum…`, `is…Enabled` and units in names.
+extension Courier.Configuration {
+    @available(*, deprecated, renamed: "maximumConcurrentDeliveries")
+    public var maxConcurrentDeliveries: Int {
+        get { maximumConcurrentDeliveries }
+        set { maximumConcurrentDeliveries = newValue }
+    }
+
+    @available(*, deprecated, renamed: "maximumMessageBytes")
+    public var maximumMessageSize: Int {
+        get { maximumMessageBytes }
+        set { maximumMessageBytes = newValue }
+    }
+
+    @available(*, deprecated, renamed: "isCompactionEnabled")
+    public var compactionEnabled: Bool {
+        get { isCompactionEnabled }
+        set { isCompactionEnabled = newValue }
     }
 }

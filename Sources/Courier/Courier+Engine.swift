@@ -34,7 +34,7 @@ extension Courier {
             var effects = Effects()
             guard !engine.closed else { return effects }
             if engine.mayStartAttempts {
-                let free = configuration.maxConcurrentDeliveries - engine.tasks.count
+                let free = configuration.maximumConcurrentDeliveries - engine.tasks.count
                 let attempts = outbox.takeDue(nowMilliseconds: instant.wallMilliseconds, limit: free)
                 for attempt in attempts {
                     let token = engine.nextToken
@@ -98,7 +98,7 @@ extension Courier {
 
     /// Under `engineLock`: one timer, for the earliest due message, if a delivery slot is free.
     private func armTimer(at instant: EngineInstant) {
-        guard engine.tasks.count < configuration.maxConcurrentDeliveries,
+        guard engine.tasks.count < configuration.maximumConcurrentDeliveries,
               let due = outbox.earliestDue else { return }
         let deadline = instant.elapsed + .milliseconds(Int64(due - min(due, instant.wallMilliseconds)))
         if let timer = engine.timer, timer.deadline <= deadline { return }

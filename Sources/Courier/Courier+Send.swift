@@ -57,8 +57,8 @@ extension Courier {
         }
         if !headers.isEmpty { try Self.validate(headers) }
         try Self.validate(contentType: contentType)
-        guard body.count <= configuration.maximumMessageSize else {
-            throw CourierError(.messageTooLarge, "\(body.count) bytes; the limit is \(configuration.maximumMessageSize) (Configuration.maximumMessageSize)")
+        guard body.count <= configuration.maximumMessageBytes else {
+            throw CourierError(.messageTooLarge, "\(body.count) bytes; the limit is \(configuration.maximumMessageBytes) (Configuration.maximumMessageBytes)")
         }
         let id = configuration.makeMessageID()
         let instant = currentInstant()

@@ -1,7 +1,7 @@
 import CourierLog
 
 extension Courier.Configuration {
-    /// Bytes a message's URL and extra headers may take beside a body of `maximumMessageSize`
+    /// Bytes a message's URL and extra headers may take beside a body of `maximumMessageBytes`
     /// in the check `init` makes: a body of the maximum size with a URL and headers this small
     /// always fits one record. `send` checks the real encoded size and throws
     /// `.messageTooLarge` for a message whose URL and headers make it too big for a segment.
@@ -26,14 +26,14 @@ extension Courier.Configuration {
         }
         let log = logConfiguration()
         if let problem = log.problem { problems.append(problem) }
-        require(maxConcurrentDeliveries >= 1 && maxConcurrentDeliveries <= 1_000,
-                "maxConcurrentDeliveries is \(maxConcurrentDeliveries); it must be from 1 to 1000")
+        require(maximumConcurrentDeliveries >= 1 && maximumConcurrentDeliveries <= 1_000,
+                "maximumConcurrentDeliveries is \(maximumConcurrentDeliveries); it must be from 1 to 1000")
         require(requestTimeout > .zero, "requestTimeout must be positive (it is \(requestTimeout))")
-        require(maximumMessageSize >= 0, "maximumMessageSize must not be negative")
+        require(maximumMessageBytes >= 0, "maximumMessageBytes must not be negative")
         if log.problem == nil {
             let largest = log.maximumRecordBytes - Event.stateOverheadBytes - Self.envelopeAllowanceBytes
-            require(maximumMessageSize <= largest,
-                    "maximumMessageSize (\(maximumMessageSize)) does not fit segmentSizeBytes (\(segmentSizeBytes)): a segment of that size holds messages of at most \(max(0, largest)) bytes; raise segmentSizeBytes or lower maximumMessageSize")
+            require(maximumMessageBytes <= largest,
+                    "maximumMessageBytes (\(maximumMessageBytes)) does not fit segmentSizeBytes (\(segmentSizeBytes)): a segment of that size holds messages of at most \(max(0, largest)) bytes; raise segmentSizeBytes or lower maximumMessageBytes")
         }
         require(maximumStorageBytes >= 2 * segmentSizeBytes,
                 "maximumStorageBytes (\(maximumStorageBytes)) must be at least twice segmentSizeBytes (\(segmentSizeBytes)): compaction frees space a whole sealed segment at a time")

@@ -2,16 +2,22 @@ import Foundation
 
 extension Courier {
     /// Returns once message `id` is delivered (at once if it already was).
-    /// Throws `.abandoned` if the retry policy gave up on it, `.closed` if the courier closes
-    /// first, `.unknownMessage` for an id it never saw or resolved too long ago to remember.
-    /// Cancelling the calling task does not end the wait (it ends when the message resolves
-    /// or the courier closes).
-    public func delivered(_ id: MessageID) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            if let immediate = outbox.waitForResolution(of: id, continuation) {
-                continuation.resume(with: immediate.mapError { $0 as any Error })
+    /// - Throws: `.abandoned` if the retry policy gave up on it, `.cancelled` if the app
+    ///   cancelled it, `.closed` if the courier closes first, `.unknownMessage` for an id it
+    ///   never saw or resolved too long ago to remember, and `.waitCancelled` at once when the
+    ///   calling task is cancelled (the message itself is unaffected and still pending).
+    public func delivered(_ id: MessageID) async throws(CourierError) {
+        let key = outbox.makeWaiterKey()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: DeliveryWaiter) in
+                if let immediate = outbox.waitForResolution(of: id, key: key, continuation, cancelled: { Task.isCancelled }) {
+                    continuation.resume(returning: immediate)
+                }
             }
+        } onCancel: {
+            outbox.removeWaiter(of: id, key: key)?.resume(returning: .failure(Outbox.waitCancelled(id)))
         }
+        try result.get()
     }
 
     /// Returns when no message is pending (or the courier is closed).

@@ -18,7 +18,7 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         case invalidOrderingKey
         /// A `Configuration` value is out of range (documented on the setting).
         case invalidConfiguration
-        /// The body is larger than `Configuration.maximumMessageSize`.
+        /// The body is larger than `Configuration.maximumMessageBytes`.
         case messageTooLarge
         /// The disk is full, or `Configuration.maximumStorageBytes` is reached. Nothing was
         /// written and no older message was dropped; retry once messages have drained.
@@ -40,6 +40,8 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         case abandoned
         /// The app withdrew the message with `Courier.cancel(_:)` (`delivered(_:)` throws this).
         case cancelled
+        /// The task waiting in `delivered(_:)` was cancelled; the message is still pending.
+        case waitCancelled
         /// `delivered(_:)` was asked about an id this `Courier` has never seen, or resolved too
         /// long ago to remember (see `Configuration.resolvedMemoryCount`).
         case unknownMessage

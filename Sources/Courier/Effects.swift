@@ -8,8 +8,8 @@ struct Effects {
     var subscribers: [AsyncStream<CourierEvent>.Continuation] = []
     var delivered: [(@Sendable (MessageID) -> Void, MessageID)] = []
     var abandoned: [(@Sendable (MessageID, CourierError) -> Void, MessageID, CourierError)] = []
-    var successes: [CheckedContinuation<Void, any Error>] = []
-    var failures: [(CheckedContinuation<Void, any Error>, CourierError)] = []
+    var successes: [DeliveryWaiter] = []
+    var failures: [(DeliveryWaiter, CourierError)] = []
     var idle: [CheckedContinuation<Void, Never>] = []
     var finishStreams: [AsyncStream<CourierEvent>.Continuation] = []
     /// Whether anyone subscribes: without subscribers, events are not even collected (an
@@ -27,8 +27,8 @@ struct Effects {
         if let logger { for event in events { Self.log(event, to: logger) } }
         for (callback, id) in delivered { callback(id) }
         for (callback, id, error) in abandoned { callback(id, error) }
-        for c in successes { c.resume() }
-        for (c, error) in failures { c.resume(throwing: error) }
+        for c in successes { c.resume(returning: .success(())) }
+        for (c, error) in failures { c.resume(returning: .failure(error)) }
         for c in idle { c.resume() }
         for s in finishStreams { s.finish() }
     }

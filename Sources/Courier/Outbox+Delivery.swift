@@ -172,7 +172,7 @@ extension Outbox {
         state.resolved.record(id, resolution)
         state.compaction.resolvedSinceCompaction += 1
         let callbacks = state.callbacks.removeValue(forKey: id)
-        let waiters = state.waiters.removeValue(forKey: id) ?? []
+        let waiters = Array((state.waiters.removeValue(forKey: id) ?? [:]).values)
         switch resolution {
         case .delivered:
             state.deliveredCount += 1

@@ -1,12 +1,14 @@
 /// Everyone who waits on the outbox: delivery waiters, idle waiters, event subscribers.
 extension Outbox {
-    /// Registers `continuation` to be resumed when `id` resolves, or returns at once what is
-    /// already known.
-    func waitForResolution(of id: MessageID, _ continuation: CheckedContinuation<Void, any Error>) -> Result<Void, CourierError>? {
+    /// Registers `continuation` under `key` to be resumed when `id` resolves, or returns at
+    /// once what is already known (or that the waiting task is already `cancelled`).
+    func waitForResolution(of id: MessageID, key: Int, _ continuation: DeliveryWaiter,
+                           cancelled: () -> Bool) -> Result<Void, CourierError>? {
         mutate { state, _ -> Result<Void, CourierError>? in
             if state.projection.slotIndex(of: id) != nil {
                 guard !state.closed else { return .failure(CourierError(.closed, "the courier is closed")) }
-                state.waiters[id, default: []].append(continuation)
+                guard !cancelled() else { return .failure(Self.waitCancelled(id)) }
+                state.waiters[id, default: [:]][key] = continuation
                 return nil
             }
             switch state.resolved[id] {
@@ -18,7 +20,20 @@ extension Outbox {
         }.0
     }
 
-    /// A fresh key for an idle waiter.
+    /// Removes the waiter of `id` under `key`, if it is still waiting (its task was cancelled).
+    func removeWaiter(of id: MessageID, key: Int) -> DeliveryWaiter? {
+        mutate { state, _ -> DeliveryWaiter? in
+            let waiter = state.waiters[id]?.removeValue(forKey: key)
+            if state.waiters[id]?.isEmpty == true { state.waiters[id] = nil }
+            return waiter
+        }.0
+    }
+
+    static func waitCancelled(_ id: MessageID) -> CourierError {
+        CourierError(.waitCancelled, "the task waiting for message \(id) was cancelled; the message is unaffected")
+    }
+
+    /// A fresh key for an idle or delivery waiter.
     func makeWaiterKey() -> Int {
         mutate { state, _ in
             defer { state.nextWaiterKey += 1 }
@@ -67,7 +82,7 @@ extension Outbox {
     func releaseEveryone() -> Effects {
         mutate { state, effects in
             for (_, waiters) in state.waiters {
-                effects.failures += waiters.map { ($0, CourierError(.closed, "the courier was closed")) }
+                effects.failures += waiters.values.map { ($0, CourierError(.closed, "the courier was closed")) }
             }
             state.waiters.removeAll()
             effects.idle = Array(state.idleWaiters.values)

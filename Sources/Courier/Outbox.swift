@@ -13,6 +13,9 @@ import Logging
 ///
 /// `Courier` is the facade around it: it validates and encodes, runs effects, owns the
 /// transport and the timer, and hands blocking file work to its own queue.
+/// A task waiting in `delivered(_:)`: resumed exactly once, with how the message resolved.
+typealias DeliveryWaiter = CheckedContinuation<Result<Void, CourierError>, Never>
+
 final class Outbox {
     let log: WriteAheadLog
     let lock = CourierLock()
@@ -31,7 +34,8 @@ final class Outbox {
         var projection: Projection
         var resolved: ResolvedMemory
         var callbacks: [MessageID: Callbacks] = [:]
-        var waiters: [MessageID: [CheckedContinuation<Void, any Error>]] = [:]
+        /// Tasks in `delivered(_:)`, by message and then by key (so a cancelled wait removes its own).
+        var waiters: [MessageID: [Int: DeliveryWaiter]] = [:]
         /// Waiters for "nothing pending", by key (so a cancelled wait can remove its own).
         var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterKey = 0
@@ -137,7 +141,7 @@ extension Outbox {
     func discard(_ id: MessageID, error: CourierError) -> Effects {
         mutate { state, effects in
             state.projection.remove(id)
-            effects.failures += (state.waiters.removeValue(forKey: id) ?? []).map { ($0, error) }
+            effects.failures += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, error) }
             if state.projection.isEmpty {
                 effects.idle += state.idleWaiters.values
                 state.idleWaiters.removeAll()

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// The property behind Courier's one promise (issue 7): for any configuration within the
-/// documented bounds and any bodies within `maximumMessageSize`, every message whose `send`
+/// documented bounds and any bodies within `maximumMessageBytes`, every message whose `send`
 /// returned is pending after the process ends at any point and the directory is reopened.
 @Suite struct AcknowledgedSurvivalTests {
     /// A random configuration within the documented bounds (`Configuration.problems` is empty).
@@ -17,10 +17,10 @@ import Testing
         var log = WriteAheadLog.Configuration()
         log.segmentSizeBytes = c.segmentSizeBytes
         let largest = log.maximumRecordBytes - Event.stateOverheadBytes - Courier.Configuration.envelopeAllowanceBytes
-        c.maximumMessageSize = Int.random(in: 0...largest, using: &rng)
+        c.maximumMessageBytes = Int.random(in: 0...largest, using: &rng)
         c.maximumStorageBytes = 64 << 20
         c.durability = [.never, .interval(.milliseconds(100)), .always].randomElement(using: &rng)!
-        c.maxConcurrentDeliveries = Int.random(in: 1...8, using: &rng)
+        c.maximumConcurrentDeliveries = Int.random(in: 1...8, using: &rng)
         return c
     }
 
@@ -53,7 +53,7 @@ import Testing
         var acknowledged: [MessageID] = []
         for i in 0..<count {
             if i == stopAfterSends && Bool.random(using: &rng) { fs.stopAfter(operations: Int.random(in: 0...3, using: &rng)) }
-            let body = Self.randomBody(maximum: config.maximumMessageSize, &rng)
+            let body = Self.randomBody(maximum: config.maximumMessageBytes, &rng)
             switch Result(catching: { () throws(CourierError) in try courier.send(data: body, contentType: "application/octet-stream", to: inbox) }) {
             case .success(let id): acknowledged.append(id)
             case .failure(let error): #expect(error.code == .storageFailed, "seed \(seed): \(error)")
@@ -74,7 +74,7 @@ import Testing
         let again = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
         let pending = Set(again.pendingMessages.map(\.id))
         let lost = acknowledged.filter { !pending.contains($0) }
-        #expect(lost.isEmpty, "seed \(seed), segment \(config.segmentSizeBytes), max message \(config.maximumMessageSize), \(config.durability), power loss \(powerLoss): lost \(lost.count) of \(acknowledged.count)")
+        #expect(lost.isEmpty, "seed \(seed), segment \(config.segmentSizeBytes), max message \(config.maximumMessageBytes), \(config.durability), power loss \(powerLoss): lost \(lost.count) of \(acknowledged.count)")
         #expect(again.recovery.isClean, "seed \(seed): \(again.recovery.summary)")
         await again.close()
         _ = courier

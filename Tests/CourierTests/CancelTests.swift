@@ -98,4 +98,30 @@ import Testing
         #expect(transport.requests.map(\.messageID) == [head, next])
         await courier.close()
     }
+
+    /// Cancelling the task that waits ends the wait at once; the message is unaffected.
+    @Test func cancellingATaskInDeliveredEndsItsWaitButNotTheMessage() async throws {
+        let temporary = TemporaryDirectory()
+        let courier = try open(temporary.url, ScriptedTransport())
+        courier.pause()
+        let id = try courier.send(["text": "later"], to: inbox)
+        let (registered, signal) = AsyncStream.makeStream(of: Void.self)
+        let waiter = Task { () -> CourierError.Code? in
+            signal.yield()
+            do throws(CourierError) { try await courier.delivered(id); return nil } catch { return error.code }
+        }
+        var started = registered.makeAsyncIterator()
+        await started.next()
+        waiter.cancel()
+        #expect(await waiter.value == .waitCancelled)
+        let early = Task { () -> CourierError.Code? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(CourierError) { try await courier.delivered(id); return nil } catch { return error.code }
+        }
+        #expect(await early.value == .waitCancelled, "a task cancelled before it waits does not wait")
+        #expect(courier.pendingCount == 1)
+        courier.resume()
+        try await courier.delivered(id)
+        await courier.close()
+    }
 }

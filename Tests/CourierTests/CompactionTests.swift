@@ -13,7 +13,7 @@ import Testing
         let transport = ScriptedTransport { $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200) }
         var config = testConfiguration(clock: ManualClock(), transport: transport)
         config.segmentSizeBytes = 16 << 10
-        config.maximumMessageSize = 1024
+        config.maximumMessageBytes = 1024
         let courier = try Courier(directory: dir.url, configuration: config)
         let stuck = try (0..<5).map { try courier.send(["stuck": $0], to: down) }
         var peak = 0
@@ -40,9 +40,9 @@ import Testing
         let transport = ScriptedTransport { $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200) }
         var config = testConfiguration(clock: ManualClock(), transport: transport)
         config.segmentSizeBytes = 64 << 10
-        config.maximumMessageSize = 60_000
+        config.maximumMessageBytes = 60_000
         config.maximumStorageBytes = 1 << 20
-        config.compactionEnabled = false  // compacted by hand below
+        config.isCompactionEnabled = false  // compacted by hand below
         let courier = try Courier(directory: TemporaryDirectory().url, configuration: config)
         courier.pause()
         var random = SeededRandom(seed: 5)
@@ -79,7 +79,7 @@ import Testing
             var config = testConfiguration(clock: ManualClock(), transport: transport)
             config.fileSystem = fs
             config.useSmallestSegments()
-            config.compactionEnabled = false
+            config.isCompactionEnabled = false
             let courier = try Courier(directory: dir, configuration: config)
             for i in 0..<3 { try courier.send(["stuck": i], to: down) }
             for i in 0..<60 { try courier.send(["ok": i], to: inbox) }

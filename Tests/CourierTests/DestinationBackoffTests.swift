@@ -122,7 +122,7 @@ import Testing
         let up = Flag()
         let transport = ScriptedTransport { _ in up.value ? .response(status: 200) : .failure(TransportFailure(.connectionClosed, "reset")) }
         var config = testConfiguration(clock: clock, transport: transport)
-        config.maxConcurrentDeliveries = 1
+        config.maximumConcurrentDeliveries = 1
         let courier = try Courier(directory: dir.url, configuration: config)
         for i in 0..<10 { try courier.send(["n": i], to: inbox) }
         await courier.settle()

@@ -19,7 +19,7 @@ import Testing
         var c = Courier.Configuration()
         c.clock = clock
         c.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(500))
-        c.maxConcurrentDeliveries = concurrency
+        c.maximumConcurrentDeliveries = concurrency
         // Real time (the default transport's clock): long enough that a request the server
         // answered is never timed out and sent again when the suite runs slowly (ThreadSanitizer,
         // all tests in parallel: one TSan run took 118 s here and saw 6 such duplicates at 10 s).

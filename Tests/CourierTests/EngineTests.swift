@@ -68,7 +68,7 @@ import Testing
         let transport = ScriptedTransport()
         transport.holdResponses = true
         var config = testConfiguration(clock: ManualClock(), transport: transport)
-        config.maxConcurrentDeliveries = 3
+        config.maximumConcurrentDeliveries = 3
         let courier = try Courier(directory: dir.url, configuration: config)
         for i in 0..<10 { try courier.send(["n": i], to: inbox) }
         #expect(courier.inFlightCount == 3)
@@ -93,7 +93,7 @@ import Testing
         let failing = URL(string: "https://down.example/x")!
         let transport = ScriptedTransport { $0.url == failing ? .response(status: 500) : .response(status: 200) }
         var config = testConfiguration(clock: ManualClock(), transport: transport)
-        config.maxConcurrentDeliveries = 2
+        config.maximumConcurrentDeliveries = 2
         let courier = try Courier(directory: dir.url, configuration: config)
         for i in 0..<5 { try courier.send(["bad": i], to: failing) }
         let good = try (0..<20).map { try courier.send(["good": $0], to: inbox) }

@@ -78,7 +78,7 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
     }
 
     /// The same promise over random configurations within the documented bounds and random
-    /// bodies (empty to `maximumMessageSize`, compressible or not): a real child process is
+    /// bodies (empty to `maximumMessageBytes`, compressible or not): a real child process is
     /// killed after a random number of acknowledged sends, and every one is pending when this
     /// process opens the directory with the same settings. The server fails every request, so
     /// nothing leaves the outbox by being delivered.
@@ -95,7 +95,7 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: binary)
         child.arguments = [dir.url.path, url.absoluteString, "400", "500",
-                           "--segment-size", "\(config.segmentSizeBytes)", "--max-message", "\(config.maximumMessageSize)",
+                           "--segment-size", "\(config.segmentSizeBytes)", "--max-message", "\(config.maximumMessageBytes)",
                            "--durability", durability, "--bodies", "\(seed)"]
         let pipe = Pipe()
         child.standardOutput = pipe
@@ -109,7 +109,7 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
 
         let (pending, isClean, summary) = try await pendingAfterReopen(dir.url, config)
         let lost = acknowledged.filter { !pending.contains($0) }
-        #expect(lost.isEmpty, "segment \(config.segmentSizeBytes), max message \(config.maximumMessageSize), \(durability): lost \(lost.count) of \(acknowledged.count)")
+        #expect(lost.isEmpty, "segment \(config.segmentSizeBytes), max message \(config.maximumMessageBytes), \(durability): lost \(lost.count) of \(acknowledged.count)")
         #expect(isClean, "\(summary)")
     }
 
@@ -117,7 +117,7 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
     /// segments (so each one delivers and compacts while it sends) and are SIGKILLed while
     /// sending, after a random number of acknowledged sends. Then this process drains the
     /// directory. Every acknowledged id reaches the server; a message may arrive twice only if
-    /// it was in flight at a kill, so duplicates are at most kills × maxConcurrentDeliveries.
+    /// it was in flight at a kill, so duplicates are at most kills × maximumConcurrentDeliveries.
     @Test(.timeLimit(.minutes(3)))
     func twentyKillsWhileSendingLoseNothingAndDuplicateOnlyWhatWasInFlight() async throws {
         let binary = courierLoadBinary()
@@ -169,8 +169,8 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
         let missing = acknowledged.filter { !accepted.contains($0.description) }
         #expect(missing.isEmpty, "\(missing.count) of \(acknowledged.count) acknowledged messages never reached the server")
         let duplicates = server.statistics.duplicateAccepts
-        #expect(duplicates <= rounds * Courier.Configuration().maxConcurrentDeliveries,
-                "\(duplicates) duplicate deliveries; at most \(rounds) kills × \(Courier.Configuration().maxConcurrentDeliveries) in flight")
+        #expect(duplicates <= rounds * Courier.Configuration().maximumConcurrentDeliveries,
+                "\(duplicates) duplicate deliveries; at most \(rounds) kills × \(Courier.Configuration().maximumConcurrentDeliveries) in flight")
         print("crash rounds: \(rounds) kills, \(acknowledged.count) acknowledged, \(server.statistics.requests) requests, \(duplicates) duplicates, \(segments.count) segments left")
     }
 }

@@ -14,16 +14,16 @@ import Testing
         c.segmentSizeBytes = 65_536
         #expect { try Courier(directory: TemporaryDirectory().url, configuration: c) } throws: { error in
             guard let e = error as? CourierError, e.code == .invalidConfiguration else { return false }
-            return e.message.contains("maximumMessageSize") && e.message.contains("segmentSizeBytes")
+            return e.message.contains("maximumMessageBytes") && e.message.contains("segmentSizeBytes")
         }
         #expect(c.problems.count == 1)
-        c.maximumMessageSize = 60_000
+        c.maximumMessageBytes = 60_000
         #expect(c.problems.isEmpty)
     }
 
     @Test func everyOutOfRangeSettingIsNamed() {
         var c = Courier.Configuration()
-        c.maxConcurrentDeliveries = 0
+        c.maximumConcurrentDeliveries = 0
         c.requestTimeout = .zero
         c.segmentSizeBytes = 100
         c.maximumStorageBytes = 150
@@ -31,20 +31,20 @@ import Testing
         c.retry.multiplier = 0.5
         c.retry.maximumAttempts = 0
         let text = c.problems.joined(separator: "\n")
-        for name in ["maxConcurrentDeliveries", "requestTimeout", "segmentSizeBytes", "maximumStorageBytes",
+        for name in ["maximumConcurrentDeliveries", "requestTimeout", "segmentSizeBytes", "maximumStorageBytes",
                      "compactionThreshold", "retry.multiplier", "retry.maximumAttempts"] {
             #expect(text.contains(name), "\(name) missing from: \(text)")
         }
         #expect(Courier.Configuration().problems.isEmpty, "the defaults are valid")
     }
 
-    /// A body within `maximumMessageSize` whose URL and headers make its record too big for a
+    /// A body within `maximumMessageBytes` whose URL and headers make its record too big for a
     /// segment is refused with `.messageTooLarge`, and nothing is written.
     @Test func aMessageWhoseHeadersMakeItTooBigForASegmentIsRefused() async throws {
         let dir = TemporaryDirectory()
         var c = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
         c.segmentSizeBytes = 4096
-        c.maximumMessageSize = 3000
+        c.maximumMessageBytes = 3000
         c.maximumStorageBytes = 1 << 20
         let courier = try Courier(directory: dir.url, configuration: c)
         let body = Data((0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 7919) })

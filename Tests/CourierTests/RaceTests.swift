@@ -24,7 +24,7 @@ import Testing
         var config = Courier.Configuration()
         config.useSmallestSegments()
         config.transport = transport
-        config.maxConcurrentDeliveries = 4
+        config.maximumConcurrentDeliveries = 4
         config.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(4))
         let courier = try Courier(directory: dir.url, configuration: config)
         let outcome = SendOutcomes()

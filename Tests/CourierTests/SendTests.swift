@@ -44,7 +44,7 @@ import Testing
     @Test func nonHTTPURLsAndOversizedBodiesAreRefused() async throws {
         let dir = TemporaryDirectory()
         var config = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
-        config.maximumMessageSize = 100
+        config.maximumMessageBytes = 100
         let courier = try Courier(directory: dir.url, configuration: config)
         for url in ["ftp://example.com/x", "file:///etc/passwd", "mailto:a@b.c", "https:///nohost"] {
             #expect { try courier.send(["a": 1], to: URL(string: url)!) } throws: { ($0 as? CourierError)?.code == .invalidURL }
@@ -164,7 +164,7 @@ import Testing
             return r.attempt < 1 + n % 3 ? .response(status: 503) : .response(status: 200)
         }
         var config = testConfiguration(clock: clock, transport: transport)
-        config.maxConcurrentDeliveries = 2
+        config.maximumConcurrentDeliveries = 2
         let courier = try Courier(directory: dir.url, configuration: config)
         for i in 0..<8 { try courier.send(["n": i], to: inbox) }
         for _ in 0..<6 { await courier.settle(); await clock.advance(by: .seconds(10)) }

@@ -30,7 +30,7 @@ import Testing
         // Long enough that a quick answer is never timed out on a loaded machine (then the client
         // would see a timeout where the server logged a 429), short next to `slowDelay`.
         config.requestTimeout = .seconds(2)
-        config.maxConcurrentDeliveries = 8
+        config.maximumConcurrentDeliveries = 8
         // Each message's own policy is what is checked here; a destination recovering makes
         // its waiting messages due at once, sooner than their own backoff (on purpose).
         config.destinationBackoff = .disabled

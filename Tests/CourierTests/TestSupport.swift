@@ -33,7 +33,7 @@ extension Courier.Configuration {
     /// few dozen messages; messages up to 1 KiB, which such a segment always holds.
     mutating func useSmallestSegments() {
         segmentSizeBytes = 4096
-        maximumMessageSize = 1024
+        maximumMessageBytes = 1024
     }
 }
 

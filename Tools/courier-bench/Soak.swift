@@ -40,8 +40,8 @@ func soak(_ total: Int, directory: URL) async throws {
     guard let url = URL(string: String(decoding: urlLine, as: UTF8.self)) else { say("soak: the server did not start"); exit(1) }
     var config = Courier.Configuration()
     config.segmentSizeBytes = 256 << 10
-    config.maximumMessageSize = 64 << 10
-    config.maxConcurrentDeliveries = 8
+    config.maximumMessageBytes = 64 << 10
+    config.maximumConcurrentDeliveries = 8
     config.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(20))
     let courier = try Courier(directory: directory, configuration: config)
     let batch = 10_000

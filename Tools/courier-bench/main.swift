@@ -43,7 +43,7 @@ if arguments.count == 4 && arguments[1] == "--fill" {
 }
 if arguments.count == 4 && arguments[1] == "--open" {
     var config = benchConfiguration()
-    config.compactionEnabled = false  // measure the open alone
+    config.isCompactionEnabled = false  // measure the open alone
     let before = residentBytes()
     let start = clock.now
     let courier = try Courier(directory: URL(fileURLWithPath: arguments[2]), configuration: config)
@@ -200,7 +200,7 @@ func hammer(_ count: Int, width: Int, _ post: @escaping @Sendable (Int) async ->
 /// Delivers `count` messages with Courier to `url`; returns seconds from the first send to idle.
 func courierRun(_ count: Int, to url: URL, round: String) async throws -> Double {
     var config = Courier.Configuration()
-    config.maxConcurrentDeliveries = 8
+    config.maximumConcurrentDeliveries = 8
     config.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(10))
     let courier = try Courier(directory: root.appendingPathComponent("deliver-\(round)"), configuration: config)
     let start = clock.now

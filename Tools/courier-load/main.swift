@@ -48,7 +48,7 @@ let pause = positional.count == 4 ? UInt32(positional[3]) ?? 0 : 0
 var config = Courier.Configuration()
 config.retry = RetryPolicy(initialDelay: .milliseconds(5), maximumDelay: .milliseconds(50))
 if let v = options["segment-size"] { guard let n = Int(v) else { usage() }; config.segmentSizeBytes = n }
-if let v = options["max-message"] { guard let n = Int(v) else { usage() }; config.maximumMessageSize = n }
+if let v = options["max-message"] { guard let n = Int(v) else { usage() }; config.maximumMessageBytes = n }
 switch options["durability"] {
 case nil: break
 case "never": config.durability = .never
@@ -69,7 +69,7 @@ for i in 0..<count {
     do {
         let id: MessageID
         if var rng = bodies {
-            let body = rng.body(maximum: config.maximumMessageSize)
+            let body = rng.body(maximum: config.maximumMessageBytes)
             bodies = rng
             id = try courier.send(data: body, contentType: "application/octet-stream", to: url)
         } else {

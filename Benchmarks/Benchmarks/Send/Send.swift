@@ -65,7 +65,7 @@ final class Fixture: @unchecked Sendable {
         config.maximumStorageBytes = 1 << 30
         if let segmentSizeBytes {
             config.segmentSizeBytes = segmentSizeBytes
-            config.maximumMessageSize = segmentSizeBytes / 4
+            config.maximumMessageBytes = segmentSizeBytes / 4
         }
         let c = try Courier(directory: directory, configuration: config)
         for i in 0..<pending { try c.send(message(i), to: inbox) }
