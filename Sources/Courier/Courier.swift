@@ -63,7 +63,7 @@ public final class Courier {
     public init(directory: URL, configuration: Configuration = Configuration()) throws(CourierError) {
         if let problem = configuration.problems.first { throw CourierError(.invalidConfiguration, problem) }
         // Before the log is opened and locked: without a transport there is nothing to open it for.
-        if configuration.transport == nil, let problem = defaultTransportProblem { throw problem }
+        if configuration.transport == nil, let problem = Configuration.defaultTransportProblem { throw problem }
         self.directory = directory
         self.configuration = configuration
         self.clock = EngineClock(configuration.clock)
@@ -93,7 +93,7 @@ public final class Courier {
         // Made last: a transport Courier creates must be shut down, and an init that threw
         // earlier never has to.
         self.ownsTransport = configuration.transport == nil
-        self.transport = configuration.transport ?? makeDefaultTransport(for: configuration)
+        self.transport = configuration.transport ?? configuration.makeDefaultTransport()
         ioQueue.async { [weak self] in self?.compactIfWorthIt() }
         pump()
     }

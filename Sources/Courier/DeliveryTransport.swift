@@ -43,46 +43,49 @@ extension DeliveryTransport {
     public func shutdown() async {}
 }
 
-/// The platform's default transport: URLSession on Apple platforms; AsyncHTTPClient on Linux
-/// when the package trait `AsyncHTTPClientTransport` is on.
-/// - Throws: `CourierError.Code.transportUnavailable` on Linux without that trait (see
-///   `Courier.Configuration.transport`).
+extension Courier.Configuration {
+    /// The transport a courier opened with this configuration and no `transport` delivers
+    /// through: URLSession on Apple platforms (with this configuration's network-access
+    /// policy); AsyncHTTPClient on Linux when the package trait `AsyncHTTPClientTransport` is on.
+    /// The caller owns it (`shutdown()` it when done).
+    /// - Throws: `CourierError.Code.transportUnavailable` on Linux without that trait.
+    public func defaultTransport() throws(CourierError) -> any DeliveryTransport {
+        if let problem = Self.defaultTransportProblem { throw problem }
+        return makeDefaultTransport()
+    }
+
+    /// Why this build has no default transport (with the fix), or nil where it has one.
+    static let defaultTransportProblem: CourierError? = {
+        #if canImport(FoundationNetworking) && !canImport(AsyncHTTPClient)
+        // Never URLSession on Linux: it hangs until its timeout and re-sends POSTs unasked when
+        // a server drops connections (DocC: "Running on Linux").
+        return CourierError(.transportUnavailable, """
+            Courier has no HTTP transport on Linux unless the package trait "AsyncHTTPClientTransport" \
+            is on. Turn it on where your Package.swift depends on Courier: \
+            .package(url: "<courier's URL>", from: "<version>", traits: ["AsyncHTTPClientTransport"]) \
+            (in Courier's own repository: swift build --traits AsyncHTTPClientTransport), or set \
+            Courier.Configuration.transport to a transport of your own. \
+            URLSession is never the fallback: on Linux it hangs when a server drops connections.
+            """)
+        #else
+        return nil
+        #endif
+    }()
+
+    /// The default transport, where `defaultTransportProblem` is nil.
+    func makeDefaultTransport() -> any DeliveryTransport {
+        #if canImport(AsyncHTTPClient)
+        return AsyncHTTPClientTransport()
+        #elseif canImport(FoundationNetworking)
+        preconditionFailure("no default transport on Linux without AsyncHTTPClient: defaultTransportProblem says so")
+        #else
+        return URLSessionTransport(configuration: URLSessionTransport.sessionConfiguration(for: self))
+        #endif
+    }
+}
+
+/// The platform's default transport.
+@available(*, deprecated, message: "Use Courier.Configuration().defaultTransport()")
 public func defaultTransport() throws(CourierError) -> any DeliveryTransport {
-    try defaultTransport(for: Courier.Configuration())
-}
-
-/// Why this build has no default transport (with the fix), or nil where it has one.
-let defaultTransportProblem: CourierError? = {
-    #if canImport(FoundationNetworking) && !canImport(AsyncHTTPClient)
-    // Never URLSession on Linux: it hangs until its timeout and re-sends POSTs unasked when a
-    // server drops connections (DocC: "Running on Linux").
-    return CourierError(.transportUnavailable, """
-        Courier has no HTTP transport on Linux unless the package trait "AsyncHTTPClientTransport" \
-        is on. Turn it on where your Package.swift depends on Courier: \
-        .package(url: "<courier's URL>", from: "<version>", traits: ["AsyncHTTPClientTransport"]) \
-        (in Courier's own repository: swift build --traits AsyncHTTPClientTransport), or set \
-        Courier.Configuration.transport to a transport of your own. \
-        URLSession is never the fallback: on Linux it hangs when a server drops connections.
-        """)
-    #else
-    return nil
-    #endif
-}()
-
-/// The platform's default transport for `configuration`.
-func defaultTransport(for configuration: Courier.Configuration) throws(CourierError) -> any DeliveryTransport {
-    if let problem = defaultTransportProblem { throw problem }
-    return makeDefaultTransport(for: configuration)
-}
-
-/// AsyncHTTPClient on Linux (with the trait); on Apple platforms URLSession, with the
-/// configuration's network-access policy. Only where `defaultTransportProblem` is nil.
-func makeDefaultTransport(for configuration: Courier.Configuration) -> any DeliveryTransport {
-    #if canImport(AsyncHTTPClient)
-    return AsyncHTTPClientTransport()
-    #elseif canImport(FoundationNetworking)
-    preconditionFailure("no default transport on Linux without AsyncHTTPClient: defaultTransportProblem says so")
-    #else
-    return URLSessionTransport(configuration: URLSessionTransport.sessionConfiguration(for: configuration))
-    #endif
+    try Courier.Configuration().defaultTransport()
 }

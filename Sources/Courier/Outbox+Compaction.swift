@@ -1,7 +1,7 @@
 import CourierLog
 
 /// The compactor's steps that touch the outbox state. The whole protocol, and why a crash
-/// between any two steps is harmless, is in `Courier+Compaction.swift`.
+/// between any two steps is harmless, is in `Compactor.swift`.
 struct CompactionState {
     /// Messages resolved since the last compaction.
     var resolvedSinceCompaction = 0

@@ -73,9 +73,8 @@ final class Outbox {
             if logsEvents { effects.logger = logger }
             let result = try body(&state, &effects)
             if !effects.events.isEmpty { effects.subscribers = Array(state.subscribers.values) }
-            #if DEBUG
-            assert(state.projection.count >= 0)
-            #endif
+            assert(state.projection.heap.count <= state.projection.count,
+                   "invariant: only pending messages are schedulable (heap \(state.projection.heap.count) > pending \(state.projection.count))")
             return (result, effects)
         }
     }
