@@ -46,8 +46,8 @@ final class Replayer {
     /// The outbox of the replayed state, and what opening found. A function of its own so that
     /// the state's one other reference, the binding below, is gone when the outbox is returned:
     /// the outbox must hold the only reference to the projection's buffers, or its first change
-    /// would copy them all (measured: 8% of opening a million messages). Scoping does what a
-    /// `consume` did, which the iOS type-check's compiler crashed on (`make ios-check`).
+    /// would copy them all. Scoping does what a `consume` did, which the iOS type-check's
+    /// compiler crashed on (`make ios-check`).
     func makeOutbox(_ log: WriteAheadLog, configuration: Courier.Configuration,
                     nowMilliseconds now: UInt64) -> (Outbox, RecoveryReport) {
         let (state, report) = finish(log, configuration: configuration, nowMilliseconds: now)
@@ -67,6 +67,9 @@ final class Replayer {
         let retry = configuration.retry
         taken.clampDue(backoffAtMost: now + UInt64(retry.maximumDelay.seconds * 1000),
                        retryAfterAtMost: now + UInt64(retry.retryAfterLimit.seconds * 1000))
+        #if DEBUG
+        if let broken = taken.brokenInvariant() { assertionFailure("projection invariant broken after replay: \(broken)") }
+        #endif
         var report = log.recovery
         if let replay = log.openingReplay { report.absorb(replay) }
         report.undecodableRecords = undecodable

@@ -125,7 +125,7 @@ extension Projection {
     mutating func heapify() {
         for i in heap { slots[Int(i)].heapIndex = Self.notInHeap }
         heap.removeAll(keepingCapacity: true)
-        for i in slots.indices where slots[i].flags == .live {
+        for i in slots.indices where slots[i].flags.isWaiting {
             if !isLaneHead(UInt32(i)) { continue }
             heap.append(UInt32(i))
             slots[i].heapIndex = UInt32(heap.count - 1)
@@ -170,24 +170,34 @@ extension Projection {
 
     #if DEBUG
     /// Checks every invariant (tests call it after each step).
-    func checkInvariants() -> Bool {
+    func checkInvariants() -> Bool { brokenInvariant() == nil }
+
+    /// The first invariant that does not hold, by name and slot, or nil. O(pending): debug
+    /// builds run it after outbox mutations (see `Outbox.mutate`), tests after every step.
+    func brokenInvariant() -> String? {
         var live = 0
         for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
             live += 1
-            guard lookup(slot.id) == UInt32(i) else { return false }
+            guard lookup(slot.id) == UInt32(i) else { return "the id table finds slot \(i) by its id" }
             let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked) && isLaneHead(UInt32(i))
-            guard !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i))) else { return false }
-            guard schedulable == (slot.heapIndex != Self.notInHeap) else { return false }
+            guard !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i))) else {
+                return "slot \(i) is parked only while its origin is down"
+            }
+            guard schedulable == (slot.heapIndex != Self.notInHeap) else {
+                return "slot \(i) is in the heap exactly when schedulable (not in flight, not parked, its lane's head)"
+            }
         }
         // Each down origin's count of parked slots is exact (its queue may hold stale entries).
         var parked: [UInt32: Int] = [:]
         for (i, slot) in slots.enumerated() where slot.flags.contains(.parked) { parked[origin(ofSlot: UInt32(i)), default: 0] += 1 }
-        for o in origins.down where (origins[o].outage?.parkedCount ?? -1) != parked[o, default: 0] { return false }
-        for (p, i) in heap.enumerated() {
-            guard slots[Int(i)].heapIndex == UInt32(p) else { return false }
-            if p > 0 && precedes(i, heap[(p - 1) / 2]) { return false }
+        for o in origins.down where (origins[o].outage?.parkedCount ?? -1) != parked[o, default: 0] {
+            return "down origin \(o) counts its parked slots exactly"
         }
-        return live == count
+        for (p, i) in heap.enumerated() {
+            guard slots[Int(i)].heapIndex == UInt32(p) else { return "heap entry \(p) is recorded in its slot" }
+            if p > 0 && precedes(i, heap[(p - 1) / 2]) { return "heap entry \(p) does not precede its parent" }
+        }
+        return live == count ? nil : "count (\(count)) is the number of live slots (\(live))"
     }
     #endif
 }

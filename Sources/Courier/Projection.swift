@@ -42,6 +42,9 @@ struct Projection {
         /// Its due time may be a server's `Retry-After` (its last attempt was answered 429 or
         /// 503 with one): opening clamps it to `retryAfterLimit`, not `maximumDelay`.
         static let dueFromRetryAfter = Flags(rawValue: 8)
+
+        /// Live, and neither in flight nor parked: waiting for its due time (if its lane's head).
+        var isWaiting: Bool { contains(.live) && isDisjoint(with: [.inFlight, .parked]) }
     }
 
     static let notInHeap = UInt32.max
@@ -216,7 +219,7 @@ struct Projection {
     /// Makes every message not in flight due at `now` at the latest; returns how many moved.
     mutating func makeDue(atOrBefore now: UInt64) -> Int {
         var moved = 0
-        for i in slots.indices where slots[i].flags == .live && slots[i].dueMilliseconds > now {
+        for i in slots.indices where slots[i].flags.isWaiting && slots[i].dueMilliseconds > now {
             slots[i].dueMilliseconds = now
             moved += 1
         }

@@ -121,7 +121,10 @@ public struct ReplayReport: Sendable, Equatable {
     /// Segments deleted (by a writer's `forget`) between listing the directory and reading them.
     public var vanishedSegments: [String] = []
 
-    /// True when nothing but a torn tail of the newest segment is wrong.
+    /// True when nothing but a torn tail of the newest segment is wrong. Sequence numbers
+    /// missing between the records read do not count here: a live log's compactor removes
+    /// segments while a reader reads (`vanishedSegments`). Opening, which excludes writers,
+    /// counts them (`RecoveryReport.isClean`).
     public var isClean: Bool { damaged.isEmpty }
     /// The highest sequence number read.
     public var lastSequence: UInt64? { segments.last(where: { $0.lastSequence != nil })?.lastSequence }
