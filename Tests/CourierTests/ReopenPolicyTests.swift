@@ -63,4 +63,37 @@ import Testing
         let quick = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(80), jitter: .none)
         #expect(try await secondsUntilDue(in: directory, policy: quick) == 0.08)
     }
+
+    /// A message waiting out a server's `Retry-After` is still scheduled: reopened with a
+    /// shorter limit it goes when that limit is up, and `retryNow()` sends it at once.
+    @Test func aMessageWaitingOutRetryAfterStillGoes() async throws {
+        let temporary = TemporaryDirectory()
+        let quick = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(80), jitter: .none)
+        try await oneFailedAttempt(in: temporary.url, policy: quick, outcome: .response(status: 503, retryAfter: "600"))
+        var stricter = quick
+        stricter.retryAfterLimit = .seconds(120)
+        let clock = ManualClock()
+        let transport = ScriptedTransport()
+        var configuration = testConfiguration(clock: clock, transport: transport)
+        configuration.retry = stricter
+        let reopened = try Courier(directory: temporary.url, configuration: configuration)
+        await reopened.settle()
+        #expect(transport.requests.isEmpty, "not before the limit")
+        await clock.advance(by: .seconds(120))
+        await reopened.settle()
+        #expect(transport.requests.count == 1)
+        #expect(reopened.pendingCount == 0)
+        await reopened.close()
+
+        let again = TemporaryDirectory()
+        try await oneFailedAttempt(in: again.url, policy: quick, outcome: .response(status: 429, retryAfter: "600"))
+        let now = ScriptedTransport()
+        let courier = try Courier(directory: again.url, configuration: testConfiguration(clock: ManualClock(), transport: now))
+        await courier.settle()
+        #expect(now.requests.isEmpty)
+        courier.retryNow()
+        await courier.settle()
+        #expect(now.requests.count == 1, "retryNow sends a message waiting out Retry-After")
+        await courier.close()
+    }
 }
