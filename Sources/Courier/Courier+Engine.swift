@@ -67,8 +67,10 @@ extension Courier {
             configuration.logger.debug("attempt starting", metadata: Self.metadata(attempt, state))
             outcome = await deliver(request(for: state, attempt: attempt.number))
         case .success(nil):
-            // Resolved meanwhile (cannot happen while in flight; harmless if it did).
+            // Cancelled (`cancel(_:)`) before its state was read: nothing to send. The slot
+            // is free for the next due message.
             end(token)
+            pump()
             return
         case .failure(let error):
             let due = currentInstant().wallMilliseconds + UInt64(configuration.retry.maximumDelay.seconds * 1000)

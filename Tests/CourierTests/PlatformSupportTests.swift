@@ -62,6 +62,15 @@ import FoundationNetworking
         try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
     }
 
+    /// A background task's handler waiting for the courier, returned once it is registered.
+    func waitingHandler(_ registry: BackgroundDeliveryRegistry) async -> Task<Courier?, Never> {
+        let (registered, signal) = AsyncStream.makeStream(of: Void.self)
+        let handler = Task { await registry.waitForCourier(waiting: { signal.yield() }) }
+        var events = registered.makeAsyncIterator()
+        await events.next()
+        return handler
+    }
+
     @Test func aCourierAlreadyOpenIsReturnedAtOnce() async throws {
         let registry = BackgroundDeliveryRegistry()
         let opened = try courier()
@@ -73,10 +82,7 @@ import FoundationNetworking
 
     @Test func aHandlerThatRanFirstGetsTheCourierWhenTheAppOpensIt() async throws {
         let registry = BackgroundDeliveryRegistry()
-        let (registered, signal) = AsyncStream.makeStream(of: Void.self)
-        let handler = Task { await registry.waitForCourier(waiting: { signal.yield() }) }
-        var events = registered.makeAsyncIterator()
-        await events.next()
+        let handler = await waitingHandler(registry)
         #expect(registry.waitingCount == 1)
         let opened = try courier()
         registry.courier = opened
@@ -87,10 +93,7 @@ import FoundationNetworking
 
     @Test func anExpiredWaitReturnsNilAndLeavesNoWaiter() async throws {
         let registry = BackgroundDeliveryRegistry()
-        let (registered, signal) = AsyncStream.makeStream(of: Void.self)
-        let handler = Task { await registry.waitForCourier(waiting: { signal.yield() }) }
-        var events = registered.makeAsyncIterator()
-        await events.next()
+        let handler = await waitingHandler(registry)
         handler.cancel()  // the task's expiration handler
         #expect(await handler.value == nil)
         #expect(registry.waitingCount == 0)
