@@ -2,7 +2,7 @@ import CourierLog
 
 /// Rebuilds the outbox state from the log while it opens: the log visits every valid record
 /// in the same pass that recovers its newest segment, so no segment is read twice, and each
-/// record is read in place (see `ReplayFact`). Damage is never silent: `finish` reports it,
+/// record is read in place (see `EventView`). Damage is never silent: `finish` reports it,
 /// `recovery` holds it and every `events` stream begins with a `.storageFailed` naming it.
 final class Replayer {
     private var projection: Projection
@@ -23,19 +23,20 @@ final class Replayer {
     }
 
     func visit(_ record: RecordView) {
-        switch Event.replayFact(kind: record.kind, body: record.body) {
-        case .fullState(let id, let url, let key, let attempts, let due)?:
+        switch EventView.parse(kind: record.kind, body: record.body) {
+        case .fullState(let s)?:
             guard let address = record.address else {
                 undecodable.append(record.location)  // beyond 4 GiB into a segment: damage
                 return
             }
-            projection.applyFullState(id: id, url: url, orderingKey: key, attempts: attempts, dueMilliseconds: due, address: address)
-        case .attempted(let id, let attempt, let due, let retryAfter)?:
-            projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: retryAfter)
-        case .delivered(let id)?:
+            projection.applyFullState(id: s.id, url: s.url, orderingKey: s.orderingKey, attempts: s.attempts,
+                                      dueMilliseconds: s.dueMilliseconds, address: address)
+        case .attempted(let id, let attempt, let outcome, let due)?:
+            projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
+        case .delivered(let id, _, _)?:
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .delivered) }
-        case .abandoned(let id, let reason)?:
-            if projection.applyEnd(id: id) == .ended { resolved.record(id, .abandoned(reason)) }
+        case .abandoned(let id, _, let reason)?:
+            if projection.applyEnd(id: id) == .ended { resolved.record(id, .abandoned(String(decoding: reason, as: UTF8.self))) }
         case .cancelled(let id)?:
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .cancelled) }
         case nil:

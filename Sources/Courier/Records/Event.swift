@@ -129,57 +129,51 @@ enum Event: Sendable, Equatable {
         body.withUnsafeBytes { decode(kind: kind, body: $0) }
     }
 
+    /// Materializes the one parser's view (`EventView`), so `decode` and replay accept
+    /// exactly the same bodies.
     static func decode(kind: RecordKind, body: UnsafeRawBufferPointer) -> Event? {
-        var r = ByteReader(body)
-        guard r.u8() == version, let id = r.id() else { return nil }
-        let event: Event?
-        switch kind {
-        case .enqueued: event = decodeState(&r, id).map(Event.enqueued)
-        case .snapshot: event = decodeState(&r, id).map(Event.snapshot)
-        case .attempted:
-            guard let attempt = r.u32(), let outcome = decodeOutcome(&r), let due = r.u64() else { return nil }
-            event = .attempted(id, attempt: attempt, outcome: outcome, nextDueMilliseconds: due)
-        case .delivered:
-            guard let attempt = r.u32(), let status = r.u16() else { return nil }
-            event = .delivered(id, attempt: attempt, status: status)
-        case .abandoned:
-            guard let attempt = r.u32(), let reason = r.string() else { return nil }
-            event = .abandoned(id, attempt: attempt, reason: reason)
-        case .cancelled:
-            event = .cancelled(id)
-        default:
-            return nil
+        switch EventView.parse(kind: kind, body: body) {
+        case nil: return nil
+        case .fullState(let s)?:
+            let state = MessageState(s)
+            return kind == .snapshot ? .snapshot(state) : .enqueued(state)
+        case .attempted(let id, let attempt, let outcome, let due)?:
+            return .attempted(id, attempt: attempt, outcome: DeliveryOutcome(outcome), nextDueMilliseconds: due)
+        case .delivered(let id, let attempt, let status)?:
+            return .delivered(id, attempt: attempt, status: status)
+        case .abandoned(let id, let attempt, let reason)?:
+            return .abandoned(id, attempt: attempt, reason: String(decoding: reason, as: UTF8.self))
+        case .cancelled(let id)?:
+            return .cancelled(id)
         }
-        return r.isAtEnd ? event : nil
     }
+}
 
-    private static func decodeState(_ r: inout ByteReader, _ id: MessageID) -> MessageState? {
-        guard let url = r.string(), let count = r.u8() else { return nil }
+extension MessageState {
+    /// A state with its own copies of a view's fields (already checked by the parser).
+    init(_ view: EventView.State) {
         var headers: [Header] = []
-        for _ in 0..<count {
-            guard let name = r.string(), let value = r.string() else { return nil }
+        headers.reserveCapacity(view.headerCount)
+        var r = ByteReader(view.headers)
+        // Bounded: the parser counted exactly `headerCount` valid pairs here.
+        for _ in 0..<view.headerCount {
+            guard let name = r.string(), let value = r.string() else { preconditionFailure("headers the parser checked") }
             headers.append(Header(name: name, value: value))
         }
-        guard let body = r.blob(), let created = r.u64(), let attempts = r.u32(), let due = r.u64() else { return nil }
-        var key: String?
-        if !r.isAtEnd {
-            guard let k = r.string() else { return nil }
-            key = k
-        }
-        return MessageState(id: id, url: url, headers: headers, body: body, createdMilliseconds: created,
-                            attempts: attempts, nextDueMilliseconds: due, orderingKey: key)
+        self.init(id: view.id, url: String(decoding: view.url, as: UTF8.self), headers: headers, body: Array(view.body),
+                  createdMilliseconds: view.createdMilliseconds, attempts: view.attempts,
+                  nextDueMilliseconds: view.dueMilliseconds, orderingKey: view.orderingKey.map { String(decoding: $0, as: UTF8.self) })
     }
+}
 
-    private static func decodeOutcome(_ r: inout ByteReader) -> DeliveryOutcome? {
-        switch r.u8() {
-        case 1:
-            guard let status = r.u16(), let retryAfter = r.string() else { return nil }
-            return .response(status: Int(status), retryAfter: retryAfter.isEmpty ? nil : retryAfter)
-        case 2:
-            guard let raw = r.u8(), let kind = TransportFailure.Kind(rawValue: raw), let message = r.string() else { return nil }
-            return .failure(TransportFailure(kind, message))
-        default:
-            return nil
+extension DeliveryOutcome {
+    /// The outcome a view holds.
+    init(_ view: EventView.Outcome) {
+        switch view {
+        case .response(let status, let retryAfter):
+            self = .response(status: Int(status), retryAfter: retryAfter.isEmpty ? nil : String(decoding: retryAfter, as: UTF8.self))
+        case .failure(let kind, let message):
+            self = .failure(TransportFailure(kind, String(decoding: message, as: UTF8.self)))
         }
     }
 }
