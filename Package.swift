@@ -73,7 +73,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio",
                      condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
         ]),
-        .target(name: "CourierTesting", dependencies: ["Courier"]),
+        .target(name: "CourierTesting", dependencies: ["Courier", "CourierLog", "CourierLogTesting"]),
         // The sample app: view model, renderer and gateway (tested), and a thin terminal view.
         .target(name: "CourierSample", dependencies: ["Courier"]),
         .executableTarget(name: "courier-sample", dependencies: [

@@ -16,9 +16,12 @@ public struct RecordKind: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let snapshot = RecordKind(rawValue: 5)
     /// The app withdrew the message (`cancel`); it is done.
     public static let cancelled = RecordKind(rawValue: 6)
+    /// The message was handed to a background upload session (its task's identity, the
+    /// attempt it makes, its earliest begin time); the next `attempted` or end record closes it.
+    public static let handedOff = RecordKind(rawValue: 7)
 
     static let names: [UInt8: String] = [
-        1: "enqueued", 2: "attempted", 3: "delivered", 4: "abandoned", 5: "snapshot", 6: "cancelled",
+        1: "enqueued", 2: "attempted", 3: "delivered", 4: "abandoned", 5: "snapshot", 6: "cancelled", 7: "handed-off",
     ]
 
     /// Lower-case name (`enqueued`, …); unknown codes print as `kind-N`.

@@ -6,6 +6,8 @@ public struct MessageRow: Sendable, Equatable, Identifiable {
     public enum State: Sendable, Equatable {
         case queued
         case sending(attempt: Int)
+        /// Handed to the system's background upload session (iOS delivers it while suspended).
+        case handedOff(attempt: Int)
         case failed(attempt: Int, reason: String, nextAttemptAt: Date)
         case delivered(attempts: Int, after: TimeInterval)
         case abandoned(reason: String)
@@ -24,6 +26,7 @@ public struct MessageRow: Sendable, Equatable, Identifiable {
         switch state {
         case .queued: return "queued"
         case .sending(let attempt): return "sending (attempt \(attempt))"
+        case .handedOff(let attempt): return "handed to iOS (attempt \(attempt))"
         case .failed(let attempt, let reason, let next):
             let seconds = max(0, next.timeIntervalSince(now))
             return "attempt \(attempt) failed (\(reason)) — next in \(String(format: "%.1f", seconds)) s"

@@ -128,6 +128,7 @@ public struct SampleViewModel: Sendable, Equatable {
         switch event {
         case .enqueued, .storageFailed: return
         case .attempt(let id, let number): update(id) { $0.state = .sending(attempt: number) }
+        case .handedOff(let id, let attempt): update(id) { $0.state = .handedOff(attempt: attempt) }
         case .failed(let id, let attempt, let outcome, let retryIn):
             update(id) { $0.state = .failed(attempt: attempt, reason: MessageRow.reason(outcome),
                                             nextAttemptAt: now.addingTimeInterval(Double(retryIn.components.seconds) + Double(retryIn.components.attoseconds) / 1e18)) }

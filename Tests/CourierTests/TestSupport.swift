@@ -74,6 +74,7 @@ struct ReferenceProjection {
             states[id]!.attempts = max(states[id]!.attempts, attempt)
             states[id]!.nextDueMilliseconds = due
         case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): states[id] = nil
+        case .handedOff: break  // the projection's schedule, not the message's state
         }
     }
 }

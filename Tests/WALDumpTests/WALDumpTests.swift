@@ -232,6 +232,37 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         #expect(Dump(directory: path, out: { _ in }, err: { _ in }).verify() == .ok)
     }
 
+    /// A message handed to a background upload session gets a `handed-off` record naming the
+    /// task; its body waits in `bodies/` (owner-only), which `wal-dump` leaves alone.
+    @Test func aHandedOffMessageShowsItsTask() async throws {
+        let path = NSTemporaryDirectory() + "courier-handoff-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = RecordingSession()
+        var config = Courier.Configuration()
+        config.transport = ScriptedTransport()
+        config.clock = ManualClock()
+        config.backgroundUploads = Courier.BackgroundUploads(session: session)
+        let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
+        courier.pause()
+        let id = try courier.send(["a": 1], to: URL(string: "https://example.com/in")!)
+        #expect(await courier.handOffPendingMessages() == 1)
+        let request = try #require(session.requests.first)
+        #expect(request.taskDescription.hasPrefix("courier \(id) 1 "))
+        #expect(request.headers["Idempotency-Key"] == id.description)
+        let attributes = try FileManager.default.attributesOfItem(atPath: request.bodyFile.path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect(try Data(contentsOf: request.bodyFile) == Data(#"{"a":1}"#.utf8))
+        await courier.close()
+
+        var lines: [String] = []
+        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false) == .ok)
+        let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(objects.map { "\($0["type"]!) \($0["id"]!)" } == ["enqueued \(id)", "handed-off \(id)"])
+        #expect(objects.last?["task"] as? String == "41")
+        #expect(objects.last?["attempt"] as? String == "1")
+        #expect(Dump(directory: path, out: { _ in }, err: { _ in }).verify() == .ok)
+    }
+
     /// `prepareRequest` adds a token to every attempt; the log never holds it: `--payload`
     /// shows the body and the headers `send` stored, and no token, in text and JSON.
     @Test func whatPrepareRequestAddsNeverReachesTheLog() async throws {
@@ -266,4 +297,18 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         #expect(Dump(directory: path, out: { text.append($0) }, err: { _ in }).records(json: false, payload: true) == .ok)
         #expect(text.count == 3 && !text.joined().contains("s3cret"))
     }
+}
+
+/// A background session that records what it is asked to upload and runs nothing.
+final class RecordingSession: BackgroundUploadSession, @unchecked Sendable {
+    private let lock = NSLock()
+    private var made: [BackgroundUploadRequest] = []
+    var requests: [BackgroundUploadRequest] { lock.withLock { made } }
+    func makeUploadTask(_ request: BackgroundUploadRequest) -> BackgroundUploadTask {
+        lock.withLock { made.append(request) }
+        return BackgroundUploadTask(identifier: 41, taskDescription: request.taskDescription)
+    }
+    func outstandingTasks() async -> [BackgroundUploadTask] { [] }
+    func cancel(_ task: BackgroundUploadTask) {}
+    func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void) {}
 }

@@ -103,6 +103,10 @@ extension Courier {
         /// How many resolved ids `delivered(_:)` remembers (most recent first). Older ids throw
         /// `.unknownMessage`. The default is 100,000 (about 3 MB).
         public var resolvedMemoryCount = 100_000
+        /// Delivery that goes on while the app is suspended: pending messages are handed to a
+        /// background upload session (on iOS, `URLSessionBackgroundUploads`). The default is
+        /// nil: Courier delivers only while the app runs.
+        public var backgroundUploads: BackgroundUploads?
 
         /// Every setting at its documented default.
         public init() {}

@@ -27,6 +27,11 @@ extension Courier {
     public func cancel(_ id: MessageID) -> Bool {
         let (cancelled, effects) = outbox.cancel(id)
         effects.run()
+        // A handed-off message: its task goes too, and with it the body file.
+        for (id, handOff) in effects.endedHandOffs {
+            configuration.backgroundUploads?.session.cancel(handOff.task(of: id))
+            removeBodyFile(id)
+        }
         if cancelled { pump() }
         return cancelled
     }

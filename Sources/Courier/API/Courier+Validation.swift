@@ -26,6 +26,10 @@ extension Courier.Configuration {
         }
         let log = logConfiguration()
         if let problem = log.problem { problems.append(problem) }
+        if let uploads = backgroundUploads {
+            require(uploads.maximumOutstandingTasks >= 1 && uploads.maximumOutstandingTasks <= 10_000,
+                    "backgroundUploads.maximumOutstandingTasks is \(uploads.maximumOutstandingTasks); it must be from 1 to 10000")
+        }
         require(maximumConcurrentDeliveries >= 1 && maximumConcurrentDeliveries <= 1_000,
                 "maximumConcurrentDeliveries is \(maximumConcurrentDeliveries); it must be from 1 to 1000")
         require(requestTimeout > .zero, "requestTimeout must be positive (it is \(requestTimeout))")

@@ -48,6 +48,7 @@ extension Courier {
     /// sleeping.
     @_spi(CourierTesting)
     public func settleForTesting() async {
+        await reconciliation.value?.value  // background hand-off: the engine starts after it
         let instant = currentInstant()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = engineLock.withLock { () -> Bool in

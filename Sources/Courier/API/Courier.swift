@@ -52,6 +52,10 @@ public final class Courier {
     /// The engine's bookkeeping (attempt tasks, the timer, pause state). Only touched while
     /// holding `engineLock`.
     var engine = EngineState()
+    /// Background hand-off's mode and passes (`Courier+HandOff.swift`).
+    let handOffControl = Locked(HandOffControl())
+    /// Reconciling the log with the background session's tasks, started by `init`.
+    let reconciliation = Locked<Task<Void, Never>?>(nil)
 
     /// Opens (or creates) the log in `directory`, replays it, and starts delivering.
     /// Throws `.invalidConfiguration` naming the first conflict in `configuration` (see
@@ -95,6 +99,7 @@ public final class Courier {
         self.ownsTransport = configuration.transport == nil
         self.transport = configuration.transport ?? configuration.makeDefaultTransport()
         ioQueue.async { [weak self] in self?.compactIfWorthIt() }
+        if let uploads = configuration.backgroundUploads { startBackgroundUploads(uploads) }
         pump()
     }
 

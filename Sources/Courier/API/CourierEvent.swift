@@ -13,6 +13,10 @@ public enum CourierEvent: Sendable, Hashable {
     case abandoned(MessageID, attempts: Int, reason: String)
     /// The app withdrew the message with `Courier.cancel(_:)`; it will not be sent again.
     case cancelled(MessageID)
+    /// Attempt `attempt` was handed to the background upload session
+    /// (`Configuration.backgroundUploads`): the system makes it, even while the app is
+    /// suspended; `.delivered` or `.failed` follows when its completion is heard.
+    case handedOff(MessageID, attempt: Int)
     /// Storage trouble, in words for people. Either a state change could not be written to the
     /// log (disk full, I/O error): delivery goes on in memory, and after a restart the message
     /// may be sent again (the server dedupes by `Idempotency-Key`). Or opening the log found

@@ -45,6 +45,12 @@ public struct EventDescription: Sendable, Equatable {
             add("reason", reason)
         case .cancelled:
             isTerminal = true
+        case .handedOff(_, let task):
+            isTerminal = false
+            add("attempt", String(task.attempt))
+            add("task", String(task.taskIdentifier))
+            add("ticket", HandOff.hex(task.ticket))
+            add("begin", Self.iso(task.earliestBeginMilliseconds))
         }
         details = d
     }

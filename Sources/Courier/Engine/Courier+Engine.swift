@@ -17,9 +17,12 @@ struct EngineState {
     var forcedRuns = 0
     /// `deliverPending(within:)` calls stopping: no new attempt while one winds down.
     var stopping = 0
+    /// Background hand-off is on and the log has not yet been reconciled with the session's
+    /// tasks: no attempt, or a message could be in flight twice.
+    var reconciling = false
 
     /// Whether the engine may start attempts now.
-    var mayStartAttempts: Bool { (!paused || forcedRuns > 0) && stopping == 0 }
+    var mayStartAttempts: Bool { (!paused || forcedRuns > 0) && stopping == 0 && !reconciling }
 }
 
 /// The delivery engine. No thread polls: `pump` starts what is due, then arms one timer for
@@ -136,7 +139,7 @@ extension Courier {
     /// Wall time in ms since 1970 (see `currentInstant()`).
     func wallNowMilliseconds() -> UInt64 { currentInstant().wallMilliseconds }
 
-    private func request(for state: MessageState, attempt: Int) -> DeliveryRequest {
+    func request(for state: MessageState, attempt: Int) -> DeliveryRequest {
         var headers: [String: String] = [:]
         for h in state.headers { headers[h.name] = h.value }
         headers["Idempotency-Key"] = state.id.description
@@ -154,9 +157,26 @@ extension Courier {
             return
         }
         let now = wallNowMilliseconds()
+        let (verdict, decision, random) = judge(outcome, attempt: attempt.number, createdMilliseconds: state.createdMilliseconds,
+                                                nowMilliseconds: now)
+        configuration.logger.debug("attempt ended: \(outcome) → \(decision)", metadata: Self.metadata(attempt, state))
+        let effects = outbox.record(verdict, of: attempt, outcome: outcome,
+                                    destination: destinationReport(outcome, nowMilliseconds: now, random: random))
+        effects.run()
+        // The slot is free; settle waiters are told by the pump, after the compactor ran.
+        end(token, tellSettleWaiters: false)
+        compactIfWorthIt()
+        pump()
+    }
+
+    /// The retry policy's verdict on an attempt's outcome, decided outside any lock, with a
+    /// random value for the destination's probe delay. The engine's attempts and background
+    /// uploads' completions are judged alike.
+    func judge(_ outcome: DeliveryOutcome, attempt: Int, createdMilliseconds: UInt64,
+               nowMilliseconds now: UInt64) -> (AttemptVerdict, RetryPolicy.Decision, UInt64) {
         var random = ClosureRandom(source: configuration.random)
         let decision = configuration.retry.decide(
-            outcome, attempt: attempt.number, sinceSend: .milliseconds(Int64(now - min(now, state.createdMilliseconds))),
+            outcome, attempt: attempt, sinceSend: .milliseconds(Int64(now - min(now, createdMilliseconds))),
             now: Date(timeIntervalSince1970: Double(now) / 1000), using: &random)
         let verdict: AttemptVerdict
         switch decision {
@@ -168,19 +188,12 @@ extension Courier {
         case .giveUp(let reason):
             verdict = .giveUp(reason: reason)
         }
-        configuration.logger.debug("attempt ended: \(outcome) → \(decision)", metadata: Self.metadata(attempt, state))
-        let effects = outbox.record(verdict, of: attempt, outcome: outcome,
-                                    destination: destinationReport(outcome, nowMilliseconds: now, random: random.next()))
-        effects.run()
-        // The slot is free; settle waiters are told by the pump, after the compactor ran.
-        end(token, tellSettleWaiters: false)
-        compactIfWorthIt()
-        pump()
+        return (verdict, decision, random.next())
     }
 
     /// What `outcome` says about its destination, with the probe delay ready to compute under
     /// the outbox's lock (the random value is drawn here, outside it).
-    private func destinationReport(_ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64) -> DestinationReport {
+    func destinationReport(_ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64) -> DestinationReport {
         let backoff = configuration.destinationBackoff
         let policy = configuration.retry
         return DestinationReport(

@@ -8,6 +8,8 @@ final class Replayer {
     private var projection: Projection
     private var resolved: ResolvedMemory
     private var undecodable: [RecordLocation] = []
+    /// Hand-offs not yet closed by an `attempted` or end record.
+    private var handOffs: [MessageID: HandOff] = [:]
 
     init(configuration: Courier.Configuration, directory: String) {
         projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
@@ -33,12 +35,18 @@ final class Replayer {
                                       dueMilliseconds: s.dueMilliseconds, address: address)
         case .attempted(let id, let attempt, let outcome, let due)?:
             projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
+            if !handOffs.isEmpty { handOffs[id] = nil }
         case .delivered(let id, _, _)?:
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .delivered) }
+            if !handOffs.isEmpty { handOffs[id] = nil }
         case .abandoned(let id, _, let reason)?:
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .abandoned(String(decoding: reason, as: UTF8.self))) }
+            if !handOffs.isEmpty { handOffs[id] = nil }
         case .cancelled(let id)?:
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .cancelled) }
+            if !handOffs.isEmpty { handOffs[id] = nil }
+        case .handedOff(let id, let task)?:
+            if projection.slotIndex(of: id) != nil { handOffs[id] = task }
         case nil:
             undecodable.append(record.location)
         }
@@ -74,7 +82,11 @@ final class Replayer {
         var report = log.recovery
         if let replay = log.openingReplay { report.absorb(replay) }
         report.undecodableRecords = undecodable
+        // A message handed off when the log was last written is in the session's hands until
+        // reconciliation (`Courier.reconcileHandOffs`) finds its task or not.
+        for id in handOffs.keys { taken.hold(id) }
         var state = Outbox.State(projection: taken, resolved: resolved)
+        state.handOffs = handOffs
         if !report.isClean {
             state.openingDamage = "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"
         }

@@ -12,6 +12,9 @@ struct Effects {
     var failures: [(DeliveryWaiter, CourierError)] = []
     var idle: [CheckedContinuation<Void, Never>] = []
     var finishStreams: [AsyncStream<CourierEvent>.Continuation] = []
+    /// Hand-offs that ended with their message (cancelled): their tasks are cancelled and
+    /// body files removed by the caller, outside the lock.
+    var endedHandOffs: [(MessageID, HandOff)] = []
     /// Whether anyone subscribes: without subscribers, events are not even collected (an
     /// array per `send` for nobody measured in the send path's profile).
     var listening = true
@@ -49,7 +52,7 @@ extension Effects {
         case .destinationRecovered(let origin, let downFor, let released):
             logger.info("destination recovered after \(downFor): \(released) waiting messages due now",
                         metadata: ["courier.destination": "\(origin)"])
-        case .enqueued, .attempt, .failed, .delivered, .cancelled:
+        case .enqueued, .attempt, .failed, .delivered, .cancelled, .handedOff:
             break  // the engine logs attempts itself, with their destination (debug)
         }
     }

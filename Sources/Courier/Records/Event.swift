@@ -39,6 +39,7 @@ struct Header: Sendable, Hashable {
 ///     delivered           u32 attempt · u16 status
 ///     abandoned           u32 attempt · string reason
 ///     cancelled           (nothing more)
+///     handed-off          u32 attempt · u64 ticket · u64 task identifier · u64 earliest begin ms
 ///     outcome             u8 1 · u16 status · string retry-after   |   u8 2 · u8 failure kind · string message
 ///
 /// (`string` = u16 length + UTF-8, `blob` = u32 length + bytes.) The ordering key is there only
@@ -52,6 +53,9 @@ enum Event: Sendable, Equatable {
     case snapshot(MessageState)
     /// The app withdrew the message with `Courier.cancel(_:)`.
     case cancelled(MessageID)
+    /// The message was handed to a background upload session: attempt `attempt` is the
+    /// session's task `task` (see `HandOff`).
+    case handedOff(MessageID, HandOff)
 
     static let version: UInt8 = 1
     /// Bytes of an `enqueued` or `snapshot` body besides its URL, headers and body.
@@ -65,13 +69,15 @@ enum Event: Sendable, Equatable {
         case .abandoned: .abandoned
         case .snapshot: .snapshot
         case .cancelled: .cancelled
+        case .handedOff: .handedOff
         }
     }
 
     var id: MessageID {
         switch self {
         case .enqueued(let s), .snapshot(let s): s.id
-        case .attempted(let id, _, _, _), .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): id
+        case .attempted(let id, _, _, _), .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id),
+             .handedOff(let id, _): id
         }
     }
 
@@ -114,6 +120,11 @@ enum Event: Sendable, Equatable {
             w.string(reason)
         case .cancelled:
             break
+        case .handedOff(_, let task):
+            w.u32(task.attempt)
+            w.u64(task.ticket)
+            w.u64(task.taskIdentifier)
+            w.u64(task.earliestBeginMilliseconds)
         }
         return w.bytes
     }
@@ -145,6 +156,8 @@ enum Event: Sendable, Equatable {
             return .abandoned(id, attempt: attempt, reason: String(decoding: reason, as: UTF8.self))
         case .cancelled(let id)?:
             return .cancelled(id)
+        case .handedOff(let id, let task)?:
+            return .handedOff(id, task)
         }
     }
 }

@@ -38,6 +38,7 @@ enum EventView {
     case delivered(MessageID, attempt: UInt32, status: UInt16)
     case abandoned(MessageID, attempt: UInt32, reason: UnsafeRawBufferPointer)
     case cancelled(MessageID)
+    case handedOff(MessageID, HandOff)
 
     /// The view of a body of kind `kind`, or nil if it is not one this version wrote: a wrong
     /// version byte, a field cut short, text that is not UTF-8, an unknown kind or outcome, or
@@ -61,6 +62,9 @@ enum EventView {
             view = .abandoned(id, attempt: attempt, reason: reason)
         case .cancelled:
             view = .cancelled(id)
+        case .handedOff:
+            guard let attempt = r.u32(), let ticket = r.u64(), let task = r.u64(), let begin = r.u64() else { return nil }
+            view = .handedOff(id, HandOff(attempt: attempt, ticket: ticket, taskIdentifier: task, earliestBeginMilliseconds: begin))
         default:
             return nil
         }

@@ -18,7 +18,7 @@ struct DestinationReport {
 }
 
 /// What was decided about an attempt's outcome (by the retry policy, outside the lock).
-enum AttemptVerdict {
+enum AttemptVerdict: Sendable {
     case delivered(status: UInt16)
     case retry(dueMilliseconds: UInt64, delay: Duration)
     case giveUp(reason: String)
@@ -89,13 +89,19 @@ extension Outbox {
 
     /// An attempt ended: logs the verdict, updates the projection, releases waiters, in one
     /// critical section.
+    /// With `handOff`, the attempt was a background upload task with that ticket: its outcome
+    /// counts only while the message is still handed off to that task; the hand-off ends.
     func record(_ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome,
-                destination: DestinationReport) -> Effects {
+                destination: DestinationReport, handOff ticket: UInt64? = nil) -> Effects {
         mutate { state, effects in
             let id = attempt.id, number = UInt32(attempt.number)
             // Cancelled while its attempt was in flight: the message is done, and its outcome is
             // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
             guard let slot = state.projection.slotIndex(of: id) else { return }
+            if let ticket {
+                guard state.handOffs[id]?.ticket == ticket else { return }
+                state.handOffs[id] = nil
+            }
             // The destination first: a recovery unparks the others before this one resolves.
             let change = state.projection.observe(destination.signal, slot: slot, nowMilliseconds: destination.nowMilliseconds,
                                                   failuresBeforeDown: destination.failuresBeforeDown,
@@ -157,7 +163,7 @@ extension Outbox {
 
     /// Under `lock`: appends an event. A failure to log is reported, and delivery goes on in
     /// memory (the worst case is a duplicate POST after a restart, which the key dedupes).
-    private func append(_ event: Event, _ effects: inout Effects) {
+    func append(_ event: Event, _ effects: inout Effects) {
         do {
             _ = try log.append(event.encoded(), kind: event.kind)
         } catch {
@@ -166,9 +172,11 @@ extension Outbox {
     }
 
     /// Under `lock`: the message is done; release everyone waiting for it.
-    private static func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout State,
+    static func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout State,
                                 _ effects: inout Effects) {
         state.projection.remove(id)
+        state.foregroundOnly.remove(id)
+        if let handOff = state.handOffs.removeValue(forKey: id) { effects.endedHandOffs.append((id, handOff)) }
         state.resolved.record(id, resolution)
         state.compaction.resolvedSinceCompaction += 1
         let callbacks = state.callbacks.removeValue(forKey: id)

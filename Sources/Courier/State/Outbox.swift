@@ -51,6 +51,14 @@ final class Outbox {
         var compaction = CompactionState()
         /// Fresh messages' full states, so a first attempt need not read the log.
         var recent = RecentStates(capacity: 512)
+        /// Messages handed to a background upload session, by id (each is in flight in the
+        /// projection until its task's completion is heard).
+        var handOffs: [MessageID: HandOff] = [:]
+        /// Messages taken for hand-off whose task is being made (counted against the bound).
+        var handOffsStarting = 0
+        /// Messages a hand-off may not take in this process (a 401 sent them back to the
+        /// foreground, where `prepareRequest` makes fresh credentials).
+        var foregroundOnly: Set<MessageID> = []
     }
 
     /// Where events worth a log line go (`Effects.run` writes them, outside the lock).

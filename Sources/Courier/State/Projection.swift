@@ -139,6 +139,7 @@ struct Projection {
         case .attempted(let id, let attempt, let outcome, let due):
             return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
         case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): return applyEnd(id: id)
+        case .handedOff: return .ignored  // the outbox keeps hand-offs (`Outbox.State.handOffs`)
         }
     }
 

@@ -1,0 +1,165 @@
+import CourierLog
+import Foundation
+
+/// Background hand-off (`Configuration.backgroundUploads`): giving pending messages to a
+/// background upload session, hearing how each upload ended, and reconciling the log with the
+/// session's tasks at open. Platform-neutral and tested on Linux against `CourierTesting`'s
+/// `SimulatedBackgroundSystem`; on iOS, `URLSessionBackgroundUploads` is the session.
+extension Courier {
+    /// Hands pending messages to the background upload session, so that the system delivers
+    /// them while the app is suspended or not running; call it when the app enters the
+    /// background, and when it is launched in the background (`enableAppLifecycleIntegration()`
+    /// does both). Until `returnToForeground()`, a failed upload is handed off again at once, to
+    /// begin after its backoff. Takes up to `BackgroundUploads.maximumOutstandingTasks`
+    /// messages, each the head of its ordering key, in due order; hands off more as uploads end.
+    /// - Returns: how many messages this call handed off (0 without `backgroundUploads`).
+    @discardableResult
+    public func handOffPendingMessages() async -> Int {
+        guard configuration.backgroundUploads != nil else { return 0 }
+        handOffControl.withLock { $0.inBackground = true }
+        await reconciliation.value?.value
+        return await runHandOffPasses(configuration.backgroundUploads!)
+    }
+
+    /// The app is in the foreground again: failed uploads come back to the engine instead of
+    /// being handed off again, and every task that has not begun (its begin date is still
+    /// ahead) is cancelled, so its message comes back at once. A task that may be running is
+    /// left to finish: a message comes back only when its task's completion is heard, so the
+    /// engine and the session never both have it in flight.
+    public func returnToForeground() {
+        guard let uploads = configuration.backgroundUploads else { return }
+        handOffControl.withLock { $0.inBackground = false }
+        let now = currentInstant().wallMilliseconds
+        for (id, handOff) in outbox.handOffs where handOff.earliestBeginMilliseconds > now {
+            uploads.session.cancel(handOff.task(of: id))
+        }
+    }
+
+    /// Messages handed off now (`handOffPendingMessages()`), whose uploads have not ended.
+    public var handedOffCount: Int { outbox.read { $0.handOffs.count } }
+
+    /// Called by `init` with hand-off on: the engine waits for reconciliation; completions
+    /// are heard from now on.
+    func startBackgroundUploads(_ uploads: BackgroundUploads) {
+        engine.reconciling = true
+        uploads.session.deliverCompletions { [weak self] completion in await self?.hear(completion) }
+        reconciliation.value = Task { [weak self] in await self?.reconcileHandOffs(uploads) }
+    }
+
+    /// Reconciles the log with the session's outstanding tasks, then lets the engine start.
+    private func reconcileHandOffs(_ uploads: BackgroundUploads) async {
+        let tasks = await uploads.session.outstandingTasks()
+        let result = await onIOQueue { [self] () -> Outbox.Reconciliation in
+            let (result, effects) = outbox.reconcile(with: tasks)
+            effects.run()
+            sweepBodyFiles()
+            return result
+        }
+        for task in result.stale { uploads.session.cancel(task) }
+        if !result.orphaned.isEmpty || !result.adopted.isEmpty {
+            configuration.logger.info("background hand-off reconciled",
+                                      metadata: ["courier.orphaned": "\(result.orphaned.count)", "courier.adopted": "\(result.adopted.count)",
+                                                 "courier.stale-tasks": "\(result.stale.count)"])
+        }
+        engineLock.withLock { engine.reconciling = false }
+        pump()
+    }
+
+    /// Runs hand-off passes until no more is asked for; one at a time.
+    func runHandOffPasses(_ uploads: BackgroundUploads) async -> Int {
+        let first = handOffControl.withLock { control -> Bool in
+            if control.passRunning { control.passAgain = true }
+            defer { control.passRunning = true }
+            return !control.passRunning
+        }
+        guard first else { return 0 }
+        var total = 0
+        var again = true
+        // Each round follows a request made during the previous one; requests come from
+        // completions, themselves bounded by the tasks made.
+        while again {
+            let candidates = outbox.takeForHandOff(bound: uploads.maximumOutstandingTasks, isExcluded: uploads.isExcluded)
+            if !candidates.isEmpty { await onIOQueue { [self] in makeBodyDirectory() } }
+            for candidate in candidates where await handOff(candidate, uploads) { total += 1 }
+            again = handOffControl.withLock { control -> Bool in
+                if control.passAgain && control.inBackground {
+                    control.passAgain = false
+                    return true
+                }
+                control.passAgain = false
+                control.passRunning = false
+                return false
+            }
+        }
+        return total
+    }
+
+    /// Hands one taken message off: its body to a file, a task, then the record.
+    private func handOff(_ candidate: Projection.HandOffCandidate, _ uploads: BackgroundUploads) async -> Bool {
+        let id = candidate.slot.id
+        guard let state = await currentState(of: id) else {
+            outbox.abortHandOff(id, foregroundOnly: false)
+            return false
+        }
+        let attempt = candidate.slot.attempts + 1
+        var request = request(for: state, attempt: Int(attempt))
+        if let prepare = configuration.prepareRequest {
+            do { try await prepare(&request) } catch {
+                // Left to the engine, which prepares each attempt afresh.
+                outbox.abortHandOff(id, foregroundOnly: true)
+                return false
+            }
+        }
+        let path = bodyFilePath(id)
+        let body = Array(request.body)
+        let written = await onIOQueue { [self] in writeBodyFile(body, to: path) }
+        guard written else {
+            outbox.abortHandOff(id, foregroundOnly: true)
+            return false
+        }
+        let begin = max(candidate.beginMilliseconds, currentInstant().wallMilliseconds)
+        let ticket = configuration.random()
+        let task = uploads.session.makeUploadTask(BackgroundUploadRequest(
+            url: request.url, headers: request.headers, bodyFile: URL(fileURLWithPath: path),
+            earliestBeginDate: Date(timeIntervalSince1970: Double(begin) / 1000),
+            taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ticket)))
+        let handOff = HandOff(attempt: attempt, ticket: ticket, taskIdentifier: UInt64(bitPattern: Int64(task.identifier)),
+                              earliestBeginMilliseconds: begin)
+        // The task exists before its record: a kill in between leaves a task the log does not
+        // know, which the next open adopts. The other order would leave a record naming no task.
+        let recorded = await onIOQueue { [outbox] () -> Bool in
+            let (recorded, effects) = outbox.recordHandOff(id, handOff)
+            effects.run()
+            return recorded
+        }
+        if !recorded {  // cancelled meanwhile
+            uploads.session.cancel(task)
+            await onIOQueue { [self] in removeBodyFile(id) }
+        }
+        return recorded
+    }
+
+    /// Message `id`'s full state, from memory or read back from the log; nil if it is no
+    /// longer pending or cannot be read.
+    func currentState(of id: MessageID) async -> MessageState? {
+        if let recent = outbox.recentState(id) { return recent }
+        let read = await onIOQueue(readQueue) { [outbox] in Result { () throws(LogError) in try outbox.loadState(id) } }
+        return try? read.get()
+    }
+}
+
+/// Hand-off bookkeeping of one courier, behind its own lock (never held with another).
+struct HandOffControl {
+    /// Between `handOffPendingMessages()` and `returnToForeground()`.
+    var inBackground = false
+    var passRunning = false
+    var passAgain = false
+}
+
+extension HandOff {
+    /// The session's task carrying message `id`.
+    func task(of id: MessageID) -> BackgroundUploadTask {
+        BackgroundUploadTask(identifier: Int(Int64(bitPattern: taskIdentifier)),
+                             taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ticket))
+    }
+}

@@ -1,0 +1,146 @@
+import CourierLog
+
+/// The outbox's intents for background hand-off (`Courier.BackgroundUploads`). A handed-off
+/// message is in flight in the projection, so the engine never attempts it, until its task's
+/// completion is heard (or reconciliation finds the task gone).
+extension Outbox {
+    /// Takes messages to hand off, up to `bound` handed off or starting in all; `isExcluded`
+    /// names destinations that are never handed off.
+    func takeForHandOff(bound: Int, isExcluded: (String) -> Bool) -> [Projection.HandOffCandidate] {
+        mutate { state, _ -> [Projection.HandOffCandidate] in
+            guard !state.closed else { return [] }
+            let free = bound - state.handOffs.count - state.handOffsStarting
+            guard free > 0 else { return [] }
+            let foregroundOnly = state.foregroundOnly
+            let taken = state.projection.takeForHandOff(limit: free) { slot, url in
+                foregroundOnly.contains(slot.id) || isExcluded(url)
+            }
+            state.handOffsStarting += taken.count
+            return taken
+        }.0
+    }
+
+    /// The task for message `id` exists: logs its `handed-off` record. False if the message
+    /// was resolved meanwhile (cancelled): the caller cancels the task.
+    func recordHandOff(_ id: MessageID, _ handOff: HandOff) -> (Bool, Effects) {
+        mutate { state, effects -> Bool in
+            state.handOffsStarting -= 1
+            guard !state.closed, state.projection.slot(of: id) != nil else { return false }
+            append(.handedOff(id, handOff), &effects)
+            state.handOffs[id] = handOff
+            effects.emit(.handedOff(id, attempt: Int(handOff.attempt)))
+            return true
+        }
+    }
+
+    /// A taken message was not handed off after all (its body could not be read or written,
+    /// or `prepareRequest` threw): it is the engine's again, as on disk. With
+    /// `foregroundOnly`, no hand-off takes it again in this process.
+    func abortHandOff(_ id: MessageID, foregroundOnly: Bool) {
+        _ = mutate { state, _ in
+            state.handOffsStarting -= 1
+            if foregroundOnly { state.foregroundOnly.insert(id) }
+            state.projection.release(id)
+        }
+    }
+
+    /// The message task `task` carries, and its hand-off: by the task's description, or by its
+    /// identifier if the description is not Courier's (the system may not keep it).
+    func handOff(carriedBy task: BackgroundUploadTask) -> (MessageID, HandOff)? {
+        read { state in
+            if let parsed = HandOff.parse(taskDescription: task.taskDescription) {
+                guard let handOff = state.handOffs[parsed.id], handOff.ticket == parsed.ticket else { return nil }
+                return (parsed.id, handOff)
+            }
+            let identifier = UInt64(bitPattern: Int64(task.identifier))
+            return state.handOffs.first { $0.value.taskIdentifier == identifier }.map { ($0.key, $0.value) }
+        }
+    }
+
+    /// A 401 sent message `id` back to the foreground: no hand-off takes it again in this process.
+    func keepInForeground(_ id: MessageID) {
+        _ = mutate { state, _ in state.foregroundOnly.insert(id) }
+    }
+
+    /// The hand-off of message `id`, if it is handed off.
+    func handOff(of id: MessageID) -> HandOff? { read { $0.handOffs[id] } }
+
+    /// All hand-offs (tests, foreground return).
+    var handOffs: [MessageID: HandOff] { read(\.handOffs) }
+
+    /// Message `id`'s task `ticket` ended without an attempt (cancelled): the message is the
+    /// engine's again, due at `dueAtLatest` at the latest (the app is in the foreground, where
+    /// waiting messages are retried at once; not logged, as `retryNow()`). False if that task
+    /// no longer carried the message.
+    func endHandOff(_ id: MessageID, ticket: UInt64, dueAtLatest: UInt64) -> Bool {
+        mutate { state, _ -> Bool in
+            guard state.handOffs[id]?.ticket == ticket, let slot = state.projection.slot(of: id) else { return false }
+            state.handOffs[id] = nil
+            state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: min(slot.dueMilliseconds, dueAtLatest))
+            return true
+        }.0
+    }
+
+    /// A 2xx from a task that no longer carries message `id` (it completed while the app was
+    /// dead, before reconciliation could adopt it): still a delivery. If another task or an
+    /// attempt has the message in flight, its outcome is dropped when it comes (the message is
+    /// resolved); a task is cancelled by the caller (`Effects.endedHandOffs`).
+    func recordLateSuccess(_ id: MessageID, attempt: UInt32, status: UInt16) -> Effects {
+        mutate { state, effects in
+            guard !state.closed, state.projection.slot(of: id) != nil else { return }
+            append(.delivered(id, attempt: attempt, status: status), &effects)
+            Self.resolve(id, .delivered, attempts: Int(attempt), &state, &effects)
+        }.1
+    }
+
+    /// What reconciliation did.
+    struct Reconciliation {
+        /// Handed-off messages whose task is gone: pending again.
+        var orphaned: [MessageID] = []
+        /// Tasks the log did not know, now carrying their messages.
+        var adopted: [(MessageID, HandOff)] = []
+        /// Tasks of messages that are resolved, or carried by another task: to cancel.
+        var stale: [BackgroundUploadTask] = []
+    }
+
+    /// Reconciles the hand-offs with the session's outstanding tasks (after a relaunch, or a
+    /// kill between a task's creation and its record): a task the log does not know is adopted
+    /// (its message must be pending and in nobody's hands); a handed-off message whose task is
+    /// gone is pending again.
+    func reconcile(with tasks: [BackgroundUploadTask]) -> (Reconciliation, Effects) {
+        mutate { state, effects -> Reconciliation in
+            var result = Reconciliation()
+            var outstanding: [MessageID: (attempt: UInt32, ticket: UInt64, task: BackgroundUploadTask)] = [:]
+            // Tasks whose description the system did not keep are known by identifier only.
+            var undescribed = Set<UInt64>()
+            for task in tasks {
+                guard let parsed = HandOff.parse(taskDescription: task.taskDescription) else {
+                    undescribed.insert(UInt64(bitPattern: Int64(task.identifier)))
+                    continue
+                }
+                if outstanding[parsed.id] != nil { result.stale.append(task); continue }
+                outstanding[parsed.id] = (parsed.attempt, parsed.ticket, task)
+            }
+            for (id, handOff) in state.handOffs
+            where outstanding[id]?.ticket != handOff.ticket && !undescribed.contains(handOff.taskIdentifier) {
+                state.handOffs[id] = nil
+                state.projection.release(id)
+                result.orphaned.append(id)
+            }
+            for (id, entry) in outstanding where state.handOffs[id]?.ticket != entry.ticket {
+                guard !state.closed, let slot = state.projection.slot(of: id), state.handOffs[id] == nil,
+                      !slot.flags.contains(.inFlight) else {
+                    result.stale.append(entry.task)
+                    continue
+                }
+                state.projection.hold(id)
+                let handOff = HandOff(attempt: entry.attempt, ticket: entry.ticket, taskIdentifier: UInt64(bitPattern: Int64(entry.task.identifier)),
+                                      earliestBeginMilliseconds: slot.dueMilliseconds)
+                append(.handedOff(id, handOff), &effects)
+                state.handOffs[id] = handOff
+                result.adopted.append((id, handOff))
+            }
+            return result
+        }
+    }
+}

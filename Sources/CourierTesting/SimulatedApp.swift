@@ -1,0 +1,84 @@
+import Courier
+import CourierLogTesting
+import Foundation
+
+/// An app that uses background hand-off, on a `SimulatedBackgroundSystem` and a
+/// `SimulatedFileSystem`: it opens its courier at every launch (handing off at once when the
+/// system launched it in the background), hands off and pauses when it leaves the screen,
+/// and takes its messages back when it returns, as `enableAppLifecycleIntegration()` does on
+/// iOS. A kill stops the dying process's file writes at that instant; the next launch closes
+/// what is left of it and opens the log afresh.
+public final class SimulatedApp {
+    public let system: SimulatedBackgroundSystem
+    public let fileSystem: SimulatedFileSystem
+    public let directory = URL(fileURLWithPath: "/app/outbox")
+    private let base: Courier.Configuration
+    private let current = Mutex<Courier?>(nil)
+    private let opened = Mutex(0)
+
+    /// An app whose requests (foreground and background) go to `server`. `configuration`
+    /// gives the app's settings; the clock, wall time, transport, file system and session are
+    /// the simulation's.
+    public init(server: any DeliveryTransport, configuration: Courier.Configuration = Courier.Configuration(),
+                model: SimulatedBackgroundSystem.Model = SimulatedBackgroundSystem.Model()) {
+        let fileSystem = SimulatedFileSystem()
+        self.fileSystem = fileSystem
+        self.base = configuration
+        system = SimulatedBackgroundSystem(transport: server, readBody: { fileSystem.contents(of: $0) }, model: model)
+        system.onKill = { fileSystem.stopAfter(operations: 0) }
+        system.launchApp = { [unowned self] reason in await self.open(inBackground: reason == .backgroundEvents) }
+        // After a wake's events (as the iOS adapter does): hand off what is pending.
+        system.didFinishEvents = { [unowned self] in
+            guard system.appState != .foreground, let courier else { return }
+            await courier.handOffPendingMessages()
+        }
+    }
+
+    /// The courier of the running process (nil before the first launch).
+    public var courier: Courier? { current.withLock { $0 } }
+    /// Couriers opened so far (launches and relaunches).
+    public var openCount: Int { opened.withLock { $0 } }
+
+    /// Sends a message from the running app; nil if the app is not running or `send` threw.
+    public func send(_ text: String, to url: URL) -> MessageID? {
+        guard system.appState != .notRunning else { return nil }
+        return try? courier?.send(["text": text], to: url)
+    }
+
+    /// The app leaves the screen: it hands its messages off, its engine stops, iOS suspends it.
+    public func enterBackground() async {
+        guard system.appState == .foreground, let courier else { return }
+        await courier.handOffPendingMessages()
+        courier.pause()
+        await courier.settle()
+        system.suspend()
+    }
+
+    /// The user brings the app back (launching it if it is not running).
+    public func enterForeground() async {
+        let wasRunning = system.appState != .notRunning
+        await system.bringToForeground()
+        guard wasRunning, let courier else { return }
+        courier.returnToForeground()
+        courier.resume()
+        await courier.settle()
+    }
+
+    private func open(inBackground: Bool) async {
+        if let old = current.withLock({ c -> Courier? in defer { c = nil }; return c }) { await old.close() }
+        fileSystem.killProcess()
+        var configuration = base
+        configuration.fileSystem = fileSystem
+        system.configure(&configuration)
+        guard let courier = try? Courier(directory: directory, configuration: configuration) else { return }
+        current.withLock { $0 = courier }
+        opened.withLock { $0 += 1 }
+        // Launched in the background: the engine stays still; the hand-off follows the
+        // completions the system delivers (`didFinishEvents`).
+        if inBackground { courier.pause() }
+        await courier.settle()
+    }
+}
+
+/// Why it is `Sendable`: its mutable state is behind mutexes; the rest is immutable.
+extension SimulatedApp: @unchecked Sendable {}

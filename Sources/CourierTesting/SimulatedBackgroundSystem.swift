@@ -1,0 +1,181 @@
+import Courier
+import CourierLog
+import Foundation
+
+/// The system side of background uploads, simulated on virtual time: it keeps running upload
+/// tasks against a transport while the app is suspended or not running, holds their
+/// completions until it wakes or relaunches the app, and can kill or force-quit the app at
+/// any point. Tests and `make bench-background` drive it; nothing sleeps.
+///
+///     let system = SimulatedBackgroundSystem(transport: server, readBody: { fs.contents(of: $0) })
+///     system.launchApp = { reason in … open a Courier with system.configure(&config) … }
+///     await system.launch(inBackground: false)
+///     system.suspend()                       // the app called handOffPendingMessages()
+///     await system.advance(by: .seconds(1800))
+///
+/// The model (`Model`): a task starts at its earliest begin date, plus the rate limiter's
+/// delay if it was created while the app was not in the foreground (the delay doubles at
+/// each background wake or relaunch and is reset when the app comes to the foreground, as
+/// Apple describes); requests take no virtual time. A completion is delivered at once to an
+/// app in the foreground; for a suspended app the system wakes it `wakeDelay` later and
+/// delivers every completion held; for an app that is not running it relaunches it in the
+/// background (`launchApp`) and delivers them to the new process's session. A force-quit
+/// cancels every task and relaunches nothing. A completion counts as heard when its handler
+/// is called: an app killed while handling it loses it (Courier reconciles at the next open).
+public final class SimulatedBackgroundSystem {
+    /// The rules the simulated system follows.
+    public struct Model: Sendable {
+        /// The rate limiter's first delay for tasks created in the background. The default is 1 s.
+        public var rateLimiterInitialDelay: Duration = .seconds(1)
+        /// Its largest delay. The default is 60 s.
+        public var rateLimiterMaximumDelay: Duration = .seconds(60)
+        /// From a completion to the wake (or relaunch) that delivers it. The default is 1 s.
+        public var wakeDelay: Duration = .seconds(1)
+        /// A model with the defaults.
+        public init() {}
+    }
+
+    /// Why `launchApp` is called.
+    public enum LaunchReason: Sendable, Equatable {
+        /// The user opened the app.
+        case user
+        /// The system relaunched it in the background to deliver completions.
+        case backgroundEvents
+    }
+
+    /// Where the app is.
+    public enum AppState: Sendable, Equatable { case foreground, suspended, notRunning }
+
+    /// Counts of what happened, for assertions and the benchmark.
+    public struct Statistics: Sendable, Equatable {
+        public var tasksCreated = 0
+        public var tasksCancelled = 0
+        public var requests = 0
+        public var wakes = 0
+        public var relaunches = 0
+        public var completionsLost = 0
+        /// A task started while another live task or an engine attempt had the same message.
+        public var inFlightTwice = 0
+        /// A task started and found no body file.
+        public var missingBodies = 0
+        /// Engine requests (made by the app while it runs).
+        public var engineRequests = 0
+    }
+
+    let clock: ManualClock
+    let transport: any DeliveryTransport
+    /// Reads a body file as the system does (it runs in its own process: a fault injected
+    /// into the app's file system does not reach it).
+    let readBody: @Sendable (String) -> [UInt8]?
+    let epoch: Date
+    public let model: Model
+    let state = Mutex(SystemState())
+
+    /// Opens the app: set by the test, called by `launch(inBackground:)` and by the system when
+    /// it relaunches the app. It must open a `Courier` configured with `configure(_:)`.
+    public var launchApp: (@Sendable (LaunchReason) async -> Void)? {
+        get { state.withLock { $0.launchApp } }
+        set { state.withLock { $0.launchApp = newValue } }
+    }
+
+    /// Called after a wake or background relaunch delivered the completions it held (as iOS
+    /// calls `urlSessionDidFinishEvents(forBackgroundURLSession:)`), while the app still runs.
+    public var didFinishEvents: (@Sendable () async -> Void)? {
+        get { state.withLock { $0.didFinishEvents } }
+        set { state.withLock { $0.didFinishEvents = newValue } }
+    }
+
+    /// Called at the instant a kill armed with `kill(afterInteractions:)` happens (e.g. to stop
+    /// the file system, so the dying process writes nothing more).
+    public var onKill: (@Sendable () -> Void)? {
+        get { state.withLock { $0.onKill } }
+        set { state.withLock { $0.onKill = newValue } }
+    }
+
+    /// A system running tasks against `transport`, reading body files with `readBody`, on
+    /// `clock` (wall time: `epoch` plus the clock's offset).
+    public init(transport: any DeliveryTransport, readBody: @escaping @Sendable (String) -> [UInt8]?,
+                clock: ManualClock = ManualClock(), epoch: Date = Date(timeIntervalSince1970: 1_790_000_000),
+                model: Model = Model()) {
+        self.transport = transport
+        self.readBody = readBody
+        self.clock = clock
+        self.epoch = epoch
+        self.model = model
+    }
+
+    /// The wall time now.
+    public var now: Date { epoch.addingTimeInterval(clock.now.offset.timeInterval) }
+    /// The virtual clock.
+    public var manualClock: ManualClock { clock }
+    public var appState: AppState { state.withLock { $0.appState } }
+    public var statistics: Statistics { state.withLock { $0.statistics } }
+    /// Tasks not yet completed (waiting or due).
+    public var outstandingCount: Int { state.withLock { $0.tasks.count } }
+    /// Completions waiting for the app.
+    public var heldCompletionCount: Int { state.withLock { $0.held.count } }
+
+    /// Sets what a courier of the current app process needs: the clock, the wall time, a
+    /// transport for its engine (which counts requests that overlap a task of the same
+    /// message), and `backgroundUploads` with a session of this process.
+    public func configure(_ configuration: inout Courier.Configuration) {
+        let process = state.withLock { $0.process }
+        configuration.clock = clock
+        configuration.now = { [epoch, clock] in epoch.addingTimeInterval(clock.now.offset.timeInterval) }
+        configuration.transport = EngineTransport(system: self)
+        var uploads = configuration.backgroundUploads ?? Courier.BackgroundUploads(session: Session(system: self, process: process))
+        uploads.session = Session(system: self, process: process)
+        configuration.backgroundUploads = uploads
+    }
+}
+
+/// Why it is `Sendable`: every mutable property is in `state`, a mutex.
+extension SimulatedBackgroundSystem: @unchecked Sendable {}
+
+extension Duration {
+    /// In seconds, as `Date` counts.
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+/// A mutex around a value (the simulated system's state).
+final class Mutex<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
+
+struct SystemTask {
+    var task: BackgroundUploadTask
+    var request: BackgroundUploadRequest
+    var startOffset: Duration
+    var process: Int
+}
+
+struct SystemState {
+    var appState = SimulatedBackgroundSystem.AppState.notRunning
+    /// The app process; a kill or relaunch makes a new one, and the old one's session goes dead.
+    var process = 0
+    var processAlive = false
+    var handler: (@Sendable (BackgroundUploadCompletion) async -> Void)?
+    var handlerProcess = -1
+    var tasks: [Int: SystemTask] = [:]
+    var nextIdentifier = 1
+    var held: [BackgroundUploadCompletion] = []
+    var wakeAt: Duration?
+    var rateLimiterDelay: Duration = .zero
+    var statistics = SimulatedBackgroundSystem.Statistics()
+    var killAfter: Int?
+    var launchApp: (@Sendable (SimulatedBackgroundSystem.LaunchReason) async -> Void)?
+    var onKill: (@Sendable () -> Void)?
+    var didFinishEvents: (@Sendable () async -> Void)?
+    /// Messages an engine attempt of the app has in flight now.
+    var engineInFlight: [String: Int] = [:]
+}

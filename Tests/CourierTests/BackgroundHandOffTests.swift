@@ -1,0 +1,235 @@
+import Courier
+import CourierLog
+import CourierTesting
+import Foundation
+import Testing
+
+/// Background hand-off against the simulated system: delivery goes on while the app is
+/// suspended, and nothing acknowledged is lost whatever the order of events.
+@Suite(.timeLimit(.minutes(1))) struct BackgroundHandOffTests {
+    /// A server that records every request and answers from `answer` (by attempt number of
+    /// that message, counted by the server).
+    final class Server: @unchecked Sendable {
+        let transport: ScriptedTransport
+        init(_ answer: @escaping @Sendable (DeliveryRequest, Int) -> DeliveryOutcome = { _, _ in .response(status: 200) }) {
+            let counts = Counts()
+            transport = ScriptedTransport { request in answer(request, counts.next(request.messageID)) }
+        }
+        final class Counts: @unchecked Sendable {
+            let lock = NSLock()
+            var seen: [MessageID: Int] = [:]
+            func next(_ id: MessageID) -> Int {
+                lock.lock(); defer { lock.unlock() }
+                seen[id, default: 0] += 1
+                return seen[id]!
+            }
+        }
+    }
+
+    static func configuration(bound: Int = 100) -> Courier.Configuration {
+        var c = Courier.Configuration()
+        c.random = SeededRandomSource(seed: 7).next
+        c.makeMessageID = SequentialMessageIDs().next
+        c.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(64), jitter: .none)
+        c.durability = .never
+        c.backgroundUploads = Courier.BackgroundUploads(session: Unused())
+        c.backgroundUploads?.maximumOutstandingTasks = bound
+        return c
+    }
+
+    /// Replaced by the simulation's session (`SimulatedBackgroundSystem.configure`).
+    struct Unused: BackgroundUploadSession {
+        func makeUploadTask(_ request: BackgroundUploadRequest) -> BackgroundUploadTask { fatalError("unused") }
+        func outstandingTasks() async -> [BackgroundUploadTask] { [] }
+        func cancel(_ task: BackgroundUploadTask) {}
+        func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void) {}
+    }
+
+    @Test func handedOffMessagesAreDeliveredWhileTheAppIsSuspended() async throws {
+        let server = Server()
+        let app = SimulatedApp(server: server.transport, configuration: Self.configuration())
+        await app.system.launch()
+        let courier = try #require(app.courier)
+        courier.pause()  // nothing goes before the app leaves the screen
+        let ids = (0..<5).compactMap { app.send("m\($0)", to: inbox) }
+        await app.enterBackground()
+        #expect(courier.handedOffCount == 5)
+        #expect(app.system.outstandingCount == 5)
+        #expect(app.fileSystem.allPaths().filter { $0.hasSuffix(".body") }.count == 5)
+        await app.system.advance(by: .seconds(60))
+        #expect(app.system.appState == .suspended)
+        #expect(app.system.statistics.wakes == 1)
+        #expect(courier.pendingCount == 0)
+        #expect(Set(server.transport.requests.map(\.messageID)) == Set(ids))
+        #expect(server.transport.requests.allSatisfy { $0.headers["Idempotency-Key"] == $0.messageID.description })
+        #expect(app.fileSystem.allPaths().filter { $0.hasSuffix(".body") }.isEmpty, "a body file lives only while handed off")
+        #expect(app.system.statistics.engineRequests == 0)
+        var kinds: [RecordKind] = []
+        _ = try LogReader(directory: app.directory.path, fileSystem: app.fileSystem).read { kinds.append($0.kind) }
+        #expect(kinds.filter { $0 == .handedOff }.count == 5)
+        #expect(kinds.filter { $0 == .delivered }.count == 5)
+    }
+
+    @Test func aFailedUploadIsHandedOffAgainToBeginAfterItsBackoff() async throws {
+        let server = Server { _, n in n < 3 ? .response(status: 500) : .response(status: 200) }
+        let app = SimulatedApp(server: server.transport, configuration: Self.configuration())
+        await app.system.launch()
+        app.courier?.pause()
+        let id = try #require(app.send("hello", to: inbox))
+        await app.enterBackground()
+        var times: [Duration] = []
+        for _ in 0..<120 {
+            let before = server.transport.requests.count
+            await app.system.advance(by: .milliseconds(500))
+            if server.transport.requests.count > before { times.append(app.system.manualClock.now.offset) }
+        }
+        #expect(server.transport.requests.map(\.messageID) == [id, id, id])
+        #expect(app.courier?.pendingCount == 0)
+        // Backoff 1 s then 2 s from each failure (heard after the 1 s wake delay), plus the rate limiter.
+        #expect(times.count == 3)
+        if times.count == 3 {
+            #expect(times[1] - times[0] >= .seconds(2))
+            #expect(times[2] - times[1] >= .seconds(3))
+        }
+        #expect(app.system.statistics.tasksCreated == 3)
+    }
+
+    @Test func onlyTheHeadOfAnOrderingKeyIsHandedOffAndTheNextFollowsItsDelivery() async throws {
+        let server = Server()
+        let app = SimulatedApp(server: server.transport, configuration: Self.configuration())
+        await app.system.launch()
+        let courier = try #require(app.courier)
+        courier.pause()
+        let ids = try (0..<3).map { try courier.send(["n": $0], to: inbox, orderingKey: "chat") }
+        await app.enterBackground()
+        #expect(courier.handedOffCount == 1)
+        await app.system.advance(by: .seconds(120))
+        #expect(server.transport.requests.map(\.messageID) == ids)
+        #expect(courier.pendingCount == 0)
+    }
+
+    @Test func forceQuitPutsHandedOffMessagesBackToPendingAtTheNextLaunch() async throws {
+        let server = Server()
+        let app = SimulatedApp(server: server.transport, configuration: Self.configuration())
+        await app.system.launch()
+        app.courier?.pause()
+        let ids = (0..<3).compactMap { app.send("m\($0)", to: inbox) }
+        await app.enterBackground()
+        app.system.forceQuit()
+        #expect(app.system.outstandingCount == 0)
+        await app.system.advance(by: .seconds(600))
+        #expect(server.transport.requests.isEmpty, "nothing continues after a force-quit")
+        await app.system.launch()
+        let courier = try #require(app.courier)
+        #expect(courier.handedOffCount == 0)
+        await courier.settle()
+        for id in ids { try await courier.delivered(id) }
+        #expect(Set(server.transport.requests.map(\.messageID)) == Set(ids))
+        #expect(app.fileSystem.allPaths().filter { $0.hasSuffix(".body") }.isEmpty)
+    }
+
+    @Test func returningToTheForegroundCancelsTasksNotYetBegunAndNothingIsInFlightTwice() async throws {
+        let server = Server { _, n in n == 1 ? .response(status: 503) : .response(status: 200) }
+        var configuration = Self.configuration()
+        configuration.retry = RetryPolicy(initialDelay: .seconds(30), maximumDelay: .seconds(60), jitter: .none)
+        let app = SimulatedApp(server: server.transport, configuration: configuration)
+        await app.system.launch()
+        app.courier?.pause()
+        let ids = (0..<4).compactMap { app.send("m\($0)", to: inbox) }
+        await app.enterBackground()
+        await app.system.advance(by: .seconds(5))  // all failed once, handed off again for 30 s later
+        let courier = try #require(app.courier)
+        #expect(courier.handedOffCount == 4)
+        await app.enterForeground()
+        await app.system.advance(by: .seconds(1))
+        await courier.settle()
+        #expect(courier.handedOffCount == 0, "cancelled tasks bring their messages back")
+        for id in ids { try await courier.delivered(id) }
+        #expect(app.system.statistics.tasksCancelled == 4)
+        #expect(app.system.statistics.inFlightTwice == 0)
+        #expect(server.transport.requests.count == 8)
+    }
+
+    @Test func aTaskTheLogDoesNotKnowIsAdoptedAfterAKill() async throws {
+        let server = Server()
+        let app = SimulatedApp(server: server.transport, configuration: Self.configuration())
+        await app.system.launch()
+        app.courier?.pause()
+        let id = try #require(app.send("m", to: inbox))
+        app.system.kill(afterInteractions: 1)  // dies once the task exists, before its record
+        await app.enterBackground()
+        #expect(app.system.appState == .notRunning)
+        #expect(app.system.outstandingCount == 1)
+        await app.system.launch()  // the user opens the app before the task ran
+        let courier = try #require(app.courier)
+        await courier.settle()
+        #expect(courier.handedOffCount == 1, "adopted")
+        await app.system.advance(by: .seconds(30))
+        #expect(courier.pendingCount == 0)
+        #expect(server.transport.requests.map(\.messageID) == [id], "adopted, not sent twice")
+    }
+
+    @Test func anUploadThatCompletedWhileTheAppWasDeadStillDelivers() async throws {
+        let server = Server()
+        let app = SimulatedApp(server: server.transport, configuration: Self.configuration())
+        await app.system.launch()
+        app.courier?.pause()
+        let id = try #require(app.send("m", to: inbox))
+        app.system.kill(afterInteractions: 1)  // the task exists; its record was never written
+        await app.enterBackground()
+        await app.system.advance(by: .seconds(30))  // it runs; iOS relaunches the app to hear it
+        #expect(app.system.statistics.relaunches == 1)
+        #expect(app.openCount == 2)
+        #expect(app.courier?.pendingCount == 0)
+        #expect(server.transport.requests.map(\.messageID) == [id], "heard before anything was handed off again")
+    }
+
+    @Test func a401GoesBackToTheForegroundWhereFreshCredentialsAreMade() async throws {
+        let server = Server { request, _ in
+            request.headers["Authorization"] == "token-1" ? .response(status: 401) : .response(status: 200)
+        }
+        var configuration = Self.configuration()
+        let tokens = Server.Counts()
+        let issuer = MessageID()
+        configuration.prepareRequest = { request in request.headers["Authorization"] = "token-\(tokens.next(issuer))" }
+        let app = SimulatedApp(server: server.transport, configuration: configuration)
+        await app.system.launch()
+        app.courier?.pause()
+        let id = try #require(app.send("m", to: inbox))
+        await app.enterBackground()
+        await app.system.advance(by: .seconds(600))
+        #expect(app.system.statistics.tasksCreated == 1, "not handed off again with stale credentials")
+        #expect(app.courier?.pendingCount == 1)
+        await app.enterForeground()
+        try await app.courier?.delivered(id)
+        #expect(server.transport.requests.map { $0.headers["Authorization"] } == ["token-1", "token-2"])
+    }
+
+    @Test func anExcludedHostIsNeverHandedOff() async throws {
+        let server = Server()
+        var configuration = Self.configuration()
+        configuration.backgroundUploads?.excludedHosts = ["EXAMPLE.com"]
+        let app = SimulatedApp(server: server.transport, configuration: configuration)
+        await app.system.launch()
+        app.courier?.pause()
+        _ = app.send("kept", to: inbox)
+        let other = try #require(app.send("goes", to: URL(string: "https://other.example/in")!))
+        await app.enterBackground()
+        await app.system.advance(by: .seconds(60))
+        #expect(server.transport.requests.map(\.messageID) == [other])
+        #expect(app.courier?.pendingCount == 1)
+    }
+
+    @Test func theBoundCapsOutstandingTasks() async throws {
+        let server = Server()
+        let app = SimulatedApp(server: server.transport, configuration: Self.configuration(bound: 3))
+        await app.system.launch()
+        app.courier?.pause()
+        for i in 0..<10 { _ = app.send("m\(i)", to: inbox) }
+        await app.enterBackground()
+        #expect(app.system.outstandingCount == 3)
+        await app.system.advance(by: .seconds(600))
+        #expect(app.courier?.pendingCount == 0)
+        #expect(server.transport.requests.count == 10)
+    }
+}
