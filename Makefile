@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test consumer-check ios-check smoke demo docs bench bench-compare bench-outage soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test consumer-check ios-check smoke demo docs bench bench-compare bench-outage bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
 
 all: build
 
@@ -138,6 +138,13 @@ FLAKY_N ?= 1000
 bench-outage: deps
 	$(SWIFT) run $(TRAITS) -c release courier-bench --outage $(OUTAGE_SECONDS)
 	$(SWIFT) run $(TRAITS) -c release courier-bench --flaky $(FLAKY_N)
+
+# Issue 19's background hand-off on the simulated system (virtual time; a debug build, since
+# nothing is timed; about two seconds once built). Line 1 (the first with "suspended"): 500
+# messages, server failing 50%, 30 minutes suspended; line 2: a 10-minute outage then recovery
+# while suspended; line 3: line 1 under the rate limiter Apple's forums report.
+bench-background: deps
+	$(SWIFT) run $(TRAITS) courier-background-bench
 
 # libFuzzer (not part of `make test`, which runs `fuzz-short`): fuzz-lz4-frame (LZ4 frame parser,
 # segment scanner) and fuzz-courier (event decoder, JSON writer, wal-dump), FUZZ_SECONDS each.

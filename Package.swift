@@ -96,6 +96,9 @@ let package = Package(
             path: "Tools/wal-dump/CLI"
         ),
         .executableTarget(name: "courier-load", dependencies: ["Courier"], path: "Tools/courier-load"),
+        // `make bench-background`: background hand-off on the simulated system (virtual time).
+        .executableTarget(name: "courier-background-bench", dependencies: ["Courier", "CourierTesting"],
+                          path: "Tools/courier-background-bench"),
         .executableTarget(
             name: "courier-bench",
             dependencies: ["Courier", "FlakyServer",
