@@ -90,14 +90,31 @@ final class AppLifecycleIntegration: PlatformIntegration {
             MainActor.assumeIsolated { self?.didEnterBackground() }
         })
         observers.append(center.addObserver(forName: UIApplication.willEnterForegroundNotification, object: nil, queue: .main) { [weak self] _ in
-            MainActor.assumeIsolated { self?.courier?.retryNow() }
+            MainActor.assumeIsolated {
+                self?.courier?.returnToForeground()  // nothing without background uploads
+                self?.courier?.retryNow()
+            }
         })
         let courier = self.courier
+        connectBackgroundUploads()
         // @Sendable: called on the monitor's queue, never on the main actor.
         monitor.pathUpdateHandler = { @Sendable [weak courier] path in
             if path.status == .satisfied { courier?.retryNow() }
         }
         monitor.start(queue: DispatchQueue(label: "courier.path-monitor"))
+    }
+
+    /// With background uploads: after each batch of events, hand off again if the app is not
+    /// active; and at a launch in the background, hand off at once.
+    private func connectBackgroundUploads() {
+        guard let courier, let uploads = courier.configuration.backgroundUploads?.session as? URLSessionBackgroundUploads else { return }
+        uploads.relay.eventsFinished = { [weak courier] in
+            let active = await MainActor.run { UIApplication.shared.applicationState == .active }
+            if !active { await courier?.handOffPendingMessages() }
+        }
+        if UIApplication.shared.applicationState == .background {
+            Task { await courier.handOffPendingMessages() }
+        }
     }
 
     private func didEnterBackground() {
@@ -114,7 +131,11 @@ final class AppLifecycleIntegration: PlatformIntegration {
         }
         guard backgroundTask != .invalid else { return }  // iOS grants no time now
         delivery = Task { [weak self] in
-            _ = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
+            // Background uploads first; the seconds iOS grants go to what was not handed off.
+            await courier.handOffPendingMessages()
+            if courier.pendingCount > courier.handedOffCount {
+                _ = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
+            }
             self?.endBackgroundTask()
         }
     }

@@ -1,0 +1,128 @@
+import Foundation
+
+/// The platform-neutral half of a background `URLSession`'s delegate
+/// (`URLSessionBackgroundUploads`, iOS only): it holds completions until a courier listens,
+/// runs each through the courier's handler, and answers the system (the completion handler of
+/// `application(_:handleEventsForBackgroundURLSession:completionHandler:)`, or SwiftUI's
+/// `.backgroundTask(.urlSession(_:))`) only once every completion of the batch was handled
+/// and the courier handed off what it could: answering lets iOS suspend the app again.
+/// Compiled and tested everywhere; the Apple adapter only forwards delegate calls to it.
+final class BackgroundEventRelay {
+    typealias Handler = @Sendable (BackgroundUploadCompletion) async -> Void
+    private let lock = NSLock()
+    private var handler: Handler?
+    private var held: [BackgroundUploadCompletion] = []
+    private var running: [UInt64: Task<Void, Never>] = [:]
+    private var nextToken: UInt64 = 0
+    /// `urlSessionDidFinishEvents` calls not yet answered.
+    private var finishedBatches = 0
+    private var systemHandlers: [UncheckedSendable<() -> Void>] = []
+    private var finished: (@Sendable () async -> Void)?
+    /// Calls the system's completion handlers (UIKit's: on the main thread).
+    let callOnMain: @Sendable (@escaping @Sendable () -> Void) -> Void
+
+    init(callOnMain: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+        self.callOnMain = callOnMain
+    }
+
+    /// Run after a batch's completions were handled, before the system is answered (the
+    /// lifecycle integration hands off from there when the app is in the background).
+    var eventsFinished: (@Sendable () async -> Void)? {
+        get { lock.withLock { finished } }
+        set { lock.withLock { finished = newValue } }
+    }
+
+    /// The courier's handler; completions held so far go to it now.
+    func setHandler(_ handler: @escaping Handler) {
+        let waiting = lock.withLock { () -> [BackgroundUploadCompletion] in
+            self.handler = handler
+            defer { held.removeAll() }
+            return held
+        }
+        for completion in waiting { start(completion, handler) }
+        answerWhenSettled()
+    }
+
+    /// A task completed (the delegate's `didCompleteWithError`).
+    func completed(_ completion: BackgroundUploadCompletion) {
+        let listener = lock.withLock { () -> Handler? in
+            if handler == nil { held.append(completion) }
+            return handler
+        }
+        if let listener { start(completion, listener) }
+    }
+
+    /// The delegate's `urlSessionDidFinishEvents(forBackgroundURLSession:)`.
+    func didFinishEvents() {
+        lock.withLock { finishedBatches += 1 }
+        answerWhenSettled()
+    }
+
+    /// Stores the system's completion handler (UIKit's app delegate entry point).
+    func storeSystemCompletionHandler(_ handler: @escaping () -> Void) {
+        lock.withLock { systemHandlers.append(UncheckedSendable(value: handler)) }
+        answerWhenSettled()
+    }
+
+    /// Returns once the system would be answered (SwiftUI's `.backgroundTask(.urlSession)`).
+    func waitForEvents() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            storeSystemCompletionHandler { continuation.resume() }
+        }
+    }
+
+    /// Completions held for a courier that is not listening yet (tests).
+    var heldCount: Int { lock.withLock { held.count } }
+
+    /// Returns once no handler is running (before the system is answered; and tests).
+    func waitForHandlers() async {
+        // Each turn awaits the handlers running at its start.
+        while let tasks = lock.withLock({ running.isEmpty ? nil : Array(running.values) }) {
+            for task in tasks { await task.value }
+        }
+    }
+
+    private func start(_ completion: BackgroundUploadCompletion, _ handler: @escaping Handler) {
+        lock.withLock {
+            let token = nextToken
+            nextToken += 1
+            running[token] = Task { [weak self] in
+                await handler(completion)
+                _ = self?.lock.withLock { self?.running.removeValue(forKey: token) }
+            }
+        }
+    }
+
+    /// Once a batch has finished and the system is waiting: waits for every running handler,
+    /// lets the courier hand off, then calls the system's completion handlers on the main thread.
+    private func answerWhenSettled() {
+        Task { [weak self] in
+            guard let self else { return }
+            // New handlers start only from completions, which the finished batch bounds.
+            await waitForHandlers()
+            let (answer, finished) = lock.withLock { () -> ([UncheckedSendable<() -> Void>], (@Sendable () async -> Void)?) in
+                guard finishedBatches > 0, !systemHandlers.isEmpty else { return ([], nil) }
+                finishedBatches = 0
+                defer { systemHandlers.removeAll() }
+                return (systemHandlers, self.finished)
+            }
+            guard !answer.isEmpty else { return }
+            await finished?()
+            let handlers = UncheckedSendable(value: answer)
+            callOnMain { for handler in handlers.value { handler.value() } }
+        }
+    }
+}
+
+/// Why it is `Sendable`: every mutable property is guarded by `lock`; `callOnMain` is immutable.
+extension BackgroundEventRelay: @unchecked Sendable {}
+
+extension BackgroundUploadCompletion {
+    /// The outcome of a finished background task, from what its delegate sees: the task's
+    /// HTTP status and `Retry-After`, or its error (server errors do not come as errors).
+    static func outcome(statusCode: Int?, retryAfter: String?, error: (any Error)?) -> DeliveryOutcome {
+        if let error { return .failure(URLSessionTransport.classify(error)) }
+        guard let statusCode else { return .failure(TransportFailure(.other, "not an HTTP response")) }
+        return .response(status: statusCode, retryAfter: retryAfter)
+    }
+}

@@ -1,0 +1,93 @@
+@testable import Courier
+import Foundation
+import Testing
+
+/// The neutral half of the iOS background session's delegate: completions reach the courier
+/// even when they come before it listens, and the system is answered only after every
+/// completion of the batch was handled and the courier handed off.
+@Suite(.timeLimit(.minutes(1))) struct BackgroundEventRelayTests {
+    final class Journal: @unchecked Sendable {
+        let lock = NSLock()
+        var lines: [String] = []
+        func add(_ line: String) { lock.withLock { lines.append(line) } }
+        var all: [String] { lock.withLock { lines } }
+    }
+
+    static func completion(_ n: Int, _ outcome: DeliveryOutcome = .response(status: 200)) -> BackgroundUploadCompletion {
+        BackgroundUploadCompletion(task: BackgroundUploadTask(identifier: n, taskDescription: "t\(n)"), outcome: outcome)
+    }
+
+    @Test func completionsBeforeTheCourierListensAreHeldThenHeard() async {
+        let journal = Journal()
+        let relay = BackgroundEventRelay(callOnMain: { $0() })
+        relay.completed(Self.completion(1))
+        relay.completed(Self.completion(2))
+        #expect(relay.heldCount == 2)
+        relay.setHandler { journal.add("heard \($0.task.identifier)") }
+        await relay.waitForHandlers()
+        #expect(relay.heldCount == 0)
+        #expect(Set(journal.all) == ["heard 1", "heard 2"])
+    }
+
+    @Test func theSystemIsAnsweredAfterEveryCompletionWasHandledAndTheHandOff() async {
+        let journal = Journal()
+        let relay = BackgroundEventRelay(callOnMain: { journal.add("main"); $0() })
+        let gate = AsyncGate()
+        relay.setHandler { completion in
+            await gate.wait()
+            journal.add("heard \(completion.task.identifier)")
+        }
+        relay.eventsFinished = { journal.add("handed off") }
+        relay.completed(Self.completion(1))
+        relay.storeSystemCompletionHandler { journal.add("answered") }
+        relay.didFinishEvents()
+        await Task.yield()
+        #expect(!journal.all.contains("answered"), "a completion is still being handled")
+        await gate.open()
+        await relay.waitForHandlers()
+        for _ in 0..<100 where !journal.all.contains("answered") { await Task.yield() }
+        #expect(journal.all == ["heard 1", "handed off", "main", "answered"])
+    }
+
+    @Test func aHandlerStoredAfterTheBatchFinishedIsStillCalled() async {
+        let journal = Journal()
+        let relay = BackgroundEventRelay(callOnMain: { $0() })
+        relay.setHandler { _ in }
+        relay.didFinishEvents()
+        await relay.waitForEvents()  // SwiftUI's background task: returns once answered
+        journal.add("returned")
+        #expect(journal.all == ["returned"])
+    }
+
+    @Test func theDelegatesOutcomeIsClassifiedAsATransportWould() {
+        #expect(BackgroundUploadCompletion.outcome(statusCode: 503, retryAfter: "30", error: nil) == .response(status: 503, retryAfter: "30"))
+        #expect(BackgroundUploadCompletion.outcome(statusCode: 200, retryAfter: nil, error: nil).isSuccess)
+        let cancelled = BackgroundUploadCompletion.outcome(statusCode: nil, retryAfter: nil, error: URLError(.cancelled))
+        #expect(cancelled == .failure(TransportFailure(.cancelled, URLSessionTransport.classify(URLError(.cancelled)).message)))
+        if case .failure(let f) = BackgroundUploadCompletion.outcome(statusCode: nil, retryAfter: nil, error: URLError(.timedOut)) {
+            #expect(f.kind == .timeout)
+        } else {
+            Issue.record("a timeout is a failure")
+        }
+        if case .failure(let f) = BackgroundUploadCompletion.outcome(statusCode: nil, retryAfter: nil, error: nil) {
+            #expect(f.kind == .other)
+        } else {
+            Issue.record("no response is a failure")
+        }
+    }
+}
+
+/// Opens once; every waiter before and after goes on.
+actor AsyncGate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+    func open() {
+        isOpen = true
+        for w in waiters { w.resume() }
+        waiters.removeAll()
+    }
+}
