@@ -1,4 +1,5 @@
 @testable import Courier
+import CourierTesting
 import Foundation
 import Testing
 
@@ -57,6 +58,48 @@ import Testing
         await relay.waitForEvents()  // SwiftUI's background task: returns once answered
         journal.add("returned")
         #expect(journal.all == ["returned"])
+    }
+
+    @Test func heldCompletionsKeepTheSystemWaitingUntilACourierHearsThem() async {
+        let journal = Journal()
+        let relay = BackgroundEventRelay(callOnMain: { $0() })
+        relay.completed(Self.completion(1))
+        relay.didFinishEvents()
+        relay.storeSystemCompletionHandler { journal.add("answered") }
+        for _ in 0..<50 { await Task.yield() }
+        #expect(journal.all.isEmpty, "a completion nobody logged yet")
+        relay.setHandler { journal.add("heard \($0.task.identifier)") }
+        for _ in 0..<200 where !journal.all.contains("answered") { await Task.yield() }
+        #expect(journal.all == ["heard 1", "answered"])
+    }
+
+    @Test func aSlowHandOffDoesNotKeepTheSystemWaitingPastTheLimit() async {
+        let journal = Journal()
+        let clock = ManualClock()
+        let relay = BackgroundEventRelay(clock: clock, callOnMain: { $0() })
+        let gate = AsyncGate()
+        relay.setHandler { _ in }
+        relay.eventsFinished = { await gate.wait() }  // never ends on its own
+        relay.didFinishEvents()
+        relay.storeSystemCompletionHandler { journal.add("answered") }
+        for _ in 0..<200 where clock.sleeperCount == 0 { await Task.yield() }
+        await clock.advance(by: BackgroundEventRelay.eventsFinishedLimit - .seconds(1))
+        #expect(journal.all.isEmpty)
+        await clock.advance(by: .seconds(1))
+        for _ in 0..<200 where !journal.all.contains("answered") { await Task.yield() }
+        #expect(journal.all == ["answered"])
+        await gate.open()
+    }
+
+    @Test func aRedirectedUploadIsAFailureWhateverItWasAnswered() {
+        let outcome = BackgroundUploadCompletion.outcome(
+            statusCode: 200, retryAfter: nil, error: nil,
+            requestedURL: URL(string: "https://example.com/in")!, finalURL: URL(string: "https://elsewhere.example/")!)
+        #expect(!outcome.isSuccess)
+        let same = BackgroundUploadCompletion.outcome(statusCode: 200, retryAfter: nil, error: nil,
+                                                      requestedURL: URL(string: "https://example.com/in")!,
+                                                      finalURL: URL(string: "https://example.com/in")!)
+        #expect(same.isSuccess)
     }
 
     @Test func theDelegatesOutcomeIsClassifiedAsATransportWould() {

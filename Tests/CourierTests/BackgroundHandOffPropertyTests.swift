@@ -55,7 +55,9 @@ import Testing
         // The user comes back, and the app runs until everything is delivered.
         app.system.kill(afterInteractions: Int.max)  // disarm a pending kill (it never comes)
         if app.system.appState == .notRunning { await app.system.launch() } else { await app.enterForeground() }
-        for _ in 0..<400 where !Set(acknowledged).isSubset(of: server.acceptedIDs) {
+        // Until the server has every message and the courier knows it (a 2xx whose completion
+        // died with the app is sent again: the duplicate the Idempotency-Key covers).
+        for _ in 0..<400 where !Set(acknowledged).isSubset(of: server.acceptedIDs) || (app.courier?.pendingCount ?? 1) > 0 {
             await app.system.advance(by: .seconds(30))
             await app.courier?.settle()
         }

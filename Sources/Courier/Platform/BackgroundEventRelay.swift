@@ -20,8 +20,14 @@ final class BackgroundEventRelay {
     private var finished: (@Sendable () async -> Void)?
     /// Calls the system's completion handlers (UIKit's: on the main thread).
     let callOnMain: @Sendable (@escaping @Sendable () -> Void) -> Void
+    /// How long `eventsFinished` may take before the system is answered anyway: a background
+    /// wake is short, and an app that does not answer in time is suspended or ended.
+    static let eventsFinishedLimit: Duration = .seconds(10)
+    private let clock: any Clock<Duration>
 
-    init(callOnMain: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+    init(clock: any Clock<Duration> = ContinuousClock(),
+         callOnMain: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+        self.clock = clock
         self.callOnMain = callOnMain
     }
 
@@ -100,16 +106,37 @@ final class BackgroundEventRelay {
             guard let self else { return }
             // New handlers start only from completions, which the finished batch bounds.
             await waitForHandlers()
+            // Completions still held (no courier listens yet) keep the system waiting:
+            // `setHandler` settles again once one does.
             let (answer, finished) = lock.withLock { () -> ([UncheckedSendable<() -> Void>], (@Sendable () async -> Void)?) in
-                guard finishedBatches > 0, !systemHandlers.isEmpty else { return ([], nil) }
+                guard finishedBatches > 0, !systemHandlers.isEmpty, held.isEmpty, running.isEmpty else { return ([], nil) }
                 finishedBatches = 0
                 defer { systemHandlers.removeAll() }
                 return (systemHandlers, self.finished)
             }
             guard !answer.isEmpty else { return }
-            await finished?()
+            if let finished { await Self.run(finished, within: Self.eventsFinishedLimit, on: clock) }
             let handlers = UncheckedSendable(value: answer)
             callOnMain { for handler in handlers.value { handler.value() } }
+        }
+    }
+}
+
+extension BackgroundEventRelay {
+    /// Runs `work`, returning when it ends or when `limit` has passed on `clock`, whichever
+    /// comes first (the work goes on; only the wait ends).
+    static func run(_ work: @escaping @Sendable () async -> Void, within limit: Duration, on clock: any Clock<Duration>) async {
+        let once = OnceFlag()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resume = UncheckedSendable(value: continuation)
+            Task {
+                await work()
+                if once.claim() { resume.value.resume() }
+            }
+            Task {
+                try? await clock.sleep(for: limit)
+                if once.claim() { resume.value.resume() }
+            }
         }
     }
 }
@@ -119,9 +146,16 @@ extension BackgroundEventRelay: @unchecked Sendable {}
 
 extension BackgroundUploadCompletion {
     /// The outcome of a finished background task, from what its delegate sees: the task's
-    /// HTTP status and `Retry-After`, or its error (server errors do not come as errors).
-    static func outcome(statusCode: Int?, retryAfter: String?, error: (any Error)?) -> DeliveryOutcome {
+    /// HTTP status and `Retry-After`, or its error (server errors do not come as errors). A
+    /// background session follows redirects by itself (its delegate is not asked), where
+    /// Courier refuses them: an upload whose final URL is not the one it was made for is a
+    /// failure, whatever it was answered (a 302 or 303 turns a POST into a GET elsewhere).
+    static func outcome(statusCode: Int?, retryAfter: String?, error: (any Error)?,
+                        requestedURL: URL? = nil, finalURL: URL? = nil) -> DeliveryOutcome {
         if let error { return .failure(URLSessionTransport.classify(error)) }
+        if let requestedURL, let finalURL, requestedURL != finalURL {
+            return .failure(TransportFailure(.other, "redirected to \(finalURL.absoluteString): background uploads follow redirects, Courier does not"))
+        }
         guard let statusCode else { return .failure(TransportFailure(.other, "not an HTTP response")) }
         return .response(status: statusCode, retryAfter: retryAfter)
     }

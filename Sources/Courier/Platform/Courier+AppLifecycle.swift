@@ -81,6 +81,8 @@ final class AppLifecycleIntegration: PlatformIntegration {
     private let monitor = NWPathMonitor()
     private var backgroundTask = UIBackgroundTaskIdentifier.invalid
     private var delivery: Task<Void, Never>?
+    /// The background session's relay, if background uploads are on (its hook is ours).
+    private var relay: BackgroundEventRelay?
 
     init(courier: Courier) { self.courier = courier }
 
@@ -88,6 +90,11 @@ final class AppLifecycleIntegration: PlatformIntegration {
         let center = NotificationCenter.default
         observers.append(center.addObserver(forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: .main) { [weak self] _ in
             MainActor.assumeIsolated { self?.didEnterBackground() }
+        })
+        // Also on becoming active: a hand-off that finished after `willEnterForeground` must
+        // not leave the courier handing off while the app is on screen.
+        observers.append(center.addObserver(forName: UIApplication.didBecomeActiveNotification, object: nil, queue: .main) { [weak self] _ in
+            MainActor.assumeIsolated { self?.courier?.returnToForeground() }
         })
         observers.append(center.addObserver(forName: UIApplication.willEnterForegroundNotification, object: nil, queue: .main) { [weak self] _ in
             MainActor.assumeIsolated {
@@ -104,16 +111,16 @@ final class AppLifecycleIntegration: PlatformIntegration {
         monitor.start(queue: DispatchQueue(label: "courier.path-monitor"))
     }
 
-    /// With background uploads: after each batch of events, hand off again if the app is not
-    /// active; and at a launch in the background, hand off at once.
+    /// With background uploads: after each batch of events the system delivered (a wake or a
+    /// relaunch in the background), hand off what is pending if the app is in the background.
+    /// (Not at enable time: a scene-based app launches in the background state even when the
+    /// user opens it.)
     private func connectBackgroundUploads() {
         guard let courier, let uploads = courier.configuration.backgroundUploads?.session as? URLSessionBackgroundUploads else { return }
+        relay = uploads.relay
         uploads.relay.eventsFinished = { [weak courier] in
-            let active = await MainActor.run { UIApplication.shared.applicationState == .active }
-            if !active { await courier?.handOffPendingMessages() }
-        }
-        if UIApplication.shared.applicationState == .background {
-            Task { await courier.handOffPendingMessages() }
+            guard await MainActor.run(body: { UIApplication.shared.applicationState == .background }) else { return }
+            await courier?.handOffPendingMessages()
         }
     }
 
@@ -131,8 +138,12 @@ final class AppLifecycleIntegration: PlatformIntegration {
         }
         guard backgroundTask != .invalid else { return }  // iOS grants no time now
         delivery = Task { [weak self] in
-            // Background uploads first; the seconds iOS grants go to what was not handed off.
-            await courier.handOffPendingMessages()
+            // Background uploads first (unless the app came back meanwhile: then
+            // `returnToForeground()` already ran); the seconds iOS grants go to what was not
+            // handed off.
+            if await MainActor.run(body: { UIApplication.shared.applicationState == .background }) {
+                await courier.handOffPendingMessages()
+            }
             if courier.pendingCount > courier.handedOffCount {
                 _ = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
             }
@@ -153,6 +164,7 @@ final class AppLifecycleIntegration: PlatformIntegration {
         monitor.cancel()
         for observer in observers { NotificationCenter.default.removeObserver(observer) }
         observers.removeAll()
+        relay?.eventsFinished = nil
         delivery?.cancel()
         endBackgroundTask()
     }

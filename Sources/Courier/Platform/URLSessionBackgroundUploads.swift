@@ -83,7 +83,9 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
     }
 
     public func cancel(_ task: BackgroundUploadTask) {
-        session?.getAllTasks { tasks in tasks.first { $0.taskIdentifier == task.identifier }?.cancel() }
+        session?.getAllTasks { tasks in
+            tasks.first { $0.taskIdentifier == task.identifier && ($0.taskDescription ?? task.taskDescription) == task.taskDescription }?.cancel()
+        }
     }
 
     public func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void) {
@@ -92,19 +94,16 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
 }
 
 extension URLSessionBackgroundUploads: URLSessionTaskDelegate {
-    /// The status comes from `task.response` (server errors are not errors here).
+    /// The status comes from `task.response` (server errors are not errors here). A background
+    /// session follows redirects without asking its delegate, so a redirected upload is
+    /// reported as a failure (see `BackgroundUploadCompletion.outcome`).
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let http = task.response as? HTTPURLResponse
-        let outcome = BackgroundUploadCompletion.outcome(statusCode: http?.statusCode,
-                                                         retryAfter: http?.value(forHTTPHeaderField: "Retry-After"), error: error)
+        let outcome = BackgroundUploadCompletion.outcome(
+            statusCode: http?.statusCode, retryAfter: http?.value(forHTTPHeaderField: "Retry-After"), error: error,
+            requestedURL: task.originalRequest?.url, finalURL: task.currentRequest?.url)
         relay.completed(BackgroundUploadCompletion(
             task: BackgroundUploadTask(identifier: task.taskIdentifier, taskDescription: task.taskDescription ?? ""), outcome: outcome))
-    }
-
-    /// Redirects are refused, as in the foreground (`URLSessionTransport`).
-    public func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                           newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        completionHandler(nil)
     }
 
     public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {

@@ -26,7 +26,11 @@ final class AppOutbox: ObservableObject {
             let directory = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
                                                         appropriateFor: nil, create: true)
                 .appendingPathComponent("courier-outbox", isDirectory: true)
-            let courier = try await Courier.open(directory: directory)
+            var configuration = Courier.Configuration()
+            // Delivery goes on while the app is suspended: pending messages are handed to a
+            // background URLSession when the app leaves the screen.
+            configuration.backgroundUploads = .urlSession(identifier: AppDelegate.backgroundUploadsIdentifier)
+            let courier = try await Courier.open(directory: directory, configuration: configuration)
             courier.enableAppLifecycleIntegration()
             let stored = UserDefaults.standard.string(forKey: Self.serverKey).flatMap(SampleViewModel.serverURL(from:))
             let model = SampleModel(gateway: CourierGateway(courier: courier), server: stored ?? SampleViewModel.challengeServer)

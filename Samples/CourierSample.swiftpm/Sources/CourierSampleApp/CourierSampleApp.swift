@@ -25,6 +25,8 @@ struct CourierSampleApp: App {
 @MainActor
 final class AppDelegate: NSObject, UIApplicationDelegate {
     static let backgroundDeliveryIdentifier = "com.example.courier-sample.delivery"
+    /// The background URLSession that delivers while the app is suspended (AppOutbox turns it on).
+    static let backgroundUploadsIdentifier = "com.example.courier-sample.uploads"
     let outbox = AppOutbox()
 
     func application(_ application: UIApplication,
@@ -32,6 +34,13 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
         Courier.registerBackgroundDelivery(identifier: Self.backgroundDeliveryIdentifier)
         Task { await outbox.open() }
         return true
+    }
+
+    /// iOS relaunched or woke the app to report background uploads: Courier logs each one, hands
+    /// off what is left, then calls `completionHandler` on the main thread.
+    func application(_ application: UIApplication, handleEventsForBackgroundURLSession identifier: String,
+                     completionHandler: @escaping () -> Void) {
+        URLSessionBackgroundUploads.handleEvents(forSession: identifier, completionHandler: completionHandler)
     }
 }
 
