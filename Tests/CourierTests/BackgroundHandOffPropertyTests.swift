@@ -22,7 +22,7 @@ import Testing
         var acceptedIDs: Set<MessageID> { lock.withLock { accepted } }
     }
 
-    @Test(arguments: 0..<60)
+    @Test(arguments: 0..<200)
     func randomKillsLoseNothingAndNothingIsInFlightTwice(seed: UInt64) async throws {
         let server = FlakyServer(seed: seed &* 7919 &+ 1)
         let steps = SeededRandomSource(seed: seed)
@@ -32,6 +32,9 @@ import Testing
         let app = SimulatedApp(server: server.transport, configuration: configuration)
         await app.system.launch()
         var acknowledged: [MessageID] = []
+        /// The launch (open count) whose disk failed, if any: that process cannot read its
+        /// messages back, so it ends before the last phase (as an app whose disk fails would).
+        var diskFailedInProcess: Int?
         // A bounded random walk through the app's life.
         for _ in 0..<30 {
             switch roll(10) {
@@ -47,13 +50,23 @@ import Testing
             case 3: await app.enterForeground()
             case 4, 5, 6: await app.system.advance(by: .seconds(Int64(1 + roll(90))))
             case 7: app.system.kill(afterInteractions: 1 + roll(8))
-            case 8: if roll(4) == 0 { app.system.forceQuit() } else { app.system.kill() }
+            case 8:
+                switch roll(4) {
+                case 0: app.system.forceQuit()
+                // The disk fails from a random write on, for the rest of this process (its
+                // records are lost while it goes on running): only the next launch repairs it.
+                case 1:
+                    app.fileSystem.stopAfter(operations: roll(12))
+                    diskFailedInProcess = app.openCount
+                default: app.system.kill()
+                }
             default: if app.system.appState == .notRunning { await app.system.launch(inBackground: roll(2) == 0) }
             }
             if let courier = app.courier, app.system.appState != .notRunning { await courier.settle() }
         }
         // The user comes back, and the app runs until everything is delivered.
         app.system.kill(afterInteractions: Int.max)  // disarm a pending kill (it never comes)
+        if diskFailedInProcess == app.openCount, app.system.appState != .notRunning { app.system.kill() }
         if app.system.appState == .notRunning { await app.system.launch() } else { await app.enterForeground() }
         // Until the server has every message and the courier knows it (a 2xx whose completion
         // died with the app is sent again: the duplicate the Idempotency-Key covers).
