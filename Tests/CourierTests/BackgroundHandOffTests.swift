@@ -94,6 +94,39 @@ import Testing
         #expect(app.system.statistics.tasksCreated == 3)
     }
 
+    @Test func aRetryAfterIsHonouredWhileSuspended() async throws {
+        let server = Server { _, n in n == 1 ? .response(status: 429, retryAfter: "120") : .response(status: 200) }
+        let app = SimulatedApp(server: server.transport, configuration: Self.configuration())
+        await app.system.launch()
+        app.courier?.pause()
+        _ = try #require(app.send("hello", to: inbox))
+        await app.enterBackground()
+        await app.system.advance(by: .seconds(119))
+        #expect(server.transport.requests.count == 1, "not before the server's 120 s")
+        await app.system.advance(by: .seconds(120))
+        #expect(server.transport.requests.count == 2)
+        #expect(app.courier?.pendingCount == 0)
+    }
+
+    @Test func aDownDestinationGetsOneProbeAtATimeWhileSuspended() async throws {
+        let server = Server { _, _ in .response(status: 503) }
+        var configuration = Self.configuration()
+        configuration.destinationBackoff = DestinationBackoff(failuresBeforeDown: 3)
+        let app = SimulatedApp(server: server.transport, configuration: configuration)
+        await app.system.launch()
+        app.courier?.pause()
+        for i in 0..<20 { _ = app.send("m\(i)", to: inbox) }
+        await app.enterBackground()
+        await app.system.advance(by: .milliseconds(500))
+        let afterFirstRound = server.transport.requests.count
+        #expect(afterFirstRound == 20, "all were handed off before the destination was known down")
+        await app.system.advance(by: .seconds(600))
+        let probes = server.transport.requests.count - afterFirstRound
+        #expect(probes >= 5 && probes <= 20, "one probe at a time, spaced by the policy: \(probes) in 10 minutes")
+        #expect(app.system.outstandingCount <= 1)
+        #expect(app.courier?.pendingCount == 20)
+    }
+
     @Test func onlyTheHeadOfAnOrderingKeyIsHandedOffAndTheNextFollowsItsDelivery() async throws {
         let server = Server()
         let app = SimulatedApp(server: server.transport, configuration: Self.configuration())
