@@ -74,8 +74,9 @@ public final class SimulatedApp {
         current.withLock { $0 = courier }
         opened.withLock { $0 += 1 }
         // Launched in the background: the engine stays still; the hand-off follows the
-        // completions the system delivers (`didFinishEvents`).
-        if inBackground { courier.pause() }
+        // completions the system delivers (`didFinishEvents`). Opened by the user: messages
+        // handed off by an earlier process come back (`didBecomeActive` on iOS).
+        if inBackground { courier.pause() } else { courier.returnToForeground() }
         await courier.settle()
     }
 }

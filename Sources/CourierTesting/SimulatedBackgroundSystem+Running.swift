@@ -152,14 +152,20 @@ extension SimulatedBackgroundSystem {
         await finish?()
     }
 
-    /// Hands held completions to the app's handler if it may hear them now.
+    /// Hands held completions to the app's handler if it may hear them now, all at once, as
+    /// iOS's delegate queue hands them to Courier's relay, which hears each in its own task.
     func deliverHeld(evenIfSuspended: Bool = false) async {
-        // Each turn removes one held completion: bounded by how many are held.
-        while let completion = state.withLock({ s -> BackgroundUploadCompletion? in
-            guard s.processAlive, s.handler != nil, evenIfSuspended || s.appState == .foreground, !s.held.isEmpty else { return nil }
-            return s.held.removeFirst()
-        }) {
-            await hand(completion)
+        // Each turn empties the held list: bounded by the completions that keep coming.
+        while true {
+            let batch = state.withLock { s -> [BackgroundUploadCompletion] in
+                guard s.processAlive, s.handler != nil, evenIfSuspended || s.appState == .foreground else { return [] }
+                defer { s.held.removeAll() }
+                return s.held
+            }
+            guard !batch.isEmpty else { return }
+            await withTaskGroup(of: Void.self) { group in
+                for completion in batch { group.addTask { await self.hand(completion) } }
+            }
         }
     }
 

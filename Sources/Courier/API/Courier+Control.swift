@@ -30,7 +30,7 @@ extension Courier {
         // A handed-off message: its task goes too, and with it the body file.
         for (id, handOff) in effects.endedHandOffs {
             configuration.backgroundUploads?.session.cancel(handOff.task(of: id))
-            removeBodyFile(id)
+            removeBodyFile(bodyFilePath(id, ticket: handOff.ticket))
         }
         if cancelled { pump() }
         return cancelled

@@ -76,7 +76,20 @@ struct HandOff: Sendable, Hashable {
         return (id, attempt, ticket)
     }
 
-    /// The body file of message `id`, in `bodies/` beside the log's segments.
-    static func bodyFileName(_ id: MessageID) -> String { "\(id).body" }
+    /// The session's task is not made yet (the hand-off is registered just before).
+    static let unknownTask = UInt64.max
+
+    /// The body file of message `id`'s hand-off `ticket`, in `bodies/` beside the log's
+    /// segments: one per hand-off, so removing an ended one never touches the next.
+    static func bodyFileName(_ id: MessageID, ticket: UInt64) -> String { "\(id)-\(hex(ticket)).body" }
+
+    /// The message and ticket a body file's name says, or nil.
+    static func parse(bodyFileName name: String) -> (id: MessageID, ticket: UInt64)? {
+        guard name.hasSuffix(".body") else { return nil }
+        let stem = name.dropLast(5)
+        guard stem.count == 36 + 1 + 16, let id = MessageID(String(stem.prefix(36))), stem.dropFirst(36).first == "-",
+              let ticket = UInt64(stem.suffix(16), radix: 16) else { return nil }
+        return (id, ticket)
+    }
     static let directoryName = "bodies"
 }

@@ -42,8 +42,10 @@ extension Courier {
     /// are heard from now on.
     func startBackgroundUploads(_ uploads: BackgroundUploads) {
         engine.reconciling = true
-        uploads.session.deliverCompletions { [weak self] completion in await self?.hear(completion) }
+        // Reconciliation first: completions wait for it (`hear`), or one heard while it runs
+        // could make it adopt a task that has already ended.
         reconciliation.value = Task { [weak self] in await self?.reconcileHandOffs(uploads) }
+        uploads.session.deliverCompletions { [weak self] completion in await self?.hear(completion) }
     }
 
     /// Reconciles the log with the session's outstanding tasks, then lets the engine start.
@@ -79,8 +81,7 @@ extension Courier {
         // completions, themselves bounded by the tasks made.
         while again {
             let candidates = outbox.takeForHandOff(bound: uploads.maximumOutstandingTasks, isExcluded: uploads.isExcluded)
-            if !candidates.isEmpty { await onIOQueue { [self] in makeBodyDirectory() } }
-            for candidate in candidates where await handOff(candidate, uploads) { total += 1 }
+            if !candidates.isEmpty { total += await handOff(candidates, uploads) }
             again = handOffControl.withLock { control -> Bool in
                 if control.passAgain && control.inBackground {
                     control.passAgain = false
@@ -94,47 +95,88 @@ extension Courier {
         return total
     }
 
-    /// Hands one taken message off: its body to a file, a task, then the record.
-    private func handOff(_ candidate: Projection.HandOffCandidate, _ uploads: BackgroundUploads) async -> Bool {
-        let id = candidate.slot.id
-        guard let state = await currentState(of: id) else {
-            outbox.abortHandOff(id, foregroundOnly: false)
-            return false
+    /// A taken message ready to go: its request and its body file, written and synced.
+    private struct PreparedHandOff {
+        var candidate: Projection.HandOffCandidate
+        var request: DeliveryRequest
+        var ticket: UInt64
+        var path: String
+    }
+
+    /// Hands taken messages off: every body to a synced file (then one sync of the directory:
+    /// a file that power loss could cut short must never be uploaded under a valid key), then
+    /// per message a task and its record.
+    private func handOff(_ candidates: [Projection.HandOffCandidate], _ uploads: BackgroundUploads) async -> Int {
+        await onIOQueue { [self] in makeBodyDirectory() }
+        var prepared: [PreparedHandOff] = []
+        for candidate in candidates {
+            if let ready = await prepare(candidate) { prepared.append(ready) }
         }
-        let attempt = candidate.slot.attempts + 1
-        var request = request(for: state, attempt: Int(attempt))
+        guard !prepared.isEmpty else { return 0 }
+        await onIOQueue { [self] in try? configuration.fileSystem.syncDirectory(atPath: bodyDirectoryPath) }
+        var count = 0
+        for ready in prepared where await commit(ready, uploads) { count += 1 }
+        return count
+    }
+
+    /// Reads a taken message back, prepares its request and writes its body file; nil (and the
+    /// message back to the engine) if any of it fails, or if the app came back meanwhile.
+    private func prepare(_ candidate: Projection.HandOffCandidate) async -> PreparedHandOff? {
+        let id = candidate.slot.id
+        guard handOffControl.withLock({ $0.inBackground }), let state = await currentState(of: id) else {
+            outbox.abortHandOff(id, foregroundOnly: false)
+            return nil
+        }
+        var request = request(for: state, attempt: Int(candidate.slot.attempts + 1))
         if let prepare = configuration.prepareRequest {
             do { try await prepare(&request) } catch {
                 // Left to the engine, which prepares each attempt afresh.
                 outbox.abortHandOff(id, foregroundOnly: true)
-                return false
+                return nil
             }
         }
-        let path = bodyFilePath(id)
+        let ticket = configuration.random()
+        let path = bodyFilePath(id, ticket: ticket)
         let body = Array(request.body)
         let written = await onIOQueue { [self] in writeBodyFile(body, to: path) }
         guard written else {
             outbox.abortHandOff(id, foregroundOnly: true)
+            return nil
+        }
+        return PreparedHandOff(candidate: candidate, request: request, ticket: ticket, path: path)
+    }
+
+    /// Registers the hand-off, makes the task, then logs its record. Registered first, so a
+    /// completion heard before the record is written finds its message; the task before the
+    /// record, so a kill in between leaves a task the log does not know, which the next open
+    /// adopts (the other order would leave a record naming no task, which it undoes).
+    private func commit(_ ready: PreparedHandOff, _ uploads: BackgroundUploads) async -> Bool {
+        let id = ready.candidate.slot.id, attempt = ready.candidate.slot.attempts + 1
+        let now = currentInstant().wallMilliseconds
+        let begin = max(ready.candidate.beginMilliseconds, now)
+        guard outbox.beginHandOff(id, HandOff(attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
+                                              earliestBeginMilliseconds: begin)) else {
+            await onIOQueue { [self] in removeBodyFile(ready.path) }  // cancelled meanwhile
             return false
         }
-        let begin = max(candidate.beginMilliseconds, currentInstant().wallMilliseconds)
-        let ticket = configuration.random()
         let task = uploads.session.makeUploadTask(BackgroundUploadRequest(
-            url: request.url, headers: request.headers, bodyFile: URL(fileURLWithPath: path),
+            url: ready.request.url, headers: ready.request.headers, bodyFile: URL(fileURLWithPath: ready.path),
             earliestBeginDate: Date(timeIntervalSince1970: Double(begin) / 1000),
-            taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ticket)))
-        let handOff = HandOff(attempt: attempt, ticket: ticket, taskIdentifier: UInt64(bitPattern: Int64(task.identifier)),
-                              earliestBeginMilliseconds: begin)
-        // The task exists before its record: a kill in between leaves a task the log does not
-        // know, which the next open adopts. The other order would leave a record naming no task.
+            taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ready.ticket)))
+        let identifier = UInt64(bitPattern: Int64(task.identifier))
         let recorded = await onIOQueue { [outbox] () -> Bool in
-            let (recorded, effects) = outbox.recordHandOff(id, handOff)
+            let (recorded, effects) = outbox.recordHandOff(id, ticket: ready.ticket, taskIdentifier: identifier)
             effects.run()
             return recorded
         }
-        if !recorded {  // cancelled meanwhile
+        if !recorded {
+            // Cancelled meanwhile, or its completion was heard already: the task has no message.
             uploads.session.cancel(task)
-            await onIOQueue { [self] in removeBodyFile(id) }
+            await onIOQueue { [self] in removeBodyFile(ready.path) }
+        } else if !handOffControl.withLock({ $0.inBackground }) && begin > now {
+            // The app came back while this was being made: back to the engine, as
+            // `returnToForeground()` does for the others.
+            uploads.session.cancel(task)
         }
         return recorded
     }

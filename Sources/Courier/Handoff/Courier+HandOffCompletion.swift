@@ -8,6 +8,8 @@ extension Courier {
     /// a failed message is handed off again at once, to begin after its backoff (and the next
     /// message of its ordering key follows a delivery); in the foreground it is the engine's.
     func hear(_ completion: BackgroundUploadCompletion) async {
+        // After reconciliation, which must not see a task whose end was heard meanwhile.
+        await reconciliation.value?.value
         guard let uploads = configuration.backgroundUploads, !outbox.read(\.closed) else { return }
         guard let (id, handOff) = outbox.handOff(carriedBy: completion.task) else {
             await hearLate(completion)
@@ -17,8 +19,8 @@ extension Courier {
         if case .failure(let failure) = outcome, failure.kind == .cancelled {
             // `returnToForeground()` (or the system) cancelled it: not an attempt.
             if outbox.endHandOff(id, ticket: handOff.ticket, dueAtLatest: currentInstant().wallMilliseconds) {
-                await onIOQueue { [self] in removeBodyFile(id) }
-                pump()
+                await onIOQueue { [self] in removeBodyFile(bodyFilePath(id, ticket: handOff.ticket)) }
+                await carryOn(uploads)
             }
             return
         }
@@ -36,9 +38,15 @@ extension Courier {
             outbox.record(judged, of: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
                           destination: destinationReport(outcome, nowMilliseconds: now, random: random),
                           handOff: handOff.ticket).run()
-            removeBodyFile(id)
+            removeBodyFile(bodyFilePath(id, ticket: handOff.ticket))
             compactIfWorthIt()
         }
+        await carryOn(uploads)
+    }
+
+    /// After a completion: in the background, hand off again (the message, or the next of its
+    /// ordering key); in the foreground, the engine takes it.
+    private func carryOn(_ uploads: BackgroundUploads) async {
         if handOffControl.withLock({ $0.inBackground }) {
             _ = await runHandOffPasses(uploads)
         } else {
@@ -59,35 +67,41 @@ extension Courier {
                 effects.run()
                 ended = effects.endedHandOffs
             }
-            if outbox.handOff(of: id) == nil { removeBodyFile(id) }
+            removeBodyFile(bodyFilePath(id, ticket: parsed.ticket))
             return ended
         }
-        for (id, handOff) in ended { configuration.backgroundUploads?.session.cancel(handOff.task(of: id)) }
+        for (id, handOff) in ended {
+            configuration.backgroundUploads?.session.cancel(handOff.task(of: id))
+            await onIOQueue { [self] in removeBodyFile(bodyFilePath(id, ticket: handOff.ticket)) }
+        }
         pump()
     }
 }
 
-/// The body files of handed-off messages, in `bodies/` beside the log's segments: created
-/// `0600` in a `0700` directory by the configured file system, with the log's data protection
-/// on iOS. **A body file exists only while its message is handed off** (files a kill left
-/// behind are removed when the next open reconciles). Not synced: a file lost with power is
-/// rebuilt from the log, which holds every body.
+/// The body files of handed-off messages, in `bodies/` beside the log's segments, one per
+/// hand-off (`<id>-<ticket>.body`): created `0600` in a `0700` directory by the configured file
+/// system, with the log's data protection on iOS, and synced (with their directory) before
+/// their task is made, so no upload can read a file that power loss cut short. **A body file
+/// exists only while its hand-off lasts** (files a kill left behind are removed when the next
+/// open reconciles).
 extension Courier {
     var bodyDirectoryPath: String { directory.path + "/" + HandOff.directoryName }
 
-    func bodyFilePath(_ id: MessageID) -> String { bodyDirectoryPath + "/" + HandOff.bodyFileName(id) }
+    func bodyFilePath(_ id: MessageID, ticket: UInt64) -> String {
+        bodyDirectoryPath + "/" + HandOff.bodyFileName(id, ticket: ticket)
+    }
 
     func makeBodyDirectory() {
         try? configuration.fileSystem.createDirectory(atPath: bodyDirectoryPath)
         Self.applyPlatformDataProtection(to: directory)
     }
 
-    /// Writes `body` to `path`, replacing what is there. False on failure.
+    /// Writes `body` to `path`, replacing what is there, and syncs it. False on failure.
     func writeBodyFile(_ body: [UInt8], to path: String) -> Bool {
         let fileSystem = configuration.fileSystem
         guard (try? fileSystem.removeFile(atPath: path)) != nil,
               let file = try? fileSystem.openFile(atPath: path, create: true) else { return false }
-        return body.withUnsafeBytes { raw -> Bool in
+        let written = body.withUnsafeBytes { raw -> Bool in
             var done = 0
             // Each turn writes at least one byte or stops.
             while done < raw.count {
@@ -96,21 +110,20 @@ extension Courier {
             }
             return true
         }
+        return written && (try? file.sync()) != nil
     }
 
-    func removeBodyFile(_ id: MessageID) {
-        try? configuration.fileSystem.removeFile(atPath: bodyFilePath(id))
+    func removeBodyFile(_ path: String) {
+        try? configuration.fileSystem.removeFile(atPath: path)
     }
 
-    /// Removes every body file whose message is not handed off.
+    /// Removes every body file whose hand-off is over.
     func sweepBodyFiles() {
         guard let names = try? configuration.fileSystem.contentsOfDirectory(atPath: bodyDirectoryPath) else { return }
         let handedOff = outbox.handOffs
         for name in names {
-            guard name.hasSuffix(".body"), let id = MessageID(String(name.dropLast(5))), handedOff[id] != nil else {
-                try? configuration.fileSystem.removeFile(atPath: bodyDirectoryPath + "/" + name)
-                continue
-            }
+            if let (id, ticket) = HandOff.parse(bodyFileName: name), handedOff[id]?.ticket == ticket { continue }
+            try? configuration.fileSystem.removeFile(atPath: bodyDirectoryPath + "/" + name)
         }
     }
 }

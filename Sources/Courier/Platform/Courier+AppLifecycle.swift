@@ -122,6 +122,9 @@ final class AppLifecycleIntegration: PlatformIntegration {
             guard await MainActor.run(body: { UIApplication.shared.applicationState == .background }) else { return }
             await courier?.handOffPendingMessages()
         }
+        // Enabled while the app is on screen (after `didBecomeActive` fired): messages an
+        // earlier process handed off come back to the engine now.
+        if UIApplication.shared.applicationState == .active { courier.returnToForeground() }
     }
 
     private func didEnterBackground() {

@@ -73,18 +73,22 @@ extension Outbox {
     private func appendSnapshots(_ chunk: [(MessageState, RecordAddress)]) throws(LogError) {
         _ = try mutate { (state, _) throws(LogError) in
             var entries: [LogEntry] = []
-            var ids: [MessageID] = []
+            var snapshots: [(id: MessageID, entry: Int)] = []
             for (var message, address) in chunk {
                 // Resolved, or moved by an append since the read: nothing to keep.
                 guard let slot = state.projection.slot(of: message.id), slot.address == address else { continue }
                 message.attempts = slot.attempts
                 message.nextDueMilliseconds = slot.dueMilliseconds
+                snapshots.append((message.id, entries.count))
                 entries.append(LogEntry(kind: .snapshot, body: Event.snapshot(message).encoded()))
-                ids.append(message.id)
+                // A recorded hand-off goes along: its record may lie in a segment about to go.
+                if let handOff = state.handOffs[message.id], handOff.taskIdentifier != HandOff.unknownTask {
+                    entries.append(LogEntry(kind: .handedOff, body: Event.handedOff(message.id, handOff).encoded()))
+                }
             }
             guard !entries.isEmpty else { return }
             let addresses = try log.appendRecords(batch: entries)
-            for (id, address) in zip(ids, addresses) { state.projection.moveFullState(id, to: address) }
+            for (id, entry) in snapshots { state.projection.moveFullState(id, to: addresses[entry]) }
         }
     }
 

@@ -150,7 +150,12 @@ extension Outbox {
     /// An attempt could not read its message back: says so and tries again after `delay`.
     func recordUnreadable(_ id: MessageID, error: LogError, dueMilliseconds: UInt64) -> Effects {
         mutate { state, effects in
-            guard let slot = state.projection.slot(of: id) else { return }
+            guard let i = state.projection.slotIndex(of: id), let slot = state.projection.slot(of: id) else { return }
+            // Says nothing about its destination; but if it was a down destination's probe, the
+            // next probe waits too (or an unreadable probe would be taken again at once, forever:
+            // found by the hand-off property test, a disk failing under a down destination).
+            _ = state.projection.observe(.neutral, slot: i, nowMilliseconds: dueMilliseconds, failuresBeforeDown: 0,
+                                         probeDelayMilliseconds: { _ in 0 })
             state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
             effects.emit(.storageFailed("could not read message \(id) back from the log: \(error)"))
         }.1

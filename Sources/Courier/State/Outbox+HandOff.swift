@@ -20,14 +20,29 @@ extension Outbox {
         }.0
     }
 
-    /// The task for message `id` exists: logs its `handed-off` record. False if the message
-    /// was resolved meanwhile (cancelled): the caller cancels the task.
-    func recordHandOff(_ id: MessageID, _ handOff: HandOff) -> (Bool, Effects) {
-        mutate { state, effects -> Bool in
+    /// Message `id` is about to be handed off: registered before its task is made, so a
+    /// completion heard before the record finds it. False if it was resolved meanwhile.
+    func beginHandOff(_ id: MessageID, _ handOff: HandOff) -> Bool {
+        mutate { state, _ -> Bool in
             state.handOffsStarting -= 1
-            guard !state.closed, state.projection.slot(of: id) != nil else { return false }
-            append(.handedOff(id, handOff), &effects)
+            guard !state.closed, state.projection.slot(of: id) != nil else {
+                state.projection.release(id)
+                return false
+            }
             state.handOffs[id] = handOff
+            return true
+        }.0
+    }
+
+    /// The task of message `id`'s hand-off `ticket` exists: logs its `handed-off` record.
+    /// False if the hand-off ended meanwhile (the message was cancelled, or the task's
+    /// completion was heard already): the caller cancels the task.
+    func recordHandOff(_ id: MessageID, ticket: UInt64, taskIdentifier: UInt64) -> (Bool, Effects) {
+        mutate { state, effects -> Bool in
+            guard !state.closed, var handOff = state.handOffs[id], handOff.ticket == ticket else { return false }
+            handOff.taskIdentifier = taskIdentifier
+            state.handOffs[id] = handOff
+            append(.handedOff(id, handOff), &effects)
             effects.emit(.handedOff(id, attempt: Int(handOff.attempt)))
             return true
         }
@@ -53,6 +68,7 @@ extension Outbox {
                 return (parsed.id, handOff)
             }
             let identifier = UInt64(bitPattern: Int64(task.identifier))
+            guard identifier != HandOff.unknownTask else { return nil }
             return state.handOffs.first { $0.value.taskIdentifier == identifier }.map { ($0.key, $0.value) }
         }
     }
