@@ -8,17 +8,19 @@ import Foundation
 extension Courier {
     /// Hands pending messages to the background upload session, so that the system delivers
     /// them while the app is suspended or not running; call it when the app enters the
-    /// background, and when it is launched in the background (`enableAppLifecycleIntegration()`
-    /// does both). Until `returnToForeground()`, a failed upload is handed off again at once, to
+    /// background, and when the system launched it in the background to report uploads
+    /// (`enableAppLifecycleIntegration()` does both on iOS: at `didEnterBackground`, and after
+    /// each batch of background session events). Until `returnToForeground()`, a failed upload
+    /// is handed off again at once, to
     /// begin after its backoff. Takes up to `BackgroundUploads.maximumOutstandingTasks`
     /// messages, each the head of its ordering key, in due order; hands off more as uploads end.
     /// - Returns: how many messages this call handed off (0 without `backgroundUploads`).
     @discardableResult
     public func handOffPendingMessages() async -> Int {
-        guard configuration.backgroundUploads != nil else { return 0 }
+        guard let uploads = configuration.backgroundUploads else { return 0 }
         handOffControl.withLock { $0.inBackground = true }
         await reconciliation.value?.value
-        return await runHandOffPasses(configuration.backgroundUploads!)
+        return await runHandOffPasses(uploads)
     }
 
     /// The app is in the foreground again: failed uploads come back to the engine instead of

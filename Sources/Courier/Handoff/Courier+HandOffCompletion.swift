@@ -54,9 +54,10 @@ extension Courier {
         }
     }
 
-    /// A completion of a task that does not carry its message (any more): reconciliation gave
-    /// the task up for lost, or the message was cancelled. A 2xx still delivers the message if
-    /// nobody has it in flight; anything else is dropped.
+    /// A completion of a task that does not carry its message (any more): it ended while the
+    /// app was dead and reconciliation gave it up for lost, or the message was cancelled. A 2xx
+    /// still delivers a pending message (a task or attempt that has it now is cancelled or its
+    /// outcome dropped); anything else is dropped, unlogged.
     private func hearLate(_ completion: BackgroundUploadCompletion) async {
         guard let parsed = HandOff.parse(taskDescription: completion.task.taskDescription) else { return }
         let id = parsed.id
