@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test consumer-check ios-check smoke demo docs bench bench-compare bench-outage bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test consumer-check ios-check ios-check-mutations smoke demo docs bench bench-compare bench-outage bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
 
 all: build
 
@@ -80,6 +80,13 @@ ifeq ($(shell uname -s),Darwin)
 else
 	@IOS_SDK="$(IOS_SDK)" IOS_APINOTES="$(IOS_APINOTES)" python3 Tools/ios-check/ios-check.py $(IOS_APP)
 endif
+
+# Proves the check above (Linux): plants an error in every branch of Apple-only code that
+# ios-check type-checks (found by its #if os(iOS) / canImport / #else branches, and the sample
+# app's files), runs the check on a copy, and requires each error reported by file and line.
+# One line per file; fails on a miss. Needs the SDK, so not in `make test` (about 10 minutes).
+ios-check-mutations:
+	@IOS_SDK="$(IOS_SDK)" IOS_APINOTES="$(IOS_APINOTES)" python3 Tools/ios-check/ios-check-mutations.py $(IOS_APP)
 
 smoke: deps tmux
 	$(SWIFT) build $(TRAITS) --product courier-sample

@@ -60,12 +60,16 @@ extension LogFile {
 }
 
 extension LogFile {
-    /// `writeFully` for an array. (`withUnsafeBytes` only rethrows untyped errors, so the
-    /// typed error travels through a `Result`.)
+    /// `writeFully` for an array. The typed error leaves `withUnsafeBytes` through a variable
+    /// (`do throws(LogError)`, not `Result`): this compiles the same against Swift 6's standard
+    /// library and Swift 5.10's (the iOS 17.4 SDK's, which `make ios-check` uses), whose
+    /// `withUnsafeBytes` and `Result` know only untyped errors.
     func writeFully(_ bytes: [UInt8], at offset: Int) throws(LogError) {
-        try bytes.withUnsafeBytes { raw in
-            Result { () throws(LogError) in try writeFully(raw, at: offset) }
-        }.get()
+        var failure: LogError?
+        bytes.withUnsafeBytes { raw in
+            do throws(LogError) { try writeFully(raw, at: offset) } catch { failure = error }
+        }
+        if let failure { throw failure }
     }
 }
 

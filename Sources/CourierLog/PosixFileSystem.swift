@@ -82,10 +82,10 @@ public struct PosixFileSystem: LogFileSystem {
     public func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
         var failure: LogError?
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            switch Result(catching: { () throws(LogError) in try read(atPath: path, offset: offset, into: UnsafeMutableRawBufferPointer(buffer)) }) {
-            case .success(let n): initialized = n
-            case .failure(let error):
-                initialized = 0
+            initialized = 0
+            do throws(LogError) {
+                initialized = try read(atPath: path, offset: offset, into: UnsafeMutableRawBufferPointer(buffer))
+            } catch {
                 failure = error
             }
         }

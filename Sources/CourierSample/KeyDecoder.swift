@@ -1,3 +1,5 @@
+import Courier
+
 /// Turns terminal input bytes into keys. Escape sequences (arrows, …) are swallowed whole.
 public struct KeyDecoder {
     private var pending: [UInt8] = []
@@ -32,7 +34,8 @@ public struct KeyDecoder {
                 // A UTF-8 character: its length from the lead byte.
                 let length = b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4
                 if i + length > pending.count { pending = Array(pending[i...]); return keys }
-                if let s = String(validating: pending[i..<(i + length)], as: UTF8.self), let c = s.first {
+                let character = pending[i..<(i + length)]
+                if isWellFormedUTF8(character), let c = String(decoding: character, as: UTF8.self).first {
                     keys.append(.character(c))
                 }
                 i += length

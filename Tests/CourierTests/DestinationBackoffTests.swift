@@ -177,7 +177,10 @@ import Testing
         let drain = recovered.duration(to: .now)
         print("loopback outage: \(duringOutage) requests in 3 s of 503s, drained \(drain) after recovery")
         #expect(duringOutage <= 20)
-        #expect(drain < .seconds(5))  // the next probe is at most a couple of seconds away
+        // The next probe is at most a couple of seconds away (0.6 s alone). The bound only
+        // catches a drain that waits out backoff: with the whole suite running on 2 cores it
+        // took 6.5–7.4 s (2026-11-23). `make bench-outage` measures the drain.
+        #expect(drain < .seconds(30))
         await courier.close()
         await server.stop()
     }
@@ -201,8 +204,10 @@ import Testing
         let accepted = server.statistics.acceptedKeys
         print("dead port beside a live server: the live one accepted \(accepted) of 200 in \(liveDone)")
         #expect(accepted == 200)
-        // 0.2 s alone; the bound leaves room for a loaded CI machine (before: 8 of 200 in 2 s).
-        #expect(liveDone < .seconds(10))
+        // 0.2 s alone, 12.5–13.4 s with the whole suite on 2 cores (2026-11-23); before
+        // destination backoff, 8 of 200 in 2 s, so about 50 s for all: the loop's 30 s bound
+        // and `accepted == 200` catch that. `make bench-outage` measures it.
+        #expect(liveDone < .seconds(30))
         await courier.close()
         await server.stop()
     }

@@ -17,21 +17,33 @@ directory); if unset, the toolchain's own, else `$IOS_RES/apinotes` (default `/t
 where an SDK set-up script may have left a Darwin resource directory).
 Type-checking only: nothing is linked or run (see README, "Contributing without a Mac").
 
+Three rules keep the check sound (../shared/ios/README.md):
+- It ignores no error: when the compiler reports an error in some paths, it reports nothing
+  after it in that module, so one ignored error can hide every later one.
+- `Swift6Shims.swift` declares only what Swift 6's standard library really gives an app built
+  for this deployment target, with the availability the real declaration has.
+- A module type-checks only if the compiler exited 0 for it, and its interface was emitted
+  (the modules that import it need it); a crash or a missing interface is a failure, with its
+  cause printed.
+
+Each module is checked twice, as Xcode builds it: the Debug configuration (`-D DEBUG`, the
+code inside `#if DEBUG` compiled in) and Release. The SDK's module cache is kept in
+`.build/ios-check/` between runs (`IOS_MODULE_CACHE` to move it): the first run builds it, and
+later runs take about a third of its time.
+
 Exit status: 0 clean, 1 type errors, 2 no usable SDK or API notes (the message says which).
 With `IOS_CHECK_OPTIONAL=1` (how CI calls it), a missing SDK or API notes is one line saying the
 check was skipped, and exit 0: a machine without an iOS SDK never fails CI.
 """
-import glob, json, os, re, shutil, subprocess, sys, tempfile
+import glob, json, os, re, shutil, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIMS = os.path.join(HERE, "Swift6Shims.swift")
 DEPLOYMENT = os.environ.get("IOS_DEPLOYMENT_TARGET", "16.0")
 TRIPLE = "arm64-apple-ios" + DEPLOYMENT
-# Swift 6 typed-throws inference through closures the SDK's Swift 5.10 standard library
-# declares `rethrows` (Xcode 16's Swift 6 library declares them typed): errors of the old
-# library, not of our code. Counted and reported, never hidden silently.
-STDLIB_ARTIFACTS = [r"cannot assign value of type 'any Error' to type",
-                    r"thrown expression type 'any Error' cannot be converted to error type"]
+# As SwiftPM does, so that `package` declarations are visible across this package's modules.
+PACKAGE_NAME = "courier"
+CONFIGURATIONS = [("Debug", ["-D", "DEBUG"]), ("Release", [])]
 ERROR_LINE = re.compile(r"^\S.*: error: ")
 IMPORT = re.compile(r"^\s*(?:@[\w()]+\s+)*(?:(?:public|package|internal|private|fileprivate)\s+)?"
                     r"import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_]\w*)", re.M)
@@ -72,10 +84,16 @@ def resource_dir(scratch):
         unavailable("no Dispatch.apinotes and os.apinotes in %s: set IOS_APINOTES to a directory holding them "
                     "(the Swift project's apinotes/ directory; Xcode's toolchain ships them, Linux's does not)" % notes)
     res = os.path.join(scratch, "resources")
-    os.makedirs(res)
-    os.symlink(os.path.join(toolchain, "lib", "swift", "shims"), os.path.join(res, "shims"))
-    os.symlink(os.path.realpath(os.path.join(toolchain, "lib", "swift", "clang")), os.path.join(res, "clang"))
-    os.symlink(os.path.abspath(notes), os.path.join(res, "apinotes"))
+    os.makedirs(res, exist_ok=True)
+    links = {"shims": os.path.join(toolchain, "lib", "swift", "shims"),
+             "clang": os.path.realpath(os.path.join(toolchain, "lib", "swift", "clang")), "apinotes": os.path.abspath(notes)}
+    for name, target in links.items():
+        link = os.path.join(res, name)
+        if os.path.islink(link) and os.readlink(link) == target:
+            continue  # unchanged: a new link would make every cached module stale
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(target, link)
     return res
 
 
@@ -102,21 +120,28 @@ def ios_targets(description):
 
 class Checker:
     def __init__(self, sdk, scratch):
+        """`scratch` holds the resource directory and the modules a run emits. Its path and
+        files are part of what keys the module cache: kept at a fixed path, and rewritten only
+        when they change, they let runs share the cache (about 1 minute to build)."""
         self.out = os.path.join(scratch, "modules")
-        os.makedirs(self.out)
-        self.cache = os.path.join(scratch, "module-cache")
+        os.makedirs(self.out, exist_ok=True)
+        for emitted in glob.glob(os.path.join(self.out, "*.swift*")):
+            os.remove(emitted)
+        self.modulemap = []
+        self.cache = os.environ.get("IOS_MODULE_CACHE") or os.path.normpath(os.path.join(scratch, "..", "module-cache"))
         self.base = ["-target", TRIPLE, "-sdk", sdk, "-resource-dir", resource_dir(scratch),
                      "-module-cache-path", self.cache, "-I", self.out, "-D", "SWIFT_PACKAGE"]
         self.external = {os.path.basename(d): d for d in glob.glob(".build/checkouts/*/Sources/*") if swift_files(d)}
         self.built = set()
         self.failed = set()
-        self.artifacts = 0
 
-    def add_c_module(self, target):
-        headers = glob.glob(os.path.join(os.path.abspath(target["path"]), "include", "*.h"))
-        with open(os.path.join(self.out, "module.modulemap"), "a") as modulemap:
-            for header in headers:
-                modulemap.write('module %s { header "%s" export * }\n' % (target["name"], header))
+    def add_c_module(self, name, headers):
+        """A C target, as a module of the map the Swift modules find in `-I out`."""
+        self.modulemap += ['module %s { header "%s" export * }\n' % (name, os.path.realpath(h)) for h in headers]
+        path, text = os.path.join(self.out, "module.modulemap"), "".join(self.modulemap)
+        if not os.path.isfile(path) or open(path).read() != text:
+            with open(path, "w") as modulemap:
+                modulemap.write(text)
 
     def build_external(self, name, depth=0):
         """An interface (no bodies) of a dependency's module, in its own Swift 5 mode. The
@@ -144,7 +169,8 @@ class Checker:
         return True
 
     def check(self, name, files, external_dependencies=()):
-        """Type-checks one module, then emits its interface for the modules that import it."""
+        """Type-checks one module in each configuration, then emits its interface for the
+        modules that import it. Clean only if every compiler run exited 0."""
         for module in external_dependencies:
             self.build_external(module)
         broken = sorted(imported_modules(files) & self.failed)
@@ -152,60 +178,96 @@ class Checker:
             print("%s: not checked (it imports %s, which has errors)" % (name, ", ".join(broken)))
             self.failed.add(name)
             return False
-        flags = self.base + ["-swift-version", "6", "-parse-as-library", "-module-name", name] + files + [SHIMS]
-        result = subprocess.run(["swiftc", "-typecheck"] + flags, capture_output=True, text=True)
-        errors = sorted(set(l for l in result.stderr.splitlines() if ERROR_LINE.match(l)))
-        real = [e for e in errors if not any(re.search(a, e) for a in STDLIB_ARTIFACTS)]
-        self.artifacts += len(errors) - len(real)
-        for error in errors:
-            if error not in real:
-                print("  ignored (Swift 5.10 standard library): " + error.replace(os.getcwd() + "/", ""))
-        if real or (result.returncode != 0 and not errors):
-            self.failed.add(name)
-            print("%s: %d errors" % (name, len(real) or 1))
-            crash = [l[:300] for l in result.stderr.splitlines() if re.match(r"\s*\d+\.\s", l) or "error:" in l][:8]
-            for error in real[:20] or crash or result.stderr.splitlines()[:10]:
-                print("  " + error.replace(os.getcwd() + "/", ""))
-            return False
-        subprocess.run(["swiftc", "-frontend", "-emit-module", "-experimental-skip-all-function-bodies"] + flags
-                       + ["-o", os.path.join(self.out, name + ".swiftmodule")], capture_output=True)
-        print("%s: type-checks for %s (%d files)" % (name, TRIPLE, len(files)))
+        flags = self.base + ["-swift-version", "6", "-package-name", PACKAGE_NAME, "-parse-as-library",
+                             "-module-name", name] + files + [SHIMS]
+        for configuration, defines in CONFIGURATIONS:
+            # One frontend for the whole module (-wmo): per-file jobs each load the SDK anew.
+            result = subprocess.run(["swiftc", "-typecheck", "-wmo"] + defines + flags, capture_output=True, text=True)
+            if result.returncode != 0:
+                return self.report(name, "%s configuration" % configuration, result)
+        module = os.path.join(self.out, name + ".swiftmodule")
+        result = subprocess.run(["swiftc", "-frontend", "-emit-module", "-experimental-skip-all-function-bodies"]
+                                + flags + ["-o", module], capture_output=True, text=True)
+        if result.returncode != 0 or not os.path.isfile(module):
+            return self.report(name, "its interface could not be emitted", result)
+        print("%s: type-checks for %s, Debug and Release (%d files)" % (name, TRIPLE, len(files)))
         return True
+
+    def report(self, name, what, result):
+        """A failed compiler run: every error it printed, by file and line, or why it stopped."""
+        self.failed.add(name)
+        errors = sorted(set(l for l in result.stderr.splitlines() if ERROR_LINE.match(l)))
+        print("%s: %s: %s" % (name, what, "%d errors" % len(errors) if errors
+                                 else "the compiler exited %d without naming an error" % result.returncode))
+        # A crash names no error: its stack dump's numbered frames and last lines say where.
+        crash = [l[:300] for l in result.stderr.splitlines() if re.match(r"\s*\d+\.\s", l)][:8]
+        for line in errors or crash or result.stderr.splitlines()[-10:]:
+            print("  " + line.replace(os.getcwd() + "/", ""))
+        return False
 
 
 def main(apps):
     sdk = os.environ.get("IOS_SDK") or (sorted(glob.glob("/tmp/sdk/iPhoneOS*.sdk")) or [""])[-1]
     if not os.path.isfile(os.path.join(sdk, "SDKSettings.json")):
         unavailable("no iOS SDK: IOS_SDK=%r is not an iPhoneOS*.sdk directory holding SDKSettings.json" % sdk)
+    # Real path: a copy of the package that links `.build` here (a mutation run) shares it.
+    scratch = os.path.join(os.path.realpath(".build"), "ios-check", "scratch")
+    checker = Checker(sdk, scratch)
+    clean, count = True, 0
+    for name, kind, files, products in modules(apps):
+        if kind == "c":
+            checker.add_c_module(name, files)
+        elif name in TRUSTED:
+            # `make ios-check-mutations` only: a module its mutation cannot reach was
+            # checked clean by its baseline run, whose interface stands in.
+            for module in [name] + [p for p in products if p not in checker.built]:
+                shutil.copy(os.path.join(os.environ["IOS_CHECK_INTERFACES"], module + ".swiftmodule"), checker.out)
+            checker.built.update(products)
+            print("%s: unchanged since the clean baseline run (its interface reused)" % name)
+        else:
+            clean = checker.check(name, files, products) and clean
+            count += 1
+    if os.environ.get("IOS_CHECK_SAVE") and clean:
+        for module in glob.glob(os.path.join(checker.out, "*.swiftmodule")):
+            shutil.copy(module, os.environ["IOS_CHECK_SAVE"])
+    print("ios-check: %s — %d modules type-checked for %s against %s, Debug and Release (0 errors ignored; "
+          "nothing linked or run)" % ("clean" if clean else "ERRORS", count, TRIPLE, os.path.normpath(sdk)))
+    return 0 if clean else 1
+
+
+# Modules a mutation run takes from its baseline instead of checking (ios-check-mutations.py).
+TRUSTED = set(filter(None, os.environ.get("IOS_CHECK_TRUSTED", "").split(",")))
+
+
+def package_description():
+    """`swift package describe`, or the copy `IOS_CHECK_DESCRIPTION` names (mutation runs)."""
+    if os.environ.get("IOS_CHECK_DESCRIPTION"):
+        with open(os.environ["IOS_CHECK_DESCRIPTION"]) as described:
+            return json.load(described)
     if not os.path.isdir(".build/checkouts"):
         subprocess.run(["swift", "package", "resolve"], capture_output=True, check=True)
-    description = json.loads(subprocess.run(["swift", "package", "describe", "--type", "json"],
-                                            capture_output=True, text=True, check=True).stdout)
-    scratch = tempfile.mkdtemp(prefix="ios-check.")
-    try:
-        checker = Checker(sdk, scratch)
-        clean, count = True, 0
-        for target in ios_targets(description):
-            if target["module_type"] == "ClangTarget":
-                checker.add_c_module(target)
-            elif target["module_type"] == "SwiftTarget":
-                files = sorted(os.path.join(target["path"], f) for f in target["sources"])
-                # Product names stand for module names: true of every package Courier uses.
-                clean = checker.check(target["name"], files, target.get("product_dependencies", [])) and clean
-                count += 1
-            # A system library (CLZ4, liblz4 on Linux) is never built for iOS: Apple platforms
-            # take LZ4 blocks from the Compression framework.
-        for app in apps:
-            for source in sorted(glob.glob(os.path.join(app, "Sources", "*"))):
-                clean = checker.check(os.path.basename(source), swift_files(source)) and clean
-                count += 1
-        sdk_name = os.path.normpath(sdk)
-        print("ios-check: %s — %d modules type-checked for %s against %s (%d errors of the SDK's Swift 5.10 "
-              "standard library ignored; nothing linked or run)"
-              % ("clean" if clean else "ERRORS", count, TRIPLE, sdk_name, checker.artifacts))
-        return 0 if clean else 1
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    return json.loads(subprocess.run(["swift", "package", "describe", "--type", "json"],
+                                     capture_output=True, text=True, check=True).stdout)
+
+
+def modules(apps):
+    """What an iOS app builds, in dependency order: (name, "c" or "swift", files, the
+    products it uses). Files are relative to the package root, as errors print them."""
+    found = []
+    for target in ios_targets(package_description()):
+        path = os.path.relpath(target["path"])
+        if target["module_type"] == "ClangTarget":
+            found.append((target["name"], "c", glob.glob(os.path.join(path, "include", "*.h")), []))
+        elif target["module_type"] == "SwiftTarget":
+            # Product names stand for module names: true of every package Courier uses.
+            found.append((target["name"], "swift", sorted(os.path.join(path, f) for f in target["sources"]),
+                          target.get("product_dependencies", [])))
+        # A system library (CLZ4, liblz4 on Linux) is never built for iOS: Apple platforms
+        # take LZ4 blocks from the Compression framework.
+    for app in apps:
+        for source in sorted(glob.glob(os.path.join(app, "Sources", "*"))):
+            found.append((os.path.basename(source), "swift", swift_files(source), []))
+    return found
 
 
 if __name__ == "__main__":

@@ -49,15 +49,12 @@ struct ByteReader {
 
     /// A string's UTF-8 bytes, checked to be valid UTF-8, without making a `String`.
     mutating func utf8() -> UnsafeRawBufferPointer? {
-        guard let n = u16(), let b = take(Int(n)) else { return nil }
-        // ASCII (nearly always) is valid UTF-8: check that first, cheaply.
-        if b.allSatisfy({ $0 < 0x80 }) || String(validating: b, as: UTF8.self) != nil { return b }
-        return nil
+        guard let n = u16(), let b = take(Int(n)), isWellFormedUTF8(b) else { return nil }
+        return b
     }
 
     mutating func string() -> String? {
-        guard let n = u16(), let b = take(Int(n)) else { return nil }
-        return String(validating: b, as: UTF8.self)
+        utf8().map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// A blob's bytes, in place.
@@ -74,4 +71,23 @@ struct ByteReader {
         withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: b) }
         return MessageID(UUID(uuid: uuid))
     }
+}
+
+/// Whether `bytes` are well-formed UTF-8: no stray continuation byte, overlong form, surrogate
+/// or value past U+10FFFF. (`String(validating:as:)` answers the same from iOS 18 and macOS 15
+/// on; Courier runs from iOS 16, and replay reads every stored string through this.)
+package func isWellFormedUTF8<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
+    // ASCII (nearly always) is well-formed: check that first, cheaply.
+    if bytes.allSatisfy({ $0 < 0x80 }) { return true }
+    var iterator = bytes.makeIterator()
+    var decoder = Unicode.UTF8()
+    // Each turn consumes at least one byte, so count + 1 turns reach the end.
+    for _ in 0...bytes.count {
+        switch decoder.decode(&iterator) {
+        case .scalarValue: continue
+        case .emptyInput: return true
+        case .error: return false
+        }
+    }
+    preconditionFailure("a UTF-8 decoder consumed no byte")
 }

@@ -1,3 +1,4 @@
+import Courier
 import CourierLog
 
 /// The three `wal-dump` commands as functions that write lines to `out` (stdout) and `err`
@@ -94,7 +95,7 @@ public struct Dump {
 
     /// The body as a JSON string: its text if it is UTF-8, else base64.
     func payloadText(_ body: [UInt8]) -> (json: String, isText: Bool) {
-        if let text = String(validating: body, as: UTF8.self) { return (JSONLine.quote(text), true) }
+        if isWellFormedUTF8(body) { return (JSONLine.quote(String(decoding: body, as: UTF8.self)), true) }
         return (JSONLine.quote(base64(body)), false)
     }
 }
