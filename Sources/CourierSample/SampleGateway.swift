@@ -4,8 +4,8 @@ import Foundation
 /// What the screen needs from the library. `CourierGateway` is the real one; tests use a fake.
 public protocol SampleGateway: Sendable {
     func send(text: String, to server: URL) throws -> MessageID
-    var events: AsyncStream<CourierEvent> { get }
-    var pendingMessages: [PendingMessage] { get }
+    /// The pending messages now, and every event after that instant (none missed between).
+    func pendingMessagesAndEvents() async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>)
     func close() async
 }
 
@@ -18,7 +18,8 @@ public struct CourierGateway: SampleGateway {
     }
 
     public func send(text: String, to server: URL) throws -> MessageID { try courier.send(["text": text], to: server) }
-    public var events: AsyncStream<CourierEvent> { courier.events }
-    public var pendingMessages: [PendingMessage] { courier.pendingMessages }
+    public func pendingMessagesAndEvents() async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
+        await courier.pendingMessagesAndEvents()
+    }
     public func close() async { await courier.close() }
 }

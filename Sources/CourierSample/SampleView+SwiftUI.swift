@@ -15,10 +15,12 @@ public final class SampleModel: ObservableObject {
     /// Called with the new server after the user applies one (the app stores it).
     public var onServerChange: ((URL) -> Void)?
 
-    public init(gateway: any SampleGateway, server: URL = SampleViewModel.challengeServer) {
+    /// Lists the pending messages (read off the main thread) and follows every event after
+    /// them: no update is missed between the list and the stream.
+    public init(gateway: any SampleGateway, server: URL = SampleViewModel.challengeServer) async {
         self.gateway = gateway
-        self.state = SampleViewModel(pending: gateway.pendingMessages, server: server)
-        let events = gateway.events
+        let (pending, events) = await gateway.pendingMessagesAndEvents()
+        self.state = SampleViewModel(pending: pending, server: server)
         listener = Task { [weak self] in
             for await event in events { self?.state.apply(event, at: Date()) }
         }

@@ -34,6 +34,16 @@ public final class SimulatedApp {
         }
     }
 
+    /// Whether a process the system launched in the background pauses its engine at once (the
+    /// default), as an app whose lifecycle integration is wired before any event comes. False
+    /// models the order iOS may choose at a cold relaunch: completions heard by a courier
+    /// that nothing has told where the app is.
+    public var pausesEngineAtBackgroundLaunch: Bool {
+        get { pausesAtBackgroundLaunch.withLock { $0 } }
+        set { pausesAtBackgroundLaunch.withLock { $0 = newValue } }
+    }
+    private let pausesAtBackgroundLaunch = Mutex(true)
+
     /// The courier of the running process (nil before the first launch).
     public var courier: Courier? { current.withLock { $0 } }
     /// Couriers opened so far (launches and relaunches).
@@ -45,13 +55,15 @@ public final class SimulatedApp {
         return try? courier?.send(["text": text], to: url)
     }
 
-    /// The app leaves the screen: it hands its messages off, its engine stops, iOS suspends it.
+    /// The app leaves the screen: it hands its messages off (in the background, as
+    /// `didEnterBackground` does on iOS: the tasks are discretionary), its engine stops, iOS
+    /// suspends it.
     public func enterBackground() async {
         guard system.appState == .foreground, let courier else { return }
+        system.suspend()
         await courier.handOffPendingMessages()
         courier.pause()
         await courier.settle()
-        system.suspend()
     }
 
     /// The user brings the app back (launching it if it is not running).
@@ -60,6 +72,9 @@ public final class SimulatedApp {
         await system.bringToForeground()
         guard wasRunning, let courier else { return }
         courier.returnToForeground()
+        // A kill armed with `kill(afterInteractions:)` may come at one of the cancellations:
+        // a dead process's courier delivers nothing more, and is closed at the next launch.
+        guard system.appState != .notRunning else { return }
         courier.resume()
         await courier.settle()
     }
@@ -76,7 +91,11 @@ public final class SimulatedApp {
         // Launched in the background: the engine stays still; the hand-off follows the
         // completions the system delivers (`didFinishEvents`). Opened by the user: messages
         // handed off by an earlier process come back (`didBecomeActive` on iOS).
-        if inBackground { courier.pause() } else { courier.returnToForeground() }
+        if !inBackground {
+            courier.returnToForeground()
+        } else if pausesEngineAtBackgroundLaunch {
+            courier.pause()
+        }
         await courier.settle()
     }
 }

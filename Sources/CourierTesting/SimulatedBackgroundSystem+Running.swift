@@ -63,15 +63,16 @@ extension SimulatedBackgroundSystem {
         hook?()
     }
 
-    /// Moves virtual time forward by `duration`, running every task whose time comes, in
-    /// order, and waking or relaunching the app to hear their completions.
+    /// Moves virtual time forward by `duration`, running every task whose time comes (and
+    /// whose request may use the network), in order, and waking or relaunching the app to
+    /// hear their completions.
     public func advance(by duration: Duration) async {
         let target = clock.now.offset + duration
         await deliverHeld()
         // Each turn runs one task or one wake, or ends: bounded by the tasks made and wakes due.
         while true {
             let next = state.withLock { s -> Duration? in
-                let task = s.tasks.values.map(\.startOffset).min()
+                let task = s.tasks.values.filter { s.network.allows($0.request) }.map(\.startOffset).min()
                 guard let wake = s.wakeAt else { return task }
                 return min(task ?? wake, wake)
             }
@@ -82,7 +83,7 @@ extension SimulatedBackgroundSystem {
                 continue
             }
             let due = state.withLock { s -> SystemTask? in
-                let first = s.tasks.values.filter { $0.startOffset <= clock.now.offset }
+                let first = s.tasks.values.filter { $0.startOffset <= clock.now.offset && s.network.allows($0.request) }
                     .min { ($0.startOffset, $0.task.identifier) < ($1.startOffset, $1.task.identifier) }
                 if let first { s.tasks[first.task.identifier] = nil }
                 return first

@@ -23,7 +23,7 @@ extension SimulatedBackgroundSystem {
                 s.nextIdentifier += 1
                 let now = system.clock.now.offset
                 let begin = Duration.seconds(request.earliestBeginDate.timeIntervalSince(system.epoch))
-                let delay = s.appState == .foreground ? Duration.zero : s.rateLimiterDelay
+                let delay = s.appState == .foreground ? Duration.zero : s.rateLimiterDelay + system.model.discretionaryDelay
                 let key = request.headers["Idempotency-Key"]
                 if s.tasks.values.contains(where: { $0.request.headers["Idempotency-Key"] == key }) { s.statistics.inFlightTwice += 1 }
                 s.tasks[task.identifier] = SystemTask(task: task, request: request, startOffset: max(begin, now) + delay, process: process)

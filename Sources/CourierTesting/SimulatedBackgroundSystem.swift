@@ -14,7 +14,8 @@ import Foundation
 ///     await system.advance(by: .seconds(1800))
 ///
 /// The model (`Model`): a task starts at its earliest begin date, plus the rate limiter's
-/// delay if it was created while the app was not in the foreground (the delay doubles at
+/// delay and the discretionary delay if it was created while the app was not in the
+/// foreground (the rate limiter's delay doubles at
 /// each background wake or relaunch and is reset when the app comes to the foreground, as
 /// Apple describes); requests take no virtual time. A completion is delivered at once to an
 /// app in the foreground; for a suspended app the system wakes it `wakeDelay` later and
@@ -31,6 +32,10 @@ public final class SimulatedBackgroundSystem {
         public var rateLimiterMaximumDelay: Duration = .seconds(60)
         /// From a completion to the wake (or relaunch) that delivers it. The default is 1 s.
         public var wakeDelay: Duration = .seconds(1)
+        /// How much later than its begin date a task created while the app was not in the
+        /// foreground starts, on top of the rate limiter: iOS treats such a task as
+        /// discretionary and may hold it for hours, waiting for Wi-Fi or power. The default is 0.
+        public var discretionaryDelay: Duration = .zero
         /// A model with the defaults.
         public init() {}
     }
@@ -45,6 +50,31 @@ public final class SimulatedBackgroundSystem {
 
     /// Where the app is.
     public enum AppState: Sendable, Equatable { case foreground, suspended, notRunning }
+
+    /// The network the device is on. A task whose request may not use it waits, as a
+    /// background session's tasks wait for connectivity (`BackgroundUploadRequest.mayUse`).
+    public struct Network: Sendable, Equatable {
+        public var isCellular: Bool
+        public var isExpensive: Bool
+        public var isConstrained: Bool
+
+        public init(isCellular: Bool, isExpensive: Bool, isConstrained: Bool) {
+            self.isCellular = isCellular
+            self.isExpensive = isExpensive
+            self.isConstrained = isConstrained
+        }
+
+        /// Wi-Fi, neither expensive nor constrained (the default).
+        public static let wifi = Network(isCellular: false, isExpensive: false, isConstrained: false)
+        /// Cellular, which the system marks expensive.
+        public static let cellular = Network(isCellular: true, isExpensive: true, isConstrained: false)
+        /// Wi-Fi in Low Data Mode.
+        public static let lowDataWiFi = Network(isCellular: false, isExpensive: false, isConstrained: true)
+
+        func allows(_ request: BackgroundUploadRequest) -> Bool {
+            request.mayUse(cellular: isCellular, expensive: isExpensive, constrained: isConstrained)
+        }
+    }
 
     /// Counts of what happened, for assertions and the benchmark.
     public struct Statistics: Sendable, Equatable {
@@ -109,6 +139,11 @@ public final class SimulatedBackgroundSystem {
     /// The virtual clock.
     public var manualClock: ManualClock { clock }
     public var appState: AppState { state.withLock { $0.appState } }
+    /// The network now (Wi-Fi unless set); tasks it does not allow wait for one it does.
+    public var network: Network {
+        get { state.withLock { $0.network } }
+        set { state.withLock { $0.network = newValue } }
+    }
     public var statistics: Statistics { state.withLock { $0.statistics } }
     /// Tasks not yet completed (waiting or due).
     public var outstandingCount: Int { state.withLock { $0.tasks.count } }
@@ -161,6 +196,7 @@ struct SystemTask {
 
 struct SystemState {
     var appState = SimulatedBackgroundSystem.AppState.notRunning
+    var network = SimulatedBackgroundSystem.Network.wifi
     /// The app process; a kill or relaunch makes a new one, and the old one's session goes dead.
     var process = 0
     var processAlive = false

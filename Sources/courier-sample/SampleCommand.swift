@@ -54,7 +54,7 @@ struct SampleCommand: AsyncParsableCommand {
         var configuration = Courier.Configuration()
         configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(maxDelay))
         let courier = try Courier(directory: URL(fileURLWithPath: directory), configuration: configuration)
-        let app = TerminalApp(gateway: CourierGateway(courier: courier), server: target,
+        let app = await TerminalApp(gateway: CourierGateway(courier: courier), server: target,
                               logDirectory: courier.directory.path, serverDescription: serverDescription)
         await app.run()
         await server?.stop()

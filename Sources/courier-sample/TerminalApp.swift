@@ -12,9 +12,14 @@ final class TerminalApp: @unchecked Sendable {
     private let logDirectory: String
     private let serverDescription: String
 
-    init(gateway: any SampleGateway, server: URL, logDirectory: String, serverDescription: String) {
+    private let events: AsyncStream<CourierEvent>
+
+    /// Lists the pending messages and follows every event after them.
+    init(gateway: any SampleGateway, server: URL, logDirectory: String, serverDescription: String) async {
         self.gateway = gateway
-        self.model = SampleViewModel(pending: gateway.pendingMessages, server: server)
+        let (pending, events) = await gateway.pendingMessagesAndEvents()
+        self.model = SampleViewModel(pending: pending, server: server)
+        self.events = events
         self.logDirectory = logDirectory
         self.serverDescription = serverDescription
     }
@@ -31,7 +36,7 @@ final class TerminalApp: @unchecked Sendable {
             return source
         }
         defer { signalSources.forEach { $0.cancel() } }
-        let events = gateway.events
+        let events = self.events
         let listener = Task {
             for await event in events {
                 lock.withLock { model.apply(event, at: Date()) }

@@ -72,7 +72,7 @@ import Testing
         var reopen = config
         reopen.now = { wallStart.addingTimeInterval(-3600) }  // nothing due: pending stays as replayed
         let again = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
-        let pending = Set(again.pendingMessages.map(\.id))
+        let pending = await Set(again.pendingMessages().map(\.id))
         let lost = acknowledged.filter { !pending.contains($0) }
         #expect(lost.isEmpty, "seed \(seed), segment \(config.segmentSizeBytes), max message \(config.maximumMessageBytes), \(config.durability), power loss \(powerLoss): lost \(lost.count) of \(acknowledged.count)")
         #expect(again.recovery.isClean, "seed \(seed): \(again.recovery.summary)")
@@ -126,7 +126,7 @@ import Testing
         reopen.transport = held
         reopen.now = { Date().addingTimeInterval(-7200) }  // nothing due: pending stays as replayed
         let again = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
-        let pending = Set(again.pendingMessages.map(\.id))
+        let pending = await Set(again.pendingMessages().map(\.id))
         let synced = acknowledged.filter { $0.sequence <= durable && !accepted.contains($0.id) }
         let lost = synced.filter { !pending.contains($0.id) }
         #expect(lost.isEmpty, "seed \(seed), \(config.durability): lost \(lost.count) of \(synced.count) synced, acknowledged, undelivered messages")

@@ -82,13 +82,78 @@ import Testing
         relay.eventsFinished = { await gate.wait() }  // never ends on its own
         relay.didFinishEvents()
         relay.storeSystemCompletionHandler { journal.add("answered") }
-        for _ in 0..<200 where clock.sleeperCount == 0 { await Task.yield() }
+        // The answer's deadline, and the limit on the hand-off.
+        for _ in 0..<1_000 where clock.sleeperCount < 2 { await Task.yield() }
         await clock.advance(by: BackgroundEventRelay.eventsFinishedLimit - .seconds(1))
         #expect(journal.all.isEmpty)
         await clock.advance(by: .seconds(1))
         for _ in 0..<200 where !journal.all.contains("answered") { await Task.yield() }
         #expect(journal.all == ["answered"])
         await gate.open()
+    }
+
+    /// The open failed, or this version of the app no longer configures background uploads:
+    /// no courier will ever hear the held completions, and the system is answered anyway.
+    @Test func theSystemIsAnsweredAtTheLimitWhenNoCourierListens() async {
+        let journal = Journal()
+        let clock = ManualClock()
+        let relay = BackgroundEventRelay(clock: clock, callOnMain: { $0() })
+        relay.completed(Self.completion(1))
+        relay.didFinishEvents()
+        relay.storeSystemCompletionHandler { journal.add("answered") }
+        for _ in 0..<200 where clock.sleeperCount == 0 { await Task.yield() }
+        await clock.advance(by: BackgroundEventRelay.answerLimit - .seconds(1))
+        #expect(journal.all.isEmpty, "the courier may still open")
+        await clock.advance(by: .seconds(1))
+        for _ in 0..<200 where journal.all.isEmpty { await Task.yield() }
+        #expect(journal.all == ["answered"])
+        #expect(relay.heldCount == 1, "held for the next open, which reconciles the task")
+    }
+
+    @Test func aHandlerThatNeverReturnsDoesNotKeepTheSystemWaitingPastTheLimit() async {
+        let journal = Journal()
+        let clock = ManualClock()
+        let relay = BackgroundEventRelay(clock: clock, callOnMain: { $0() })
+        let gate = AsyncGate()
+        relay.setHandler { _ in await gate.wait() }  // hangs
+        relay.completed(Self.completion(1))
+        relay.didFinishEvents()
+        await relay.waitForEventsOrLimit(clock: clock, journal: journal)
+        #expect(journal.all == ["answered"])
+        await gate.open()
+    }
+
+    @Test func theSwiftUIWaitReturnsAtTheLimitWhenNoCourierListens() async {
+        let clock = ManualClock()
+        let relay = BackgroundEventRelay(clock: clock, callOnMain: { $0() })
+        relay.completed(Self.completion(1))
+        relay.didFinishEvents()
+        let waiting = Task { await relay.waitForEvents() }
+        for _ in 0..<200 where clock.sleeperCount == 0 { await Task.yield() }
+        await clock.advance(by: BackgroundEventRelay.answerLimit)
+        await waiting.value  // returns: the test's time limit would catch a wait that does not
+    }
+
+    @Test func eventsOfASessionCourierDidNotNameAreLeftToTheApp() async {
+        let journal = Journal()
+        let identifier = "com.example.relay-tests.\(UUID())"
+        #expect(!BackgroundEventRelay.storeSystemCompletionHandler(forSession: identifier) { journal.add("answered by Courier") })
+        await BackgroundEventRelay.waitForEvents(forSession: identifier)  // returns at once
+        let relay = BackgroundEventRelay.named(identifier, callOnMain: { $0() })
+        #expect(BackgroundEventRelay.named(identifier, callOnMain: { $0() }) === relay, "one relay per session")
+        relay.setHandler { _ in }
+        relay.didFinishEvents()
+        #expect(BackgroundEventRelay.storeSystemCompletionHandler(forSession: identifier) { journal.add("answered by Courier") })
+        for _ in 0..<200 where journal.all.isEmpty { await Task.yield() }
+        #expect(journal.all == ["answered by Courier"])
+    }
+
+    @Test func anUploadExpectsItsBodyItsHeadersAndRoomForTheSystems() {
+        let request = BackgroundUploadRequest(url: URL(string: "https://example.com/in")!, headers: ["Idempotency-Key": "k"],
+                                              bodyFile: URL(fileURLWithPath: "/b"), bodyByteCount: 1000,
+                                              earliestBeginDate: Date(), taskDescription: "t")
+        #expect(request.expectedBytesToSend == 1000 + 22 + (15 + 1 + 4) + 512)
+        #expect(request.mayUse(cellular: true, expensive: true, constrained: true), "every network by default")
     }
 
     @Test func aRedirectedUploadIsAFailureWhateverItWasAnswered() {
@@ -117,6 +182,16 @@ import Testing
         } else {
             Issue.record("no response is a failure")
         }
+    }
+}
+
+extension BackgroundEventRelay {
+    /// Stores a system handler that journals "answered", then advances `clock` to the limit.
+    func waitForEventsOrLimit(clock: ManualClock, journal: BackgroundEventRelayTests.Journal) async {
+        storeSystemCompletionHandler { journal.add("answered") }
+        for _ in 0..<200 where clock.sleeperCount < 2 { await Task.yield() }
+        await clock.advance(by: BackgroundEventRelay.answerLimit)
+        for _ in 0..<200 where journal.all.isEmpty { await Task.yield() }
     }
 }
 

@@ -27,7 +27,7 @@ import Testing
         reopen.useSmallestSegments()
         reopen.now = { wallStart.addingTimeInterval(-60) }
         let courier = try Courier(directory: directory, configuration: reopen)
-        let pending = Set(courier.pendingMessages.map(\.id))
+        let pending = await Set(courier.pendingMessages().map(\.id))
         let summary = RecoveryReportSummary(isClean: courier.recovery.isClean, text: courier.recovery.summary)
         await courier.close()
         return (pending, summary)

@@ -48,7 +48,7 @@ import Testing
         transport.holdResponses = true
         config = testConfiguration(clock: ManualClock(), transport: transport)
         courier = try Courier(directory: dir.url, configuration: config)
-        #expect(courier.pendingMessages.map(\.orderingKey) == ["chat-7", "chat-7"])
+        #expect(await courier.pendingMessages().map(\.orderingKey) == ["chat-7", "chat-7"])
         courier.retryNow()
         await transport.waitForRequests(1)
         // One pump takes everything due at once: had the second been schedulable, it would be

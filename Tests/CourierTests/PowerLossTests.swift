@@ -24,7 +24,7 @@ import Testing
     func pendingAfterPowerLoss(_ fs: SimulatedFileSystem) async throws -> Set<MessageID> {
         fs.crash()
         let again = try open(fs, .never)
-        let pending = Set(again.pendingMessages.map(\.id))
+        let pending = await Set(again.pendingMessages().map(\.id))
         await again.close()
         return pending
     }

@@ -26,7 +26,7 @@ import Testing
         configuration.retry = policy
         let courier = try Courier(directory: directory, configuration: configuration)
         courier.pause()
-        let pending = courier.pendingMessages
+        let pending = await courier.pendingMessages()
         await courier.close()
         try #require(pending.count == 1)
         // Due times are whole milliseconds: round away the Date's floating-point residue.

@@ -45,7 +45,7 @@ func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration
     held.holdResponses = true
     reopen.transport = held
     let survivor = try Courier(directory: directory, configuration: reopen)
-    let pending = Set(survivor.pendingMessages.map(\.id))
+    let pending = await Set(survivor.pendingMessages().map(\.id))
     let recovery = survivor.recovery
     await survivor.close()
     return (pending, recovery.isClean, recovery.summary)

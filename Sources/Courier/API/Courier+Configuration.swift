@@ -108,6 +108,11 @@ extension Courier {
         /// nil: Courier delivers only while the app runs.
         public var backgroundUploads: BackgroundUploads?
 
+        /// Whether the platform's data protection may keep the log's files locked (iOS-family
+        /// platforms, before the first unlock since a restart): then a refused open is
+        /// `.protectedDataUnavailable`. Internal: tests turn it on elsewhere.
+        var hasDataProtection = Courier.platformHasDataProtection
+
         /// Every setting at its documented default.
         public init() {}
     }

@@ -60,7 +60,8 @@ public final class Courier {
     /// Opens (or creates) the log in `directory`, replays it, and starts delivering.
     /// Throws `.invalidConfiguration` naming the first conflict in `configuration` (see
     /// `Configuration.problems`), `.directoryLocked` if another `Courier` has the directory
-    /// open, `.storageFailed` if the log cannot be read.
+    /// open, `.protectedDataUnavailable` on iOS before the first unlock since the device
+    /// restarted, `.storageFailed` if the log cannot be read.
     ///
     /// Replay reads the whole log: with many pending messages, open with `Courier.open`, off
     /// the main thread.
@@ -84,7 +85,7 @@ public final class Courier {
             log = try WriteAheadLog(directory: directory.path, configuration: logConfiguration, fileSystem: configuration.fileSystem,
                                     replaying: replayer.visit)
         } catch {
-            throw CourierError(error)
+            throw CourierError(opening: error, dataProtection: configuration.hasDataProtection)
         }
         Self.applyPlatformDataProtection(to: directory)
         let (outbox, report) = replayer.makeOutbox(log, configuration: configuration, nowMilliseconds: wallStart)

@@ -1,10 +1,11 @@
 import CourierLog
+import Foundation
 
 /// Errors thrown by `Courier`. Switch on `code`; `message` is for people.
 ///
 ///     do { try courier.send(payload, to: url) }
 ///     catch let error as CourierError where error.code == .storageFull { … }
-public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
     /// What went wrong, for `catch` clauses and `switch`.
     public enum Code: String, Sendable, Hashable {
         /// The value cannot be sent as JSON (a `Date`, a custom object, NaN or infinity, …).
@@ -25,6 +26,13 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         case storageFull
         /// The directory is open in another `Courier` (this process or another).
         case directoryLocked
+        /// The log's files cannot be read yet: the device has not been unlocked since it
+        /// restarted, and iOS keeps files of the app's data protection class
+        /// (`completeUntilFirstUserAuthentication`) locked until then. It happens when iOS
+        /// launches the app in the background (to report background uploads, or run a
+        /// background task) before the first unlock. Nothing is lost: open again once
+        /// protected data is available. `Courier.openWithAppLifecycleIntegration` waits for it.
+        case protectedDataUnavailable
         /// The log failed (an I/O error); close and reopen the `Courier`. Thrown by `send` with
         /// `durability = .always` when the fsync failed: the message was written but may not
         /// be on disk, so its fate is unknown. This `Courier` will not deliver it (no event, no
@@ -63,6 +71,21 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     public var description: String { "\(code.rawValue): \(message)" }
+
+    /// `message`: what `localizedDescription` shows (in an alert, say). In English, not localized.
+    public var errorDescription: String? { message }
+
+    /// What opening the log threw. Where data protection applies (iOS-family platforms), a
+    /// refusal to touch a file (EPERM, or EACCES) means protected data is unavailable: files
+    /// of the app's class open only after the first unlock since the device restarted.
+    init(opening error: LogError, dataProtection: Bool) {
+        if dataProtection, let number = error.errno, number == EPERM || number == EACCES {
+            self.init(.protectedDataUnavailable, "the device has not been unlocked since it restarted, so the log "
+                      + "cannot be read yet; open again once protected data is available (\(error))")
+        } else {
+            self.init(error)
+        }
+    }
 
     init(_ error: LogError) {
         switch error.code {

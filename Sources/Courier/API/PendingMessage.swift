@@ -33,12 +33,41 @@ public struct PendingMessage: Sendable, Hashable {
 extension Courier {
     /// Every pending message, oldest first: for a screen that lists what is still on its way,
     /// including messages sent before a restart. Bodies are read back from the log (one read
-    /// per message), so this costs file reads: call it off the main thread with many pending.
-    /// A message whose record cannot be read is left out (`recovery` and `events` report
-    /// damage).
-    public var pendingMessages: [PendingMessage] {
+    /// per message), off the caller's thread. A message whose record cannot be read is left
+    /// out (`recovery` and `events` report damage).
+    public func pendingMessages() async -> [PendingMessage] {
         let ids = outbox.read { $0.projection.liveSlotsInOrder().map(\.id) }
-        return ids.compactMap { id in
+        return await onIOQueue(readQueue) { [self] in loadPendingMessages(ids) }
+    }
+
+    /// The pending messages now, oldest first, and a stream of everything that happens from
+    /// that instant on (as `events`): a screen that lists messages and then follows them
+    /// misses no update in between, whatever the engine does meanwhile.
+    ///
+    ///     let (pending, events) = await courier.pendingMessagesAndEvents()
+    ///     rows = pending.map(Row.init)
+    ///     for await event in events { apply(event) }
+    public func pendingMessagesAndEvents() async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
+        let (stream, continuation) = AsyncStream.makeStream(of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        let (key, ids) = outbox.subscribeWithPendingIDs(continuation)
+        if let key {
+            continuation.onTermination = { [weak outbox] _ in outbox?.unsubscribe(key) }
+        } else {
+            continuation.finish()
+        }
+        let pending = await onIOQueue(readQueue) { [self] in loadPendingMessages(ids) }
+        return (pending, stream)
+    }
+
+    /// Every pending message, read on the calling thread.
+    @available(*, deprecated, message: "reads every body on the calling thread; use `await pendingMessages()`")
+    public var pendingMessages: [PendingMessage] {
+        loadPendingMessages(outbox.read { $0.projection.liveSlotsInOrder().map(\.id) })
+    }
+
+    /// The pending messages among `ids`, read back from the log, in that order.
+    private func loadPendingMessages(_ ids: [MessageID]) -> [PendingMessage] {
+        ids.compactMap { id in
             guard let s = try? outbox.loadState(id), let url = URL(string: s.url) else { return nil }
             return PendingMessage(id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
                                   sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),

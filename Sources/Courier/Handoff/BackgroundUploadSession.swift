@@ -20,13 +20,24 @@ public protocol BackgroundUploadSession: Sendable {
     func outstandingTasks() async -> [BackgroundUploadTask]
     /// Cancels a task; its completion reports `TransportFailure.Kind.cancelled`.
     func cancel(_ task: BackgroundUploadTask)
+    /// Cancels a task unless it is sending its request now (the app is back in the foreground
+    /// and takes its message back); a task that may have reached the server is left to finish.
+    /// The default cancels it whatever it is doing: a duplicate that may cause is dropped by a
+    /// server that honours `Idempotency-Key`.
+    func cancelUnlessSending(_ task: BackgroundUploadTask)
     /// Registers the one handler of completions. The session awaits each call before it
     /// considers the completion heard (and before it tells the system a batch is handled).
     func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void)
 }
 
+extension BackgroundUploadSession {
+    public func cancelUnlessSending(_ task: BackgroundUploadTask) { cancel(task) }
+}
+
 /// One upload for a background session: the same URL, headers (`Idempotency-Key` included)
-/// and body as a foreground attempt of the message, the body in a file.
+/// and body as a foreground attempt of the message, the body in a file, and the networks the
+/// app allows (`Configuration.allowsCellularAccess` and its two siblings), which a session
+/// must apply to the upload as the foreground transport applies them to every attempt.
 public struct BackgroundUploadRequest: Sendable, Hashable {
     /// Where to POST.
     public var url: URL
@@ -34,18 +45,45 @@ public struct BackgroundUploadRequest: Sendable, Hashable {
     public var headers: [String: String]
     /// The body, exactly the bytes `send` stored (the file is removed when the message resolves).
     public var bodyFile: URL
+    /// The size of `bodyFile`, in bytes.
+    public var bodyByteCount: Int
     /// The system must not start the upload before this: the message's backoff.
     public var earliestBeginDate: Date
     /// Identifies the task across relaunches: Courier's message id, attempt and ticket.
     public var taskDescription: String
+    /// Whether the upload may go over a cellular network. The default is true.
+    public var allowsCellularAccess = true
+    /// Whether it may go over a network the system marks expensive (cellular, a personal
+    /// hotspot). The default is true.
+    public var allowsExpensiveNetworkAccess = true
+    /// Whether it may go over a network in Low Data Mode. The default is true.
+    public var allowsConstrainedNetworkAccess = true
 
-    /// A request to upload `bodyFile` to `url` no earlier than `earliestBeginDate`.
-    public init(url: URL, headers: [String: String], bodyFile: URL, earliestBeginDate: Date, taskDescription: String) {
+    /// A request to upload `bodyFile` (`bodyByteCount` bytes) to `url` no earlier than
+    /// `earliestBeginDate`, over any network until told otherwise.
+    public init(url: URL, headers: [String: String], bodyFile: URL, bodyByteCount: Int, earliestBeginDate: Date,
+                taskDescription: String) {
         self.url = url
         self.headers = headers
         self.bodyFile = bodyFile
+        self.bodyByteCount = bodyByteCount
         self.earliestBeginDate = earliestBeginDate
         self.taskDescription = taskDescription
+    }
+
+    /// A best guess, from above, of the bytes the upload sends: the body, the request line and
+    /// these headers, and 512 bytes for the headers the system adds (what iOS asks for in
+    /// `URLSessionTask.countOfBytesClientExpectsToSend`, to schedule background transfers).
+    public var expectedBytesToSend: Int {
+        let headerBytes = headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 }
+        return bodyByteCount + url.absoluteString.utf8.count + headerBytes + 512
+    }
+
+    /// Whether the upload may go over a network with these traits (what a session checks
+    /// before it starts the upload; `SimulatedBackgroundSystem` does).
+    public func mayUse(cellular: Bool, expensive: Bool, constrained: Bool) -> Bool {
+        (allowsCellularAccess || !cellular) && (allowsExpensiveNetworkAccess || !expensive)
+            && (allowsConstrainedNetworkAccess || !constrained)
     }
 }
 

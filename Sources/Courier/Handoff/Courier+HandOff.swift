@@ -18,23 +18,22 @@ extension Courier {
     @discardableResult
     public func handOffPendingMessages() async -> Int {
         guard let uploads = configuration.backgroundUploads else { return 0 }
-        handOffControl.withLock { $0.inBackground = true }
+        handOffControl.withLock { $0.isAppInForeground = false }
         await reconciliation.value?.value
         return await runHandOffPasses(uploads)
     }
 
     /// The app is in the foreground again: failed uploads come back to the engine instead of
-    /// being handed off again, and every task that has not begun (its begin date is still
-    /// ahead) is cancelled, so its message comes back at once. A task that may be running is
-    /// left to finish: a message comes back only when its task's completion is heard, so the
-    /// engine and the session never both have it in flight.
+    /// being handed off again, and every task that is not sending is cancelled
+    /// (`BackgroundUploadSession.cancelUnlessSending`), so its message comes back at once:
+    /// a task made in the background is discretionary, and the system may hold it for hours
+    /// past its begin date. A task that is sending is left to finish: a message comes back
+    /// only when its task's completion is heard, so the engine and the session never both have
+    /// it in flight.
     public func returnToForeground() {
         guard let uploads = configuration.backgroundUploads else { return }
-        handOffControl.withLock { $0.inBackground = false }
-        let now = currentInstant().wallMilliseconds
-        for (id, handOff) in outbox.handOffs where handOff.earliestBeginMilliseconds > now {
-            uploads.session.cancel(handOff.task(of: id))
-        }
+        handOffControl.withLock { $0.isAppInForeground = true }
+        for (id, handOff) in outbox.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
     }
 
     /// Messages handed off now (`handOffPendingMessages()`), whose uploads have not ended.
@@ -85,7 +84,7 @@ extension Courier {
             let candidates = outbox.takeForHandOff(bound: uploads.maximumOutstandingTasks, isExcluded: uploads.isExcluded)
             if !candidates.isEmpty { total += await handOff(candidates, uploads) }
             again = handOffControl.withLock { control -> Bool in
-                if control.passAgain && control.inBackground {
+                if control.passAgain && control.mayHandOff {
                     control.passAgain = false
                     return true
                 }
@@ -94,6 +93,9 @@ extension Courier {
                 return false
             }
         }
+        // A message taken and not handed off after all (the app came back meanwhile, its body
+        // could not be written, `prepareRequest` threw) is the engine's again: wake the engine.
+        pump()
         return total
     }
 
@@ -125,7 +127,7 @@ extension Courier {
     /// message back to the engine) if any of it fails, or if the app came back meanwhile.
     private func prepare(_ candidate: Projection.HandOffCandidate) async -> PreparedHandOff? {
         let id = candidate.slot.id
-        guard handOffControl.withLock({ $0.inBackground }), let state = await currentState(of: id) else {
+        guard handOffControl.withLock({ $0.mayHandOff }), let state = await currentState(of: id) else {
             outbox.abortHandOff(id, foregroundOnly: false)
             return nil
         }
@@ -161,10 +163,15 @@ extension Courier {
             await onIOQueue { [self] in removeBodyFile(ready.path) }  // cancelled meanwhile
             return false
         }
-        let task = uploads.session.makeUploadTask(BackgroundUploadRequest(
+        var upload = BackgroundUploadRequest(
             url: ready.request.url, headers: ready.request.headers, bodyFile: URL(fileURLWithPath: ready.path),
-            earliestBeginDate: Date(timeIntervalSince1970: Double(begin) / 1000),
-            taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ready.ticket)))
+            bodyByteCount: ready.request.body.count, earliestBeginDate: Date(timeIntervalSince1970: Double(begin) / 1000),
+            taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ready.ticket))
+        // The app's network policy holds for uploads as for the engine's attempts.
+        upload.allowsCellularAccess = configuration.allowsCellularAccess
+        upload.allowsExpensiveNetworkAccess = configuration.allowsExpensiveNetworkAccess
+        upload.allowsConstrainedNetworkAccess = configuration.allowsConstrainedNetworkAccess
+        let task = uploads.session.makeUploadTask(upload)
         let identifier = UInt64(bitPattern: Int64(task.identifier))
         let recorded = await onIOQueue { [outbox] () -> Bool in
             let (recorded, effects) = outbox.recordHandOff(id, ticket: ready.ticket, taskIdentifier: identifier)
@@ -175,10 +182,10 @@ extension Courier {
             // Cancelled meanwhile, or its completion was heard already: the task has no message.
             uploads.session.cancel(task)
             await onIOQueue { [self] in removeBodyFile(ready.path) }
-        } else if !handOffControl.withLock({ $0.inBackground }) && begin > now {
+        } else if !handOffControl.withLock({ $0.mayHandOff }) {
             // The app came back while this was being made: back to the engine, as
             // `returnToForeground()` does for the others.
-            uploads.session.cancel(task)
+            uploads.session.cancelUnlessSending(task)
         }
         return recorded
     }
@@ -186,18 +193,32 @@ extension Courier {
     /// Message `id`'s full state, from memory or read back from the log; nil if it is no
     /// longer pending or cannot be read.
     func currentState(of id: MessageID) async -> MessageState? {
-        if let recent = outbox.recentState(id) { return recent }
-        let read = await onIOQueue(readQueue) { [outbox] in Result { () throws(LogError) in try outbox.loadState(id) } }
-        return try? read.get()
+        if case .success(let state) = await readState(of: id) { return state }
+        return nil
+    }
+
+    /// Message `id`'s full state, from memory or read back from the log; nil if it is no
+    /// longer pending; the error if it cannot be read.
+    func readState(of id: MessageID) async -> Result<MessageState?, LogError> {
+        if let recent = outbox.recentState(id) { return .success(recent) }
+        return await onIOQueue(readQueue) { [outbox] in Result { () throws(LogError) in try outbox.loadState(id) } }
     }
 }
 
 /// Hand-off bookkeeping of one courier, behind its own lock (never held with another).
 struct HandOffControl {
-    /// Between `handOffPendingMessages()` and `returnToForeground()`.
-    var inBackground = false
+    /// False from `handOffPendingMessages()`, true from `returnToForeground()`; nil until
+    /// either is called. A process that iOS launched to report background uploads hears
+    /// completions before anything tells it where the app is (the lifecycle integration is
+    /// wired after the courier opens).
+    var isAppInForeground: Bool?
     var passRunning = false
     var passAgain = false
+
+    /// Whether failed uploads are handed off again, not given to the engine: unless the app is
+    /// known to be in the foreground, an attempt the engine started could freeze when iOS
+    /// suspends the app, and wait for the user to open it.
+    var mayHandOff: Bool { isAppInForeground != true }
 }
 
 extension HandOff {

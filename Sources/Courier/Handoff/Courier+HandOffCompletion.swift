@@ -25,7 +25,18 @@ extension Courier {
             return
         }
         let now = currentInstant().wallMilliseconds
-        let created = await currentState(of: id)?.createdMilliseconds ?? now
+        // A failure is judged by the message's age (`RetryPolicy.expiry`); a 2xx is a delivery
+        // whatever its age, and needs no read.
+        var created = now
+        if !outcome.isSuccess {
+            switch await readState(of: id) {
+            case .success(let state?): created = state.createdMilliseconds
+            case .success(nil): break  // cancelled meanwhile: recording drops the outcome
+            case .failure(let error):
+                await hearUnreadable(id, handOff, error: error, nowMilliseconds: now, uploads)
+                return
+            }
+        }
         let (policyVerdict, decision, random) = judge(outcome, attempt: Int(handOff.attempt), createdMilliseconds: created,
                                                 nowMilliseconds: now)
         // Its credentials were made at hand-off: the foreground makes fresh ones (`prepareRequest`).
@@ -44,10 +55,26 @@ extension Courier {
         await carryOn(uploads)
     }
 
-    /// After a completion: in the background, hand off again (the message, or the next of its
-    /// ordering key); in the foreground, the engine takes it.
+    /// A failed upload whose message cannot be read back: its age is unknown, so the retry
+    /// policy cannot judge it (it would be judged as if just sent, and `expiry` would never
+    /// give up). As for an engine attempt whose message cannot be read, the message waits
+    /// `maximumDelay` and is read again then; `.storageFailed` reports it.
+    private func hearUnreadable(_ id: MessageID, _ handOff: HandOff, error: LogError, nowMilliseconds now: UInt64,
+                                _ uploads: BackgroundUploads) async {
+        guard outbox.endHandOff(id, ticket: handOff.ticket, dueAtLatest: now) else { return }
+        let due = now + UInt64(configuration.retry.maximumDelay.seconds * 1000)
+        await onIOQueue { [self] in
+            outbox.recordUnreadable(id, error: error, dueMilliseconds: due).run()
+            removeBodyFile(bodyFilePath(id, ticket: handOff.ticket))
+        }
+        await carryOn(uploads)
+    }
+
+    /// After a completion: in the background (or before anything said where the app is), hand
+    /// off again (the message, or the next of its ordering key); in the foreground, the engine
+    /// takes it.
     private func carryOn(_ uploads: BackgroundUploads) async {
-        if handOffControl.withLock({ $0.inBackground }) {
+        if handOffControl.withLock({ $0.mayHandOff }) {
             _ = await runHandOffPasses(uploads)
         } else {
             pump()

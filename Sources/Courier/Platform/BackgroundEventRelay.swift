@@ -16,13 +16,22 @@ final class BackgroundEventRelay {
     private var nextToken: UInt64 = 0
     /// `urlSessionDidFinishEvents` calls not yet answered.
     private var finishedBatches = 0
-    private var systemHandlers: [UncheckedSendable<() -> Void>] = []
+    /// The system's completion handlers not yet called, by token, each with the task that
+    /// calls it at its deadline.
+    private var systemHandlers: [UInt64: (handler: UncheckedSendable<() -> Void>, deadline: Task<Void, Never>)] = [:]
     private var finished: (@Sendable () async -> Void)?
     /// Calls the system's completion handlers (UIKit's: on the main thread).
     let callOnMain: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// How long `eventsFinished` may take before the system is answered anyway: a background
     /// wake is short, and an app that does not answer in time is suspended or ended.
     static let eventsFinishedLimit: Duration = .seconds(10)
+    /// The longest the system waits for its answer, from when it hands its completion handler
+    /// over, whatever happens meanwhile: no courier listens (its open failed, or this version
+    /// of the app no longer configures background uploads), a handler hangs, or no
+    /// `urlSessionDidFinishEvents` comes. Apple asks for the answer once the events are
+    /// handled; an app that keeps the system waiting past its background time is ended and
+    /// throttled. Completions still held stay held: the next open reconciles their tasks.
+    static let answerLimit: Duration = .seconds(20)
     private let clock: any Clock<Duration>
 
     init(clock: any Clock<Duration> = ContinuousClock(),
@@ -64,9 +73,19 @@ final class BackgroundEventRelay {
         answerWhenSettled()
     }
 
-    /// Stores the system's completion handler (UIKit's app delegate entry point).
+    /// Stores the system's completion handler (UIKit's app delegate entry point). It is called
+    /// once: when the batch is settled, or at `answerLimit` if that comes first.
     func storeSystemCompletionHandler(_ handler: @escaping () -> Void) {
-        lock.withLock { systemHandlers.append(UncheckedSendable(value: handler)) }
+        lock.withLock {
+            let token = nextToken
+            nextToken += 1
+            let deadline = Task { [weak self, clock] in
+                try? await clock.sleep(for: Self.answerLimit)
+                guard !Task.isCancelled, let self else { return }
+                answer(lock.withLock { systemHandlers.removeValue(forKey: token)?.handler }.map { [$0] } ?? [])
+            }
+            systemHandlers[token] = (UncheckedSendable(value: handler), deadline)
+        }
         answerWhenSettled()
     }
 
@@ -104,21 +123,32 @@ final class BackgroundEventRelay {
     private func answerWhenSettled() {
         Task { [weak self] in
             guard let self else { return }
-            // New handlers start only from completions, which the finished batch bounds.
-            await waitForHandlers()
+            // New handlers start only from completions, which the finished batch bounds. A
+            // handler that hangs ends this wait at the limit (and the system handler's own
+            // deadline answers the system).
+            if lock.withLock({ !running.isEmpty }) {
+                await Self.run({ [weak self] in await self?.waitForHandlers() }, within: Self.answerLimit, on: clock)
+            }
             // Completions still held (no courier listens yet) keep the system waiting:
-            // `setHandler` settles again once one does.
+            // `setHandler` settles again once one does, and the deadline answers if none does.
             let (answer, finished) = lock.withLock { () -> ([UncheckedSendable<() -> Void>], (@Sendable () async -> Void)?) in
                 guard finishedBatches > 0, !systemHandlers.isEmpty, held.isEmpty, running.isEmpty else { return ([], nil) }
                 finishedBatches = 0
                 defer { systemHandlers.removeAll() }
-                return (systemHandlers, self.finished)
+                for entry in systemHandlers.values { entry.deadline.cancel() }
+                return (systemHandlers.sorted { $0.key < $1.key }.map(\.value.handler), self.finished)
             }
             guard !answer.isEmpty else { return }
             if let finished { await Self.run(finished, within: Self.eventsFinishedLimit, on: clock) }
-            let handlers = UncheckedSendable(value: answer)
-            callOnMain { for handler in handlers.value { handler.value() } }
+            self.answer(answer)
         }
+    }
+
+    /// Calls the system's completion handlers, on the main thread.
+    private func answer(_ handlers: [UncheckedSendable<() -> Void>]) {
+        guard !handlers.isEmpty else { return }
+        let handlers = UncheckedSendable(value: handlers)
+        callOnMain { for handler in handlers.value { handler.value() } }
     }
 }
 
@@ -129,15 +159,50 @@ extension BackgroundEventRelay {
         let once = OnceFlag()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resume = UncheckedSendable(value: continuation)
-            Task {
-                await work()
-                if once.claim() { resume.value.resume() }
-            }
-            Task {
+            let timer = Task {
                 try? await clock.sleep(for: limit)
                 if once.claim() { resume.value.resume() }
             }
+            Task {
+                await work()
+                timer.cancel()  // no sleeper left behind
+                if once.claim() { resume.value.resume() }
+            }
         }
+    }
+}
+
+/// The relays of the background sessions Courier's configurations name
+/// (`BackgroundUploads.urlSession(identifier:)`), by session identifier: what the app
+/// delegate's events for a session reach. An app may have background sessions of its own, and
+/// Apple allows one session per identifier: events for an identifier no Courier configuration
+/// named are not Courier's, and nothing here touches them.
+extension BackgroundEventRelay {
+    private static let sessions = Locked<[String: BackgroundEventRelay]>([:])
+
+    /// The relay of session `identifier`, made on first use (by the configuration naming it).
+    static func named(_ identifier: String, callOnMain: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void)
+        -> BackgroundEventRelay {
+        sessions.withLock { sessions in
+            if let existing = sessions[identifier] { return existing }
+            let made = BackgroundEventRelay(callOnMain: callOnMain)
+            sessions[identifier] = made
+            return made
+        }
+    }
+
+    /// Stores the system's completion handler for session `identifier` if it is Courier's;
+    /// false, and `handler` untouched, if no Courier configuration in this process named it.
+    static func storeSystemCompletionHandler(forSession identifier: String, _ handler: @escaping () -> Void) -> Bool {
+        guard let relay = sessions.withLock({ $0[identifier] }) else { return false }
+        relay.storeSystemCompletionHandler(handler)
+        return true
+    }
+
+    /// Returns once the system would be answered for session `identifier`; at once if it is
+    /// not Courier's.
+    static func waitForEvents(forSession identifier: String) async {
+        await sessions.withLock { $0[identifier] }?.waitForEvents()
     }
 }
 

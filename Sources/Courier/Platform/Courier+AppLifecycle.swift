@@ -57,11 +57,41 @@ extension Courier {
         try? BGTaskScheduler.shared.submit(request)
     }
 
+    /// Opens the app's courier and turns on `enableAppLifecycleIntegration()`: the one call an
+    /// app makes at launch, from `application(_:didFinishLaunchingWithOptions:)` on (keep the
+    /// courier it returns for the app's lifetime: a released courier stops delivering). If iOS
+    /// launched the app in the background before the device was first unlocked since it
+    /// restarted, the log cannot be read yet: this waits for
+    /// `UIApplication.protectedDataDidBecomeAvailableNotification` and opens then. Throws what
+    /// `open(directory:configuration:)` throws, and `.protectedDataUnavailable` if the calling
+    /// task is cancelled while it waits.
+    @MainActor
+    public static func openWithAppLifecycleIntegration(directory: URL, configuration: Configuration = Configuration())
+        async throws(CourierError) -> Courier {
+        let courier = try await open(directory: directory, configuration: configuration,
+                                     waitingForProtectedData: { await protectedDataBecameAvailable() })
+        courier.enableAppLifecycleIntegration()
+        return courier
+    }
+
+    /// Returns true once protected data is available (at once if it is), false if the calling
+    /// task is cancelled first. Observes before it reads the flag, so no notification is lost.
+    @MainActor
+    private static func protectedDataBecameAvailable() async -> Bool {
+        let signal = OneShotSignal()
+        let observer = NotificationCenter.default.addObserver(
+            forName: UIApplication.protectedDataDidBecomeAvailableNotification, object: nil, queue: .main) { _ in signal.fire() }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        if UIApplication.shared.isProtectedDataAvailable { return true }
+        return await signal.wait()
+    }
+
     /// Opt-in wiring to the app's life, so nothing happens behind the app's back:
     /// - entering the background with messages pending: `beginBackgroundTask` around
     ///   `deliverPending(within: 25 s)`, ended on expiry; and a background processing request
     ///   (if `registerBackgroundDelivery(identifier:)` was called);
-    /// - coming to the foreground, and the network path becoming satisfied: `retryNow()`.
+    /// - coming to the foreground, and the network coming back (a satisfied path after an
+    ///   unsatisfied one; not a handover between networks): `retryNow()`.
     /// Call once, on the main actor; it lasts until the courier is closed or released.
     @MainActor
     public func enableAppLifecycleIntegration() {
@@ -104,9 +134,10 @@ final class AppLifecycleIntegration: PlatformIntegration {
         })
         let courier = self.courier
         connectBackgroundUploads()
-        // @Sendable: called on the monitor's queue, never on the main actor.
+        // @Sendable: called on the monitor's queue (serial), never on the main actor.
+        let recovery = Locked(NetworkRecovery())
         monitor.pathUpdateHandler = { @Sendable [weak courier] path in
-            if path.status == .satisfied { courier?.retryNow() }
+            if recovery.withLock({ $0.isRecovery(satisfied: path.status == .satisfied) }) { courier?.retryNow() }
         }
         monitor.start(queue: DispatchQueue(label: "courier.path-monitor"))
     }

@@ -1,6 +1,15 @@
 import Foundation
 
 extension Courier {
+    /// Whether files can be locked by data protection here (iOS-family platforms).
+    static var platformHasDataProtection: Bool {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        return true
+        #else
+        return false
+        #endif
+    }
+
     /// On iOS-family platforms, makes the log readable by background delivery while the device
     /// is locked (`completeUntilFirstUserAuthentication`: after the first unlock since boot) and
     /// keeps it out of iCloud and iTunes backups (an outbox restored onto another device would

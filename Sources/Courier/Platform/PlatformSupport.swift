@@ -31,6 +31,21 @@ struct OnceFlag: Sendable {
     }
 }
 
+/// Tells a network that came back from the stream of path updates (`NWPathMonitor` on iOS):
+/// only a satisfied path after an unsatisfied one is a recovery, worth making every waiting
+/// message due (`retryNow()`). The monitor reports the current path when it starts, and again
+/// at every change of interface (Wi-Fi to cellular) or flag (expensive, constrained) while
+/// the path stays satisfied: acting on those would defeat backoff against a failing server.
+struct NetworkRecovery: Sendable {
+    private var wasSatisfied: Bool?
+
+    /// Takes the next update; true if it is a recovery.
+    mutating func isRecovery(satisfied: Bool) -> Bool {
+        defer { wasSatisfied = satisfied }
+        return satisfied && wasSatisfied == false
+    }
+}
+
 /// The courier that background delivery works for, and the task identifier it was registered
 /// under: set by `registerBackgroundDelivery(identifier:)` and `enableAppLifecycleIntegration()`,
 /// read when iOS launches a background task, possibly before any courier is open: a cold

@@ -18,7 +18,7 @@ import Foundation
 public final class URLSessionBackgroundUploads: NSObject {
     /// The background session's identifier.
     public let identifier: String
-    let relay = BackgroundEventRelay(callOnMain: { work in DispatchQueue.main.async(execute: work) })
+    let relay: BackgroundEventRelay
     /// Set once, in `init`, before any delegate call can come.
     private var session: URLSession?
     private static let instances = Locked<[String: URLSessionBackgroundUploads]>([:])
@@ -35,6 +35,7 @@ public final class URLSessionBackgroundUploads: NSObject {
 
     private init(identifier: String) {
         self.identifier = identifier
+        relay = BackgroundEventRelay.named(identifier, callOnMain: { work in DispatchQueue.main.async(execute: work) })
         super.init()
         let configuration = URLSessionConfiguration.background(withIdentifier: identifier)
         configuration.sessionSendsLaunchEvents = true
@@ -43,17 +44,24 @@ public final class URLSessionBackgroundUploads: NSObject {
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
     }
 
-    /// UIKit: call from `application(_:handleEventsForBackgroundURLSession:completionHandler:)`.
-    /// The handler is called on the main thread once every completion of the batch was logged
-    /// and the courier handed off what it could.
-    public static func handleEvents(forSession identifier: String, completionHandler: @escaping () -> Void) {
-        shared(identifier: identifier).relay.storeSystemCompletionHandler(completionHandler)
+    /// UIKit: call from `application(_:handleEventsForBackgroundURLSession:completionHandler:)`
+    /// with every identifier the app delegate is given. Returns true if `identifier` is
+    /// Courier's (a configuration in this process named it with `.urlSession(identifier:)`):
+    /// Courier then calls `completionHandler` on the main thread once every completion of the
+    /// batch was logged and the courier handed off what it could, or after 20 seconds at most.
+    /// Returns false, and leaves `completionHandler` to the app, for any other identifier (a
+    /// background session of the app's own). So build Courier's configuration at launch,
+    /// before `application(_:didFinishLaunchingWithOptions:)` returns.
+    @discardableResult
+    public static func handleEvents(forSession identifier: String, completionHandler: @escaping () -> Void) -> Bool {
+        BackgroundEventRelay.storeSystemCompletionHandler(forSession: identifier, completionHandler)
     }
 
     /// SwiftUI (iOS 16): the action of `.backgroundTask(.urlSession(identifier))`. Returns once
-    /// every completion of the batch was logged and the courier handed off what it could.
+    /// every completion of the batch was logged and the courier handed off what it could (20
+    /// seconds at most); at once if `identifier` is not Courier's.
     public static func handleEvents(forSession identifier: String) async {
-        await shared(identifier: identifier).relay.waitForEvents()
+        await BackgroundEventRelay.waitForEvents(forSession: identifier)
     }
 }
 
@@ -66,10 +74,16 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = "POST"
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        // Per request (iOS 13+), so one session serves any policy: a request can only narrow
+        // what its session allows, and this session allows every network.
+        urlRequest.allowsCellularAccess = request.allowsCellularAccess
+        urlRequest.allowsExpensiveNetworkAccess = request.allowsExpensiveNetworkAccess
+        urlRequest.allowsConstrainedNetworkAccess = request.allowsConstrainedNetworkAccess
         guard let task = session?.uploadTask(with: urlRequest, fromFile: request.bodyFile) else {
             return BackgroundUploadTask(identifier: -1, taskDescription: request.taskDescription)
         }
         task.earliestBeginDate = request.earliestBeginDate
+        task.countOfBytesClientExpectsToSend = Int64(request.expectedBytesToSend)
         task.taskDescription = request.taskDescription
         task.resume()
         return BackgroundUploadTask(identifier: task.taskIdentifier, taskDescription: request.taskDescription)
@@ -83,9 +97,21 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
     }
 
     public func cancel(_ task: BackgroundUploadTask) {
+        session?.getAllTasks { tasks in tasks.first { Self.matches($0, task) }?.cancel() }
+    }
+
+    /// A task that has sent no byte of its body has not reached the server: cancelling it
+    /// duplicates nothing. (`countOfBytesSent` counts body bytes only; a task the system is
+    /// retrying after a timeout may read 0 again: `Idempotency-Key` covers that rare case.)
+    public func cancelUnlessSending(_ task: BackgroundUploadTask) {
         session?.getAllTasks { tasks in
-            tasks.first { $0.taskIdentifier == task.identifier && ($0.taskDescription ?? task.taskDescription) == task.taskDescription }?.cancel()
+            guard let found = tasks.first(where: { Self.matches($0, task) }), found.countOfBytesSent == 0 else { return }
+            found.cancel()
         }
+    }
+
+    private static func matches(_ candidate: URLSessionTask, _ task: BackgroundUploadTask) -> Bool {
+        candidate.taskIdentifier == task.identifier && (candidate.taskDescription ?? task.taskDescription) == task.taskDescription
     }
 
     public func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void) {

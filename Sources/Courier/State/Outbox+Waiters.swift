@@ -67,6 +67,19 @@ extension Outbox {
         }.0
     }
 
+    /// Subscribes and lists the pending messages in one critical section: every event after
+    /// the list reaches `continuation`, and none before it.
+    func subscribeWithPendingIDs(_ continuation: AsyncStream<CourierEvent>.Continuation) -> (key: Int?, pending: [MessageID]) {
+        mutate { state, _ -> (Int?, [MessageID]) in
+            let pending = state.projection.liveSlotsInOrder().map(\.id)
+            guard !state.closed else { return (nil, pending) }
+            if let damage = state.openingDamage { continuation.yield(.storageFailed(damage)) }
+            defer { state.nextSubscriber += 1 }
+            state.subscribers[state.nextSubscriber] = continuation
+            return (state.nextSubscriber, pending)
+        }.0
+    }
+
     func unsubscribe(_ key: Int) {
         _ = mutate { state, _ in state.subscribers.removeValue(forKey: key) }
     }

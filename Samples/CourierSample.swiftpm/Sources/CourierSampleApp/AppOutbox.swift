@@ -12,32 +12,43 @@ final class AppOutbox: ObservableObject {
     }
 
     @Published private(set) var phase = Phase.opening
-    private var started = false
+    /// The courier, kept for the app's lifetime: a released courier stops delivering.
+    private(set) var courier: Courier?
+    private var opening = false
     /// The server the user last applied; the challenge's until then.
     private static let serverKey = "courier-sample.server"
+    /// Made when the app delegate is (before launch ends): it names Courier's background
+    /// session, so that `URLSessionBackgroundUploads.handleEvents` recognizes its identifier
+    /// in a launch that iOS made to report uploads.
+    let configuration: Courier.Configuration = {
+        var configuration = Courier.Configuration()
+        // Delivery goes on while the app is suspended: pending messages are handed to a
+        // background URLSession when the app leaves the screen.
+        configuration.backgroundUploads = .urlSession(identifier: AppDelegate.backgroundUploadsIdentifier)
+        return configuration
+    }()
 
-    /// Once, at launch: replays the log (every message an earlier run left pending comes back),
-    /// turns on the lifecycle integration (a background task waiting for the courier gets it
-    /// now), and makes the screen's model.
+    /// At launch (and again from the screen after a failure): replays the log (every message an
+    /// earlier run left pending comes back), turns on the lifecycle integration (a background
+    /// task waiting for the courier gets it now), and makes the screen's model. Launched in the
+    /// background before the device was first unlocked, it waits for the unlock, then opens.
     func open() async {
-        guard !started else { return }
-        started = true
+        guard !opening, courier == nil else { return }
+        opening = true
+        defer { opening = false }
+        phase = .opening
         do {
             let directory = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
                                                         appropriateFor: nil, create: true)
                 .appendingPathComponent("courier-outbox", isDirectory: true)
-            var configuration = Courier.Configuration()
-            // Delivery goes on while the app is suspended: pending messages are handed to a
-            // background URLSession when the app leaves the screen.
-            configuration.backgroundUploads = .urlSession(identifier: AppDelegate.backgroundUploadsIdentifier)
-            let courier = try await Courier.open(directory: directory, configuration: configuration)
-            courier.enableAppLifecycleIntegration()
+            let courier = try await Courier.openWithAppLifecycleIntegration(directory: directory, configuration: configuration)
+            self.courier = courier
             let stored = UserDefaults.standard.string(forKey: Self.serverKey).flatMap(SampleViewModel.serverURL(from:))
-            let model = SampleModel(gateway: CourierGateway(courier: courier), server: stored ?? SampleViewModel.challengeServer)
+            let model = await SampleModel(gateway: CourierGateway(courier: courier), server: stored ?? SampleViewModel.challengeServer)
             model.onServerChange = { UserDefaults.standard.set($0.absoluteString, forKey: Self.serverKey) }
             phase = .open(model)
         } catch {
-            phase = .failed("\(error)")
+            phase = .failed(error.localizedDescription)
         }
     }
 }

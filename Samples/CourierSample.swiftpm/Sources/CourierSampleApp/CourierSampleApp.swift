@@ -37,10 +37,12 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
     }
 
     /// iOS relaunched or woke the app to report background uploads: Courier logs each one, hands
-    /// off what is left, then calls `completionHandler` on the main thread.
+    /// off what is left, then calls `completionHandler` on the main thread. Only Courier's
+    /// session is Courier's: an app with background sessions of its own handles the others.
     func application(_ application: UIApplication, handleEventsForBackgroundURLSession identifier: String,
                      completionHandler: @escaping () -> Void) {
-        URLSessionBackgroundUploads.handleEvents(forSession: identifier, completionHandler: completionHandler)
+        if URLSessionBackgroundUploads.handleEvents(forSession: identifier, completionHandler: completionHandler) { return }
+        completionHandler()  // no session of this app's own has that identifier
     }
 }
 
@@ -57,7 +59,11 @@ struct OutboxScreen: View {
                 CourierSampleView(model: model).navigationTitle("Courier")
             }
         case .failed(let message):
-            Text("The outbox did not open: \(message)").padding()
+            VStack(spacing: 12) {
+                Text("The outbox did not open: \(message)")
+                Button("Try again") { Task { await outbox.open() } }
+            }
+            .padding()
         }
     }
 }
