@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test consumer-check ios-check ios-check-mutations smoke demo docs bench bench-compare bench-outage bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
 
 all: build
 
@@ -41,7 +41,10 @@ build: deps
 	$(SWIFT) build $(TRAITS)
 
 # Builds everything, smoke-tests the sample app in a pseudo-terminal (~15 s), runs every test.
+# Checks first that every code block of the README and the DocC articles is code the build
+# compiles (Tools/doc-examples/check.py; `make doc-snippets` copies the compiled code in).
 test: deps tmux
+	python3 Tools/doc-examples/check.py
 	$(SWIFT) build $(TRAITS) --build-tests
 	Tools/smoke-sample.sh .build/debug/courier-sample
 	$(SWIFT) test $(TRAITS) --skip-build --disable-xctest
@@ -68,15 +71,17 @@ consumer-check: deps
 # About a minute. Nothing is linked or run.
 IOS_SDK      ?=
 IOS_APINOTES ?=
-IOS_APP      := Samples/CourierSample.swiftpm
+IOS_APP      := Samples/CourierSample.swiftpm Tools/doc-examples/ios
 IOS_LIBRARIES := Courier CourierTesting CourierLog CourierLogTesting CourierSample
 ios-check:
 ifeq ($(shell uname -s),Darwin)
 	@for scheme in $(IOS_LIBRARIES); do \
 	  xcodebuild -quiet -scheme $$scheme -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build || exit 1; \
 	  echo "ios-check: $$scheme builds for a generic iOS device"; done
-	cd $(IOS_APP) && xcodebuild -quiet -scheme "Courier Sample" -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build
+	cd Samples/CourierSample.swiftpm && xcodebuild -quiet -scheme "Courier Sample" -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build
 	@echo "ios-check: the sample app builds for a generic iOS device"
+	cd Tools/doc-examples/ios && xcodebuild -quiet -scheme DocumentationExamplesIOS -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build
+	@echo "ios-check: the documentation's iOS examples build for a generic iOS device"
 else
 	@IOS_SDK="$(IOS_SDK)" IOS_APINOTES="$(IOS_APINOTES)" python3 Tools/ios-check/ios-check.py $(IOS_APP)
 endif
@@ -87,6 +92,11 @@ endif
 # One line per file; fails on a miss. Needs the SDK, so not in `make test` (about 10 minutes).
 ios-check-mutations:
 	@IOS_SDK="$(IOS_SDK)" IOS_APINOTES="$(IOS_APINOTES)" python3 Tools/ios-check/ios-check-mutations.py $(IOS_APP)
+
+# Copies each compiled example (Tests/CourierTests/DocumentationExamples.swift, and the iOS
+# ones in Tools/doc-examples/ios) into the README and DocC blocks that show it.
+doc-snippets:
+	python3 Tools/doc-examples/check.py --write
 
 smoke: deps tmux
 	$(SWIFT) build $(TRAITS) --product courier-sample

@@ -4,6 +4,18 @@
 // See ARCHITECTURE.md for the codemap; every target below has a paragraph there.
 import PackageDescription
 
+// CourierLog's privacy manifest (PrivacyInfo.xcprivacy: `stat`/`fstat` of its own files, the
+// file-timestamp category, reason C617.1), a resource where an app is built: on Apple platforms.
+// Elsewhere the file is excluded, so the Linux build links no resource bundle (as swift-nio
+// does for its own). The condition is the manifest's host: an Apple machine building for iOS.
+#if canImport(Darwin)
+let privacyManifest: [Resource] = [.process("PrivacyInfo.xcprivacy")]
+let privacyManifestExcluded: [String] = []
+#else
+let privacyManifest: [Resource] = []
+let privacyManifestExcluded = ["PrivacyInfo.xcprivacy"]
+#endif
+
 let package = Package(
     name: "Courier",
     platforms: [.iOS(.v16), .macOS(.v13)],
@@ -62,7 +74,8 @@ let package = Package(
         // Hardware CRC-32C (SSE4.2 / ARMv8 CRC), with a Swift fallback in CourierLog.
         .target(name: "CCRC32C"),
         // The write-ahead log. It knows nothing about HTTP or messages.
-        .target(name: "CourierLog", dependencies: [.target(name: "CLZ4", condition: .when(platforms: [.linux])), "CCRC32C"]),
+        .target(name: "CourierLog", dependencies: [.target(name: "CLZ4", condition: .when(platforms: [.linux])), "CCRC32C"],
+                exclude: privacyManifestExcluded, resources: privacyManifest),
         .target(name: "CourierLogTesting", dependencies: ["CourierLog"]),
         // The messaging layer and public API: events, projection, retry engine, transports.
         .target(name: "Courier", dependencies: [

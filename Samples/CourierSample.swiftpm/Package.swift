@@ -1,7 +1,9 @@
 // swift-tools-version: 6.0
 //
-// The iOS sample app: open this folder in Xcode (File › Open…, or `open CourierSample.swiftpm`),
-// pick an iPhone simulator or your phone, and press Run. No project to generate.
+// The iOS sample app: open this folder in Xcode 16.3 or later (File › Open…, or
+// `xed CourierSample.swiftpm`), pick an iPhone simulator or your phone, and press Run. No
+// project to generate. For a phone, set your team and a bundle identifier of your own (here,
+// in AdditionalInfo.plist's task identifier, and in CourierSampleApp.swift).
 //
 // An app package (Xcode 14+): the `.iOSApplication` product below is the app. It uses Courier
 // from this repository as a local package, and its screen (`CourierSampleView`) and logic
@@ -22,7 +24,7 @@ let package = Package(
             teamIdentifier: "",
             displayVersion: "1.0",
             bundleVersion: "1",
-            appIcon: .placeholder(icon: .paperplane),
+            appIcon: .placeholder(icon: .cloud),
             accentColor: .presetColor(.indigo),
             supportedDeviceFamilies: [.phone, .pad],
             supportedInterfaceOrientations: [
@@ -48,7 +50,9 @@ let package = Package(
                 .product(name: "Courier", package: "Courier"),
                 .product(name: "CourierSample", package: "Courier"),
             ],
-            path: "Sources/CourierSampleApp"
+            path: "Sources/CourierSampleApp",
+            // The app's privacy manifest: it keeps the server you typed in UserDefaults (CA92.1).
+            resources: [.process("PrivacyInfo.xcprivacy")]
         ),
     ]
 )

@@ -12,10 +12,13 @@ import Testing
     @Test func onlyANetworkThatComesBackIsARecovery() {
         var recovery = NetworkRecovery()
         // The first report when the monitor starts, a handover from Wi-Fi to cellular, a flag
-        // change: each satisfied, none a recovery. Then the network goes, and comes back.
-        let updates = [true, true, true, false, false, true, true, false, true]
-        let recoveries = updates.map { recovery.isRecovery(satisfied: $0) }
-        #expect(recoveries == [false, false, false, false, false, true, false, false, true])
+        // change: each satisfied, none a recovery. Then the network goes, and comes back; a
+        // VPN on demand that needs a connection, then is up again, is no recovery either.
+        let updates: [NetworkRecovery.Status] = [.satisfied, .satisfied, .satisfied, .unsatisfied, .unsatisfied,
+                                                 .satisfied, .satisfied, .requiresConnection, .satisfied,
+                                                 .unsatisfied, .satisfied]
+        let recoveries = updates.map { recovery.isRecovery($0) }
+        #expect(recoveries == [false, false, false, false, false, true, false, false, false, false, true])
     }
 
     /// A log whose files iOS keeps locked until the first unlock (EPERM when it reads them).

@@ -16,9 +16,10 @@ extension Courier {
     ///   `attempted` with the next due time from the retry policy, `Retry-After` and
     ///   destination backoff). In the background the message is handed off again at once, to
     ///   begin at that due time; in the foreground it goes back to the engine.
-    /// - `returnToForeground()` cancels the tasks that have not begun (their begin date is still
-    ///   ahead); a task that may be running is left to finish. A message comes back to the engine
-    ///   only when its task's completion is heard, so it is never in flight twice.
+    /// - `returnToForeground()` cancels every task that is not sending (iOS may hold a task made
+    ///   in the background past its begin date); a task that is sending is left to finish. A
+    ///   message comes back to the engine only when its task's completion is heard, so it is
+    ///   never in flight twice.
     /// - Opening reconciles the log with the session's outstanding tasks: a task the log does
     ///   not know is adopted; a handed-off message whose task is gone is pending again.
     public struct BackgroundUploads: Sendable {

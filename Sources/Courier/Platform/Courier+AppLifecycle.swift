@@ -74,14 +74,19 @@ extension Courier {
         return courier
     }
 
-    /// Returns true once protected data is available (at once if it is), false if the calling
-    /// task is cancelled first. Observes before it reads the flag, so no notification is lost.
+    /// Returns true once protected data may be available (at once if it is), false if the
+    /// calling task is cancelled first. Observes before it reads the flag, so no notification is
+    /// lost. Besides `protectedDataDidBecomeAvailable`, the app coming to the foreground wakes it
+    /// too: an app launched before the first unlock is usually suspended again before the user
+    /// unlocks, and Apple does not say whether the notification still reaches it then (an app on
+    /// screen has been unlocked; a wake too early costs one more refused open, of 8 at most).
     @MainActor
     private static func protectedDataBecameAvailable() async -> Bool {
         let signal = OneShotSignal()
-        let observer = NotificationCenter.default.addObserver(
-            forName: UIApplication.protectedDataDidBecomeAvailableNotification, object: nil, queue: .main) { _ in signal.fire() }
-        defer { NotificationCenter.default.removeObserver(observer) }
+        let center = NotificationCenter.default
+        let observers = [UIApplication.protectedDataDidBecomeAvailableNotification, UIApplication.didBecomeActiveNotification]
+            .map { center.addObserver(forName: $0, object: nil, queue: .main) { _ in signal.fire() } }
+        defer { for observer in observers { center.removeObserver(observer) } }
         if UIApplication.shared.isProtectedDataAvailable { return true }
         return await signal.wait()
     }
@@ -137,7 +142,13 @@ final class AppLifecycleIntegration: PlatformIntegration {
         // @Sendable: called on the monitor's queue (serial), never on the main actor.
         let recovery = Locked(NetworkRecovery())
         monitor.pathUpdateHandler = { @Sendable [weak courier] path in
-            if recovery.withLock({ $0.isRecovery(satisfied: path.status == .satisfied) }) { courier?.retryNow() }
+            let status: NetworkRecovery.Status
+            switch path.status {
+            case .satisfied: status = .satisfied
+            case .requiresConnection: status = .requiresConnection
+            default: status = .unsatisfied  // .unsatisfied, and any status a later SDK adds
+            }
+            if recovery.withLock({ $0.isRecovery(status) }) { courier?.retryNow() }
         }
         monitor.start(queue: DispatchQueue(label: "courier.path-monitor"))
     }

@@ -36,11 +36,22 @@ struct OnceFlag: Sendable {
 /// message due (`retryNow()`). The monitor reports the current path when it starts, and again
 /// at every change of interface (Wi-Fi to cellular) or flag (expensive, constrained) while
 /// the path stays satisfied: acting on those would defeat backoff against a failing server.
+/// A path that requires a connection (a VPN on demand, a cellular interface to activate)
+/// changes nothing: a request of Courier's own may bring it up, and each flap would count.
 struct NetworkRecovery: Sendable {
+    /// `NWPath.Status`, as the neutral code sees it.
+    enum Status: Sendable { case satisfied, unsatisfied, requiresConnection }
+
     private var wasSatisfied: Bool?
 
     /// Takes the next update; true if it is a recovery.
-    mutating func isRecovery(satisfied: Bool) -> Bool {
+    mutating func isRecovery(_ status: Status) -> Bool {
+        let satisfied: Bool
+        switch status {
+        case .satisfied: satisfied = true
+        case .unsatisfied: satisfied = false
+        case .requiresConnection: return false
+        }
         defer { wasSatisfied = satisfied }
         return satisfied && wasSatisfied == false
     }

@@ -74,8 +74,9 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = "POST"
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        // Per request (iOS 13+), so one session serves any policy: a request can only narrow
-        // what its session allows, and this session allows every network.
+        // Per request (iOS 13+), all three always set, so one session (which allows every
+        // network) serves any policy: Apple documents the request's value as overriding the
+        // session's for the expensive and constrained flags.
         urlRequest.allowsCellularAccess = request.allowsCellularAccess
         urlRequest.allowsExpensiveNetworkAccess = request.allowsExpensiveNetworkAccess
         urlRequest.allowsConstrainedNetworkAccess = request.allowsConstrainedNetworkAccess

@@ -1,0 +1,192 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+// The code of README.md and the DocC articles, compiled here (the iOS-only examples are
+// type-checked for iOS by `make ios-check`, in Tools/doc-examples/ios). Each region between
+// `// snippet: NAME` and `// snippet end` is the code block that follows `<!-- snippet: NAME -->`
+// in a document, byte for byte once dedented: `make test` runs Tools/doc-examples/check.py,
+// which fails on any difference, and `make doc-snippets` copies the regions into the documents.
+// Nothing here runs against a server: the functions are compiled, and a few are run as tests.
+
+struct Order: Encodable {
+    var id: Int
+    var items: Int
+}
+
+struct Tokens {
+    func current() async throws -> String { "token" }
+}
+
+struct Conversation {
+    var id = "chat-7"
+}
+
+/// GettingStarted.md and UsingCourier.md, with what they take from the app as parameters.
+func gettingStarted(serverURL: URL, order: Order, csv: Data, conversation: Conversation) async throws {
+    // snippet: open
+    let dir = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
+        .appendingPathComponent("outbox")
+    let courier = try await Courier.open(directory: dir)
+    // snippet end
+    // snippet: overview
+    let id = try courier.send(["text": "hi"], to: serverURL)   // returns at once; never lost from here on
+    // snippet end
+    try await courier.delivered(id)
+    // snippet: send
+    let sent = try courier.send(["text": "hi"], to: serverURL)          // [String: Any] as JSON
+    try courier.send(order, to: serverURL)                                // any Encodable
+    try courier.send(data: csv, contentType: "text/csv", to: serverURL)   // bytes as they are
+    // snippet end
+    // snippet: ordering-key
+    try courier.send(["text": "first"], to: serverURL, orderingKey: conversation.id)
+    try courier.send(["text": "second"], to: serverURL, orderingKey: conversation.id)
+    // snippet end
+    // snippet: delivered
+    try await courier.delivered(sent)   // throws CourierError(.abandoned) if the policy gave up
+
+    for await event in courier.events {
+        if case .delivered(let id, let attempts) = event { print(id, "after", attempts, "attempts") }
+    }
+    // snippet end
+    // snippet: close
+    await courier.close()   // stops delivery, syncs the log, releases the directory
+    // snippet end
+}
+
+func credentials(tokens: Tokens) -> Courier.Configuration {
+    var configuration = Courier.Configuration()
+    // snippet: credentials
+    configuration.prepareRequest = { request in
+        request.headers["Authorization"] = "Bearer \(try await tokens.current())"
+    }
+    // snippet end
+    return configuration
+}
+
+/// UsingCourier.md's tour of the whole API.
+func wholeAPI(appSupport: URL, serverURL: URL, csv: Data) async throws {
+    // snippet: whole-api
+    var configuration = Courier.Configuration()
+    configuration.retry = RetryPolicy(initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(300))
+    configuration.maximumConcurrentDeliveries = 4
+    configuration.requestTimeout = .seconds(30)
+
+    let courier = try await Courier.open(directory: appSupport.appendingPathComponent("outbox"),
+                                         configuration: configuration)
+
+    // Fire and forget: the message is on disk when this returns. Callable from the main thread.
+    let id = try courier.send(["text": "hi"], to: serverURL)
+
+    // async/await: wait for this one message.
+    try await courier.delivered(id)          // throws CourierError(.abandoned) if the policy gave up
+
+    // Callbacks (called once, on a background thread; hop to the main actor yourself).
+    try courier.send(["text": "hi"], to: serverURL,
+                     onDelivered: { id in print("delivered", id) },
+                     onAbandoned: { id, error in print("gave up on", id, error) })
+
+    // Encodable values and raw bytes.
+    try courier.send(Order(id: 7, items: 3), to: serverURL)
+    try courier.send(data: csv, contentType: "text/csv", to: serverURL)
+
+    // A screen: the pending messages, then everything that happens after them (none missed).
+    let (pending, events) = await courier.pendingMessagesAndEvents()
+    print(pending.count, "pending")
+    for await event in events {
+        switch event {
+        case .enqueued(let id): print(id, "on disk")
+        case .attempt(let id, let number): print(id, "attempt", number)
+        case .failed(let id, let attempt, let outcome, let retryIn):      // outcome: status or transport failure
+            print(id, "attempt", attempt, "failed:", outcome, "next in", retryIn)
+        case .delivered(let id, let attempts): print(id, "delivered after", attempts)
+        case .abandoned(let id, let attempts, let reason): print(id, "abandoned after", attempts, reason)
+        case .cancelled(let id): print(id, "cancelled")                  // courier.cancel(id)
+        case .handedOff(let id, let attempt): print(id, "attempt", attempt, "handed to iOS")
+        case .storageFailed(let message): print("storage:", message)
+        case .destinationDown(let origin, let failures): print(origin, "down after", failures)
+        case .destinationRecovered(let origin, let downFor, let released):
+            print(origin, "back after", downFor, released, "released")
+        @unknown default: print(event)                                     // cases a later version adds
+        }
+    }
+
+    courier.cancel(id)                       // withdraw a pending message for good; true if it was pending
+    print(courier.pendingCount)              // messages not yet delivered
+    await courier.waitUntilIdle()            // returns when nothing is pending
+    await courier.close()                    // stops delivery, syncs the log, releases the directory
+    // snippet end
+}
+
+/// Catching errors by code, as UsingCourier.md shows.
+func handlingErrors(_ courier: Courier, serverURL: URL) -> String {
+    // snippet: errors
+    do {
+        try courier.send(["text": "hi"], to: serverURL)
+        return "sent"
+    } catch {
+        switch error.code {
+        case .storageFull: return "the disk is full: try again once messages have drained"
+        case .invalidJSON, .invalidURL, .invalidHeaders, .invalidOrderingKey, .messageTooLarge:
+            return "a bug in the app: \(error)"
+        case .invalidConfiguration, .directoryLocked, .protectedDataUnavailable, .storageFailed,
+             .transportUnavailable, .closed, .abandoned, .cancelled, .waitCancelled, .unknownMessage:
+            return error.localizedDescription   // its message, for an alert
+        @unknown default: return error.localizedDescription   // codes a later version adds
+        }
+    }
+    // snippet end
+}
+
+@Suite(.timeLimit(.minutes(1))) struct DocumentationExampleTests {
+    // snippet: testing
+    @Test func aFailedMessageIsRetriedAfterOneSecond() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport { $0.attempt < 2 ? .response(status: 500) : .response(status: 200) }
+        var configuration = Courier.Configuration()
+        configuration.clock = clock
+        configuration.transport = transport
+        configuration.retry = RetryPolicy(jitter: .none)
+        let courier = try await Courier.open(directory: temporaryDirectory, configuration: configuration)
+
+        let id = try courier.send(["text": "hi"], to: URL(string: "https://example.com/inbox")!)
+        await courier.settle()                    // the first attempt ran and failed
+        await clock.advance(by: .seconds(1))      // virtual time: the retry is due
+        try await courier.delivered(id)
+        #expect(transport.requests.count == 2)
+        await courier.close()
+    }
+    // snippet end
+
+    @Test func virtualTimeDrivesTheRetries() async throws {
+        let tmp = temporaryDirectory, url = URL(string: "https://example.com/inbox")!
+        // snippet: testing-aids
+        let clock = ManualClock()
+        var config = Courier.Configuration()
+        config.clock = clock
+        config.transport = ScriptedTransport { $0.attempt < 3 ? .response(status: 500) : .response(status: 200) }
+        let courier = try await Courier.open(directory: tmp, configuration: config)
+        let id = try courier.send(["n": 1], to: url)
+        for _ in 0..<2 {
+            await courier.settle()                // an attempt ran and failed; its retry is timed
+            await clock.advance(by: .seconds(30)) // virtual time: the retry is due (backoff ≤ 30 s)
+        }
+        try await courier.delivered(id)
+        // snippet end
+        await courier.close()
+    }
+
+    var temporaryDirectory: URL { TemporaryDirectory().url }
+
+    @Test func anErrorNamesItsCauseForAnAlert() async throws {
+        let courier = try await Courier.open(directory: temporaryDirectory, configuration: {
+            var configuration = Courier.Configuration()
+            configuration.transport = ScriptedTransport()
+            return configuration
+        }())
+        #expect(handlingErrors(courier, serverURL: URL(string: "ftp://example.com")!).contains("a bug in the app"))
+        await courier.close()
+        #expect(handlingErrors(courier, serverURL: URL(string: "https://example.com")!).contains("closed"))
+    }
+}

@@ -1,0 +1,16 @@
+// swift-tools-version: 6.1
+//
+// The iOS-only code of README.md and the DocC articles (Tools/doc-examples/README.md): never
+// linked into anything. `make ios-check` type-checks it for iOS on Linux; on a Mac,
+// `xcodebuild -scheme DocumentationExamplesIOS -destination 'generic/platform=iOS'` builds it.
+import PackageDescription
+
+let package = Package(
+    name: "DocumentationExamplesIOS",
+    platforms: [.iOS(.v16)],
+    products: [.library(name: "DocumentationExamplesIOS", targets: ["DocumentationExamplesIOS"])],
+    dependencies: [.package(name: "Courier", path: "../../..")],
+    targets: [
+        .target(name: "DocumentationExamplesIOS", dependencies: [.product(name: "Courier", package: "Courier")]),
+    ]
+)
