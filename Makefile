@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
 
 all: build
 
@@ -155,6 +155,15 @@ FLAKY_N ?= 1000
 bench-outage: deps
 	$(SWIFT) run $(TRAITS) -c release courier-bench --outage $(OUTAGE_SECONDS)
 	$(SWIFT) run $(TRAITS) -c release courier-bench --flaky $(FLAKY_N)
+
+# Issue 24's drain scenarios, side by side in one run, loopback, real time, default settings:
+# 1,000 messages at 0-400 ms latency; 500 against a 20/s limiter (burst 10) answering 503, then
+# 429 with Retry-After: 1; 1,000 to a server failing half the time; 500 through a 30 s outage.
+# One line each: seconds, requests, refused, the ideal. Each stops at max(150 s, 5 x ideal), the
+# challenge's at 900 s. DRAIN_SCENARIOS="2 3" runs those alone. About 10 minutes.
+DRAIN_SCENARIOS ?=
+bench-drain: deps
+	$(SWIFT) run $(TRAITS) -c release courier-bench --drain $(DRAIN_SCENARIOS)
 
 # Issue 19's background hand-off on the simulated system (virtual time; a debug build, since
 # nothing is timed; about two seconds once built). Line 1 (the first with "suspended"): 500

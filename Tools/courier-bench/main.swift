@@ -88,6 +88,12 @@ if arguments.count == 3 && arguments[1] == "--flaky" {
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }
+if arguments.count >= 2 && arguments[1] == "--drain" {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-drain-\(getpid())")
+    try await drainBenchmark(root: directory, only: Set(arguments.dropFirst(2).compactMap { Int($0) }))
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
 if arguments.count == 3 && arguments[1] == "--outage" {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-outage-\(getpid())")
     try await outageScenarios(seconds: Int(arguments[2])!, root: directory)

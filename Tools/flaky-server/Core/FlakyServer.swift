@@ -28,6 +28,12 @@ public final class FlakyServer: Sendable {
         public var slowDelay: Duration = .seconds(5)
         /// Wait this long before answering. The default is none.
         public var delay: Duration = .zero
+        /// Wait a time drawn uniformly from this range before answering (on top of `delay`):
+        /// a mobile network's latency. The default is none.
+        public var latency: ClosedRange<Duration>?
+        /// A rate limiter in front of the server (nginx's `limit_req`): requests it refuses are
+        /// answered at once, and none of the rates above applies to them. The default is none.
+        public var limiter: TokenBucket?
         /// Seed for the coin flips; the default (nil) is random.
         public var seed: UInt64?
 
@@ -39,6 +45,28 @@ public final class FlakyServer: Sendable {
             self.retryAfterSeconds = retryAfterSeconds
             self.delay = delay
             self.seed = seed
+        }
+    }
+
+    /// A token bucket: `ratePerSecond` tokens a second, at most `burst` saved up; a request
+    /// takes one, or is refused with `status` (503 or 429) and `retryAfter` if set.
+    public struct TokenBucket: Sendable {
+        public var ratePerSecond: Double
+        public var burst: Int
+        public var status: Int
+        public var retryAfter: String?
+
+        public init(ratePerSecond: Double, burst: Int, status: Int = 503, retryAfter: String? = nil) {
+            precondition(ratePerSecond > 0 && burst >= 1, "a bucket that never serves")
+            self.ratePerSecond = ratePerSecond
+            self.burst = burst
+            self.status = status
+            self.retryAfter = retryAfter
+        }
+
+        /// How long `count` requests take at best: the burst at once, then the rate.
+        public func idealDuration(of count: Int) -> Duration {
+            .seconds(Double(max(0, count - burst)) / ratePerSecond)
         }
     }
 
@@ -62,6 +90,8 @@ public final class FlakyServer: Sendable {
         public var requests = 0
         public var answered: [Int: Int] = [:]
         public var dropped = 0
+        /// Requests the limiter refused (also counted in `answered` under its status).
+        public var refused = 0
         /// Distinct `Idempotency-Key`s seen.
         public var distinctKeys = 0
         /// Distinct keys answered 2xx at least once: messages the server accepted.

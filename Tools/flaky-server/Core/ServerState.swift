@@ -9,6 +9,9 @@ final class ServerState: @unchecked Sendable {
     private var stats = FlakyServer.Statistics()
     private var keys: [String: Bool] = [:]  // key → accepted
     private var attempts: [String: [FlakyServer.Attempt]] = [:]
+    /// The limiter's tokens, as of `refilled`.
+    private var tokens: Double?
+    private var refilled = ContinuousClock.now
 
     init(behavior: FlakyServer.Behavior) {
         self.behavior = behavior
@@ -21,7 +24,11 @@ final class ServerState: @unchecked Sendable {
 
     func setBehavior(_ b: FlakyServer.Behavior) { lock.withLock { behavior = b } }
 
-    enum Verdict { case drop, fail, rateLimit(status: HTTPStatusCode, retryAfter: String), slow(Duration), accept }
+    enum Verdict {
+        case drop, fail, rateLimit(status: HTTPStatusCode, retryAfter: String), slow(Duration), accept
+        /// Refused by the limiter, with or without `Retry-After`.
+        case limited(status: HTTPStatusCode, retryAfter: String?)
+    }
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try await request.bodyData  // read the whole request first, as a real server does
@@ -33,6 +40,8 @@ final class ServerState: @unchecked Sendable {
         case .fail: return HTTPResponse(statusCode: .internalServerError)
         case .rateLimit(let status, let retryAfter):
             return HTTPResponse(statusCode: status, headers: HTTPHeaders([HTTPHeader("Retry-After"): retryAfter]))
+        case .limited(let status, let retryAfter):
+            return HTTPResponse(statusCode: status, headers: HTTPHeaders(retryAfter.map { [HTTPHeader("Retry-After"): $0] } ?? [:]))
         case .slow(let hold):
             try await Task.sleep(for: hold)
             return HTTPResponse(statusCode: .ok)
@@ -50,8 +59,11 @@ final class ServerState: @unchecked Sendable {
                 keys[key] = false
                 stats.distinctKeys += 1
             }
-            let verdict = roll(behavior)
+            let verdict = takeToken() ?? roll(behavior)
             switch verdict {
+            case .limited(let status, _):
+                stats.refused += 1
+                stats.answered[Int(status.code), default: 0] += 1
             case .drop: stats.dropped += 1
             case .fail: stats.answered[500, default: 0] += 1
             case .rateLimit(let status, _): stats.answered[Int(status.code), default: 0] += 1
@@ -67,13 +79,38 @@ final class ServerState: @unchecked Sendable {
                 case .drop: .dropped
                 case .fail: .status(500, retryAfter: nil)
                 case .rateLimit(let status, let retryAfter): .status(Int(status.code), retryAfter: retryAfter)
+                case .limited(let status, let retryAfter): .status(Int(status.code), retryAfter: retryAfter)
                 case .slow: .slow
                 case .accept: .status(200, retryAfter: nil)
                 }
                 attempts[key, default: []].append(FlakyServer.Attempt(arrived: .now, answer: answer))
             }
-            return (verdict, behavior.delay)
+            if case .limited = verdict { return (verdict, .zero) }  // a limiter answers at once
+            return (verdict, behavior.delay + latency(behavior))
         }
+    }
+
+    /// The limiter's verdict: nil if the request may go on (it took a token). Under `lock`.
+    private func takeToken() -> Verdict? {
+        guard let bucket = behavior.limiter else { return nil }
+        let now = ContinuousClock.now
+        let elapsed = refilled.duration(to: now)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let available = min(Double(bucket.burst), (tokens ?? Double(bucket.burst)) + seconds * bucket.ratePerSecond)
+        refilled = now
+        guard available >= 1 else {
+            tokens = available
+            return .limited(status: HTTPStatusCode(bucket.status, phrase: bucket.status == 429 ? "Too Many Requests" : "Service Unavailable"),
+                            retryAfter: bucket.retryAfter)
+        }
+        tokens = available - 1
+        return nil
+    }
+
+    /// A draw from `latency`, or zero. Under `lock`.
+    private func latency(_ b: FlakyServer.Behavior) -> Duration {
+        guard let range = b.latency else { return .zero }
+        return range.lowerBound + (range.upperBound - range.lowerBound) * nextUnit()
     }
 
     /// One coin flip over the behaviour's rates, in this order: drop, 429, 503, slow, 500
@@ -113,7 +150,7 @@ final class ServerState: @unchecked Sendable {
     func statisticsResponse() -> HTTPResponse {
         let s = statistics
         let answered = s.answered.keys.sorted().map { "\"\($0)\":\(s.answered[$0]!)" }.joined(separator: ",")
-        let json = #"{"requests":\#(s.requests),"dropped":\#(s.dropped),"answered":{\#(answered)},"distinct_keys":\#(s.distinctKeys),"accepted_keys":\#(s.acceptedKeys),"duplicate_accepts":\#(s.duplicateAccepts)}"#
+        let json = #"{"requests":\#(s.requests),"refused":\#(s.refused),"dropped":\#(s.dropped),"answered":{\#(answered)},"distinct_keys":\#(s.distinctKeys),"accepted_keys":\#(s.acceptedKeys),"duplicate_accepts":\#(s.duplicateAccepts)}"#
         return HTTPResponse(statusCode: .ok, headers: [.contentType: "application/json"], body: Data(json.utf8))
     }
 }

@@ -1,0 +1,88 @@
+import Courier
+import FlakyServer
+import Foundation
+
+// `courier-bench --drain` (make bench-drain, issue 24): how fast a backlog reaches a server
+// that would take it, through the public API with default settings, on loopback, real time,
+// side by side in one run. One line per scenario: seconds until the last message was
+// delivered (or the cap, with how many were), requests sent, requests refused (429/503 from the
+// limiter or the outage), and the ideal time for that scenario.
+
+struct DrainScenario {
+    var name: String
+    var count: Int
+    var behavior: FlakyServer.Behavior
+    /// The best any client could do, and why.
+    var ideal: Duration?
+    var idealReason: String
+    /// For the outage: how long the server answers 503 before it recovers.
+    var outage: Duration?
+
+    /// Past this, the scenario stops and reports what was delivered: 5 times the ideal, at
+    /// least 150 s; 900 s where the retry policy sets the pace (its 300 s cap, with jitter).
+    var cap: Duration { ideal.map { max(.seconds(150), $0 * 5) } ?? .seconds(900) }
+}
+
+func drainScenarios() -> [DrainScenario] {
+    var latency = FlakyServer.Behavior(failureRate: 0, seed: 24)
+    latency.latency = .zero ... .milliseconds(400)
+    var limited503 = FlakyServer.Behavior(failureRate: 0, seed: 24)
+    limited503.limiter = .init(ratePerSecond: 20, burst: 10, status: 503)
+    var limited429 = FlakyServer.Behavior(failureRate: 0, seed: 24)
+    limited429.limiter = .init(ratePerSecond: 20, burst: 10, status: 429, retryAfter: "1")
+    var down = FlakyServer.Behavior(failureRate: 0, seed: 24)
+    down.unavailableRate = 1
+    return [
+        DrainScenario(name: "1,000 messages, 0–400 ms latency", count: 1000, behavior: latency,
+                      ideal: .seconds(1000 * 0.2 / 64), idealReason: "mean latency × count / 64 in flight"),
+        DrainScenario(name: "500 messages, limiter 20/s burst 10, 503 no Retry-After", count: 500, behavior: limited503,
+                      ideal: limited503.limiter!.idealDuration(of: 500), idealReason: "the limiter's pace"),
+        DrainScenario(name: "500 messages, limiter 20/s burst 10, 429 Retry-After: 1", count: 500, behavior: limited429,
+                      ideal: limited429.limiter!.idealDuration(of: 500), idealReason: "the limiter's pace"),
+        DrainScenario(name: "1,000 messages, 50% 500s (the challenge's server)", count: 1000,
+                      behavior: .init(failureRate: 0.5, seed: 24), ideal: nil, idealReason: "set by the retry policy: today's figure is the bar"),
+        DrainScenario(name: "500 messages, 30 s outage (503), then 200", count: 500, behavior: down,
+                      ideal: .seconds(30), idealReason: "the outage, then at once", outage: .seconds(30)),
+    ]
+}
+
+/// Runs the scenarios numbered in `only` (1-based), or all of them.
+func drainBenchmark(root: URL, only: Set<Int> = []) async throws {
+    say("-- drain at the server's pace: default settings, loopback, real time (issue 24)")
+    say("   scenario | seconds | requests | refused | ideal")
+    for (index, scenario) in drainScenarios().enumerated() where only.isEmpty || only.contains(index + 1) {
+        try await runDrain(scenario, directory: root.appendingPathComponent("drain-\(index)"))
+    }
+}
+
+private func runDrain(_ scenario: DrainScenario, directory: URL) async throws {
+    let server = try await FlakyServer(behavior: scenario.behavior)
+    let courier = try Courier(directory: directory, configuration: Courier.Configuration())
+    let url = await server.url
+    let start = ContinuousClock.now
+    for i in 0..<scenario.count { try courier.send(["n": i, "text": "hello"], to: url) }
+    var during = 0
+    if let outage = scenario.outage {
+        try await Task.sleep(until: start.advanced(by: outage))
+        during = server.statistics.requests
+        server.setBehavior(.init(failureRate: 0, seed: 24))
+    }
+    // Polls: the drain is measured to the nearest 50 ms; the cap bounds the loop.
+    while courier.pendingCount > 0 && start.duration(to: .now) < scenario.cap {
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    let elapsed = seconds(start.duration(to: .now))
+    let stats = server.statistics
+    let delivered = scenario.count - courier.pendingCount
+    let time = delivered == scenario.count ? String(format: "%.1f", elapsed)
+        : String(format: "not drained: %d of %d after %.0f", delivered, scenario.count, elapsed)
+    let refused = stats.refused + (scenario.outage == nil ? 0 : stats.answered[503, default: 0])
+    let ideal = scenario.ideal.map { String(format: "%.1f s", seconds($0)) } ?? "—"
+    var extra = ""
+    if let outage = scenario.outage {
+        extra = String(format: "; %d requests during the outage, drained %.1f s after it", during, elapsed - seconds(outage))
+    }
+    line(scenario.name, "\(time) s | \(stats.requests) | \(refused) | \(ideal) (\(scenario.idealReason))\(extra)")
+    await courier.close()
+    await server.stop()
+}
