@@ -160,10 +160,13 @@ bench-outage: deps
 # 1,000 messages at 0-400 ms latency; 500 against a 20/s limiter (burst 10) answering 503, then
 # 429 with Retry-After: 1; 1,000 to a server failing half the time; 500 through a 30 s outage.
 # One line each: seconds, requests, refused, the ideal. Each stops at max(150 s, 5 x ideal), the
-# challenge's at 900 s. DRAIN_SCENARIOS="2 3" runs those alone. About 10 minutes.
+# challenge's at 900 s. DRAIN_SCENARIOS="2 3" runs those alone. The 503 limiter's drain is drawn
+# (in flight, accepted, refused over time) to DRAIN_PLOT, the picture of the DocC article
+# "Retry and backoff". About 5 minutes.
 DRAIN_SCENARIOS ?=
+DRAIN_PLOT ?= Sources/Courier/Courier.docc/Resources/drain-limiter.svg
 bench-drain: deps
-	$(SWIFT) run $(TRAITS) -c release courier-bench --drain $(DRAIN_SCENARIOS)
+	$(SWIFT) run $(TRAITS) -c release courier-bench --drain $(DRAIN_SCENARIOS) $(DRAIN_PLOT)
 
 # Issue 19's background hand-off on the simulated system (virtual time; a debug build, since
 # nothing is timed; about two seconds once built). Line 1 (the first with "suspended"): 500

@@ -28,6 +28,8 @@ import Testing
         let steps = SeededRandomSource(seed: seed)
         func roll(_ n: UInt64) -> Int { Int(steps.next() % n) }
         var configuration = BackgroundHandOffTests.configuration(bound: 1 + roll(6))
+        // The default limit: at most its limit per destination in flight, engine and uploads.
+        configuration.concurrencyLimit = roll(2) == 0 ? .adaptive : ConcurrencyLimit(initialLimit: 1 + roll(3))
         configuration.random = SeededRandomSource(seed: seed).next
         let app = SimulatedApp(server: server.transport, configuration: configuration)
         await app.system.launch()

@@ -34,6 +34,10 @@ import Testing
         c.durability = .never
         c.backgroundUploads = Courier.BackgroundUploads(session: Unused())
         c.backgroundUploads?.maximumOutstandingTasks = bound
+        // Up to 64 uploads per destination at once, whatever it answers: these tests are about
+        // the hand-off's mechanics; its adaptive limit is tested in AdaptiveDeliveryTests and
+        // the property test.
+        c.concurrencyLimit = .fixed
         return c
     }
 

@@ -148,12 +148,16 @@ import Testing
         for status in [200, 204, 301, 400, 401, 404, 409] {
             #expect(DestinationBackoff.signal(for: .response(status: status)) == .healthy, "\(status)")
         }
-        for status in [408, 429, 500, 502, 503, 504] {
+        for status in [408, 500, 502, 504] {
             #expect(DestinationBackoff.signal(for: .response(status: status)) == .failing, "\(status)")
         }
-        for kind: TransportFailure.Kind in [.timeout, .connectionClosed, .connectionFailed, .tls] {
+        for status in [429, 503] {
+            #expect(DestinationBackoff.signal(for: .response(status: status)) == .overloaded, "\(status)")
+        }
+        for kind: TransportFailure.Kind in [.connectionClosed, .connectionFailed, .tls] {
             #expect(DestinationBackoff.signal(for: .failure(TransportFailure(kind, ""))) == .failing, "\(kind)")
         }
+        #expect(DestinationBackoff.signal(for: .failure(TransportFailure(.timeout, ""))) == .timedOut)
         #expect(DestinationBackoff.signal(for: .failure(TransportFailure(.other, ""))) == .neutral)
     }
 

@@ -70,7 +70,7 @@ func wholeAPI(appSupport: URL, serverURL: URL, csv: Data) async throws {
     // snippet: whole-api
     var configuration = Courier.Configuration()
     configuration.retry = RetryPolicy(initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(300))
-    configuration.maximumConcurrentDeliveries = 4
+    configuration.maximumConcurrentDeliveries = 64  // per destination, adaptive from 4 (concurrencyLimit)
     configuration.requestTimeout = .seconds(30)
 
     let courier = try await Courier.open(directory: appSupport.appendingPathComponent("outbox"),

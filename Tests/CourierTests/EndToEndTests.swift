@@ -20,6 +20,10 @@ import Testing
         c.clock = clock
         c.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(500))
         c.maximumConcurrentDeliveries = concurrency
+        // Exactly `concurrency` in flight: these tests step virtual time by 2 s, and a paced
+        // destination (the adaptive limit's answer to 429s) starts one request per step there.
+        // The adaptive limit is tested on virtual time in fine steps (AdaptiveDeliveryTests).
+        c.concurrencyLimit = .fixed
         // Real time (the default transport's clock): long enough that a request the server
         // answered is never timed out and sent again when the suite runs slowly (ThreadSanitizer,
         // all tests in parallel: one TSan run took 118 s here and saw 6 such duplicates at 10 s).

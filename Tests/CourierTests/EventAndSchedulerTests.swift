@@ -188,18 +188,21 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
         }
     }
 
-    /// Random operations with destinations going down and up, probes, holds and ordering keys:
-    /// after each step the invariants hold (index, heap, parked counts), no two messages of one
+    /// Random operations with destinations going down and up, refusing for load, probes,
+    /// holds and ordering keys, under an adaptive limit of at most 4 per destination: after each
+    /// step the invariants hold (index, heap, parked and sending counts), no two messages of one
     /// key are in flight at once, and a probe is only ever taken for a down destination.
     @Test(arguments: [false, true]) func randomOutagesProbesAndLanesKeepEveryInvariant(fifo: Bool) {
         let random = SeededRandomSource(seed: fifo ? 21 : 22)
         var p = Projection(fifoPerDestination: fifo)
+        p.origins.concurrency = ConcurrencyLimit(initialLimit: 2)
+        p.origins.maximumConcurrency = 4
         var inFlight: [MessageID] = []  // an array: a Set's order changes between runs
         var held: [MessageID] = []  // as `.always` holds a message until its fsync
         var keyOf: [MessageID: String] = [:]
         var sequence: UInt64 = 0
         var now: UInt64 = 0
-        var sawDown = false, sawProbe = false
+        var sawDown = false, sawProbe = false, sawHeld = false, sawLimited = false
         for step in 0..<6000 {
             sequence += 1
             now += random.next() % 50
@@ -222,17 +225,26 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
                     #expect(!held.contains(slot.id), "a held message went as a probe at step \(step)")
                     sawProbe = true
                     inFlight.append(slot.id)
-                } else if let slot = p.takeDue(nowMilliseconds: now) {
+                } else if let slot = p.takeHeld(nowMilliseconds: now) ?? p.takeDue(nowMilliseconds: now) {
                     #expect(!held.contains(slot.id), "a held message was taken at step \(step)")
+                    let o = p.origin(ofSlot: p.slotIndex(of: slot.id)!)
+                    #expect(p.origins[o].sending <= max(4, p.origins[o].flow.count + 4), "step \(step)")
+                    if p.origins.holding.contains(o) { sawHeld = true }
                     inFlight.append(slot.id)
                 }
             case 3, 4:
                 guard !inFlight.isEmpty else { break }
                 let taken = inFlight.remove(at: Int(random.next() % UInt64(inFlight.count)))
-                let failing = random.next() % 3 != 0
-                let change = p.observe(failing ? .failing : .healthy, slot: p.slotIndex(of: taken)!, nowMilliseconds: now,
-                                       failuresBeforeDown: 2, probeDelayMilliseconds: { UInt64($0) * 100 })
+                let signals: [Projection.DestinationSignal] = [.failing, .failing, .overloaded, .timedOut, .healthy, .healthy]
+                let signal = signals[Int(random.next() % UInt64(signals.count))]
+                let failing = signal != .healthy
+                let report = DestinationReport(signal: signal, nowMilliseconds: now, failuresBeforeDown: 2,
+                                               probeDelayMilliseconds: { UInt64($0) * 100 },
+                                               latencyMilliseconds: random.next() % 100, startedMilliseconds: now - min(now, 20),
+                                               retryAfterMilliseconds: random.next() % 4 == 0 ? 300 : nil)
+                let change = p.observe(report, slot: p.slotIndex(of: taken)!)
                 if case .wentDown = change { sawDown = true }
+                if case .limited = change { sawLimited = true }
                 if failing { p.retry(taken, attempts: 1, dueMilliseconds: now + 200) } else { p.remove(taken) }
             case 5:
                 guard !inFlight.isEmpty else { break }
@@ -252,6 +264,6 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
             #expect(Set(keys).count == keys.count, "two messages of one key in flight at step \(step)")
             if !p.checkInvariants() { return }
         }
-        #expect(sawDown && sawProbe, "the run exercised outages and probes")
+        #expect(sawDown && sawProbe && sawHeld && sawLimited, "the run exercised outages, probes, limits and load")
     }
 }

@@ -17,6 +17,8 @@ struct DrainScenario {
     var idealReason: String
     /// For the outage: how long the server answers 503 before it recovers.
     var outage: Duration?
+    /// Where to write the picture of this drain (`DrainPlot.swift`), if anywhere.
+    var plotTitle: String?
 
     /// Past this, the scenario stops and reports what was delivered: 5 times the ideal, at
     /// least 150 s; 900 s where the retry policy sets the pace (its 300 s cap, with jitter).
@@ -36,7 +38,8 @@ func drainScenarios() -> [DrainScenario] {
         DrainScenario(name: "1,000 messages, 0–400 ms latency", count: 1000, behavior: latency,
                       ideal: .seconds(1000 * 0.2 / 64), idealReason: "mean latency × count / 64 in flight"),
         DrainScenario(name: "500 messages, limiter 20/s burst 10, 503 no Retry-After", count: 500, behavior: limited503,
-                      ideal: limited503.limiter!.idealDuration(of: 500), idealReason: "the limiter's pace"),
+                      ideal: limited503.limiter!.idealDuration(of: 500), idealReason: "the limiter's pace",
+                      plotTitle: "500 messages against a 20/s limiter (burst 10, 503): default settings"),
         DrainScenario(name: "500 messages, limiter 20/s burst 10, 429 Retry-After: 1", count: 500, behavior: limited429,
                       ideal: limited429.limiter!.idealDuration(of: 500), idealReason: "the limiter's pace"),
         DrainScenario(name: "1,000 messages, 50% 500s (the challenge's server)", count: 1000,
@@ -46,18 +49,27 @@ func drainScenarios() -> [DrainScenario] {
     ]
 }
 
-/// Runs the scenarios numbered in `only` (1-based), or all of them.
-func drainBenchmark(root: URL, only: Set<Int> = []) async throws {
+/// Runs the scenarios numbered in `only` (1-based), or all of them; writes the plotted one's
+/// picture to `plot`, if given.
+func drainBenchmark(root: URL, only: Set<Int> = [], plot: URL? = nil) async throws {
     say("-- drain at the server's pace: default settings, loopback, real time (issue 24)")
     say("   scenario | seconds | requests | refused | ideal")
     for (index, scenario) in drainScenarios().enumerated() where only.isEmpty || only.contains(index + 1) {
-        try await runDrain(scenario, directory: root.appendingPathComponent("drain-\(index)"))
+        let trace = try await runDrain(scenario, directory: root.appendingPathComponent("drain-\(index)"))
+        if let plot, let title = scenario.plotTitle {
+            let limit = scenario.behavior.limiter?.ratePerSecond
+            try drainPlotSVG(trace, title: title, limitPerSecond: limit).write(to: plot, atomically: true, encoding: .utf8)
+            say("   (wrote \(plot.path))")
+        }
     }
 }
 
-private func runDrain(_ scenario: DrainScenario, directory: URL) async throws {
+private func runDrain(_ scenario: DrainScenario, directory: URL) async throws -> DrainTrace {
     let server = try await FlakyServer(behavior: scenario.behavior)
     let courier = try Courier(directory: directory, configuration: Courier.Configuration())
+    let trace = DrainTrace()
+    let events = courier.events
+    let listener = Task { for await event in events { trace.record(event) } }
     let url = await server.url
     let start = ContinuousClock.now
     for i in 0..<scenario.count { try courier.send(["n": i, "text": "hello"], to: url) }
@@ -85,4 +97,6 @@ private func runDrain(_ scenario: DrainScenario, directory: URL) async throws {
     line(scenario.name, "\(time) s | \(stats.requests) | \(refused) | \(ideal) (\(scenario.idealReason))\(extra)")
     await courier.close()
     await server.stop()
+    listener.cancel()
+    return trace
 }

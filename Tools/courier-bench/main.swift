@@ -90,7 +90,9 @@ if arguments.count == 3 && arguments[1] == "--flaky" {
 }
 if arguments.count >= 2 && arguments[1] == "--drain" {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-drain-\(getpid())")
-    try await drainBenchmark(root: directory, only: Set(arguments.dropFirst(2).compactMap { Int($0) }))
+    let rest = arguments.dropFirst(2)
+    let plot = rest.first { $0.hasSuffix(".svg") }.map { URL(fileURLWithPath: $0) }
+    try await drainBenchmark(root: directory, only: Set(rest.compactMap { Int($0) }), plot: plot)
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }

@@ -19,9 +19,15 @@ extension Courier {
         /// When to try again. The default is `RetryPolicy()`: 1 s × 2ⁿ⁻¹ capped at 300 s, full
         /// jitter, retry every failure forever.
         public var retry = RetryPolicy()
-        /// How many POSTs may be in flight at once. The default is 4 (URLSession's and browsers'
-        /// per-host connection counts are 4–6; more buys little against one server).
-        public var maximumConcurrentDeliveries = 4
+        /// How many POSTs may be in flight at once, in all and to one destination. The default is
+        /// 64: with the default `concurrencyLimit` (`.adaptive`), each destination starts at 4
+        /// and grows toward this while it answers promptly, and is cut back when it refuses for
+        /// load (figures: the DocC article "Retry and backoff"). With `.fixed`, exactly this many.
+        public var maximumConcurrentDeliveries = 64
+        /// How the limit per destination is found. The default is `.adaptive`: starts low, grows
+        /// on success, shrinks on 429, 503, timeouts and climbing latency, and paces a
+        /// destination that refuses for load at the rate it accepts (`ConcurrencyLimit`).
+        public var concurrencyLimit = ConcurrencyLimit.adaptive
         /// The limit for one whole request, enforced on every request by every transport.
         /// The default is 30 seconds.
         public var requestTimeout: Duration = .seconds(30)

@@ -160,8 +160,8 @@ extension Courier {
         let (verdict, decision, random) = judge(outcome, attempt: attempt.number, createdMilliseconds: state.createdMilliseconds,
                                                 nowMilliseconds: now)
         configuration.logger.debug("attempt ended: \(outcome) → \(decision)", metadata: Self.metadata(attempt, state))
-        let effects = outbox.record(verdict, of: attempt, outcome: outcome,
-                                    destination: destinationReport(outcome, nowMilliseconds: now, random: random))
+        let report = destinationReport(outcome, nowMilliseconds: now, random: random, startedMilliseconds: attempt.startedMilliseconds)
+        let effects = outbox.record(verdict, of: attempt, outcome: outcome, destination: report)
         effects.run()
         // The slot is free; settle waiters are told by the pump, after the compactor ran.
         end(token, tellSettleWaiters: false)
@@ -193,9 +193,17 @@ extension Courier {
 
     /// What `outcome` says about its destination, with the probe delay ready to compute under
     /// the outbox's lock (the random value is drawn here, outside it).
-    func destinationReport(_ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64) -> DestinationReport {
+    /// With `startedMilliseconds`, the outcome is an engine attempt's, taken then: its latency
+    /// is measured (a background upload's is not: the system chose when it ran).
+    func destinationReport(_ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64,
+                           startedMilliseconds: UInt64? = nil) -> DestinationReport {
         let backoff = configuration.destinationBackoff
         let policy = configuration.retry
+        var retryAfter: UInt64?
+        if case .response(let status, let header?) = outcome, DeliveryOutcome.honoursRetryAfter(status: status),
+           let asked = RetryAfter.parse(header, now: Date(timeIntervalSince1970: Double(now) / 1000)) {
+            retryAfter = UInt64(max(0, min(asked, policy.retryAfterLimit).seconds * 1000))
+        }
         return DestinationReport(
             signal: DestinationBackoff.signal(for: outcome), nowMilliseconds: now,
             failuresBeforeDown: backoff.isEnabled ? backoff.failuresBeforeDown : 0,
@@ -203,7 +211,10 @@ extension Courier {
                 let delay = DestinationBackoff.probeDelay(policy, failedProbes: failedProbes, outcome: outcome,
                                                           now: Double(now) / 1000, random: random)
                 return UInt64(max(0, delay.seconds * 1000))
-            })
+            },
+            latencyMilliseconds: startedMilliseconds.map { now - min(now, $0) },
+            startedMilliseconds: startedMilliseconds ?? 0, retryAfterMilliseconds: retryAfter,
+            wasAnswered: { if case .response = outcome { true } else { false } }())
     }
 
     /// The metadata of an attempt's log lines (never headers or the body).

@@ -13,6 +13,8 @@ final class Replayer {
 
     init(configuration: Courier.Configuration, directory: String) {
         projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
+        projection.origins.concurrency = configuration.concurrencyLimit
+        projection.origins.maximumConcurrency = configuration.maximumConcurrentDeliveries
         resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
         // The smallest record of a message is about 100 bytes: no more slots than that, and at
         // most 2M (128 MiB of address space; beyond it the array grows as usual). Reserved

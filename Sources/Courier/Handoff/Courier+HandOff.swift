@@ -81,7 +81,9 @@ extension Courier {
         // Each round follows a request made during the previous one; requests come from
         // completions, themselves bounded by the tasks made.
         while again {
-            let candidates = outbox.takeForHandOff(bound: uploads.maximumOutstandingTasks, isExcluded: uploads.isExcluded)
+            let candidates = outbox.takeForHandOff(bound: uploads.maximumOutstandingTasks,
+                                                   nowMilliseconds: currentInstant().wallMilliseconds,
+                                                   isExcluded: uploads.isExcluded)
             if !candidates.isEmpty { total += await handOff(candidates, uploads) }
             again = handOffControl.withLock { control -> Bool in
                 if control.passAgain && control.mayHandOff {

@@ -19,8 +19,9 @@ import Foundation
 /// | outcome | destination |
 /// |---|---|
 /// | 2xx, 1xx, 3xx, 4xx other than 408 and 429 | up (the server answered; 401 or 400 is about the message, not the server) |
-/// | 5xx, 429, 408 | failing |
-/// | timeout, connection refused or dropped, TLS | failing |
+/// | 429, 503 from a destination that answered 2xx in the last 10 s | busy, not failing: paced (`ConcurrencyLimit`) |
+/// | 429, 503 otherwise; other 5xx, 408 | failing |
+/// | timeout, connection refused or dropped, TLS | failing (a timeout also cuts the concurrency limit) |
 /// | other transport failures, a throwing `prepareRequest` | says nothing |
 ///
 /// State is in memory only: after a restart every destination starts up, and a dead one is
@@ -49,10 +50,12 @@ public struct DestinationBackoff: Sendable, Hashable {
     static func signal(for outcome: DeliveryOutcome) -> Projection.DestinationSignal {
         switch outcome {
         case .response(let status, _):
-            return status >= 500 || status == 429 || status == 408 ? .failing : .healthy
+            if status == 429 || status == 503 { return .overloaded }
+            return status >= 500 || status == 408 ? .failing : .healthy
         case .failure(let failure):
             switch failure.kind {
-            case .timeout, .connectionClosed, .connectionFailed, .tls: return .failing
+            case .timeout: return .timedOut
+            case .connectionClosed, .connectionFailed, .tls: return .failing
             case .cancelled, .other, .requestPreparation: return .neutral
             }
         }

@@ -9,6 +9,10 @@ import Foundation
 /// waiting in the origin's queue, and one at a time is taken as a probe when `nextProbe` comes.
 /// A failed probe pushes `nextProbe` out by the retry policy (attempt = failed probes); any
 /// healthy answer brings the destination back and makes every parked message due at once.
+///
+/// A destination that is up has a concurrency limit and, once it refused some requests for
+/// load, a pace (`ConcurrencyLimit`). A due message it cannot take yet is parked too, and taken
+/// from its queue, oldest first, as soon as a delivery ends or the pace allows.
 struct OriginTable {
     struct Outage {
         /// Wall time (ms) when it went down.
@@ -18,10 +22,6 @@ struct OriginTable {
         var nextProbeMilliseconds: UInt64
         /// The slot being probed, if a probe is in flight.
         var probe: UInt32?
-        /// Parked slots, oldest first. Entries may be stale (a slot unparked or freed since):
-        /// `parkedCount` is the exact number, and every pop re-checks the slot's flags.
-        var parked = SlotQueue()
-        var parkedCount = 0
     }
 
     struct Entry {
@@ -29,20 +29,38 @@ struct OriginTable {
         var name: String
         var consecutiveFailures = 0
         var outage: Outage?
+        /// Parked slots, oldest first: due, but held back by an outage (until a probe is
+        /// answered) or by the concurrency limit or pace (until a slot or the pace allows).
+        /// Entries may be stale (a slot unparked or freed since): `parkedCount` is the exact
+        /// number, and every pop re-checks the slot's flags.
+        var parked = SlotQueue()
+        var parkedCount = 0
+        /// Deliveries under way (engine attempts and background uploads).
+        var sending = 0
+        /// The last 2xx (wall ms): a 429 or 503 soon after it is load, not an outage.
+        var lastHealthyMilliseconds: UInt64?
+        /// What the concurrency policy has learned of it.
+        var flow: ConcurrencyLimit.Flow
     }
 
     private(set) var entries: [Entry] = []
     private var indexByName: [String: UInt32] = [:]
     /// Origins with an outage, so scheduling never scans every origin. Few at any time.
     private(set) var down: [UInt32] = []
+    /// Origins that may have parked slots while up (held by their limit or pace). May hold
+    /// origins with none left; `takeHeld` drops them. Few at any time.
+    var holding: [UInt32] = []
+    /// The concurrency policy, and its bound (`maximumConcurrentDeliveries`).
+    var concurrency = ConcurrencyLimit.fixed
+    var maximumConcurrency = 1_000
 
     /// The index of the origin `url` belongs to, adding it if new. Called once per distinct URL
     /// (the URL table interns first), so parsing here is off the per-message path.
     mutating func intern(url: String) -> UInt32 {
         let name = Self.origin(of: url)
         if let known = indexByName[name] { return known }
-        // Bounded by the distinct origins an app posts to; never freed (a few bytes each).
-        entries.append(Entry(name: name))
+        // Bounded by the distinct origins an app posts to; never freed (a few hundred bytes each).
+        entries.append(Entry(name: name, flow: concurrency.initialFlow(maximum: maximumConcurrency)))
         indexByName[name] = UInt32(entries.count - 1)
         return UInt32(entries.count - 1)
     }
@@ -69,7 +87,7 @@ struct OriginTable {
         down.append(origin)
     }
 
-    /// Ends the outage; returns it (with the parked queue, for the caller to unpark).
+    /// Ends the outage; returns it (the caller unparks the parked queue).
     mutating func markUp(_ origin: UInt32) -> Outage? {
         guard let outage = entries[Int(origin)].outage else { return nil }
         entries[Int(origin)].outage = nil
@@ -81,8 +99,18 @@ struct OriginTable {
     /// probe in flight.
     var earliestProbe: UInt64? {
         down.lazy.compactMap { o -> UInt64? in
-            guard let outage = entries[Int(o)].outage, outage.probe == nil, outage.parkedCount > 0 else { return nil }
+            guard let outage = entries[Int(o)].outage, outage.probe == nil, entries[Int(o)].parkedCount > 0 else { return nil }
             return outage.nextProbeMilliseconds
+        }.min()
+    }
+
+    /// The earliest time an origin that is up and holds parked slots may start one, if only its
+    /// pace holds it back (one at its limit waits for a delivery to end, not for a time).
+    var earliestHeldStart: UInt64? {
+        holding.lazy.compactMap { o -> UInt64? in
+            let entry = self.entries[Int(o)]
+            guard entry.outage == nil, entry.parkedCount > 0 else { return nil }
+            return self.concurrency.nextStart(entry.flow, sending: entry.sending)
         }.min()
     }
 

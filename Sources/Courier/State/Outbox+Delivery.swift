@@ -5,6 +5,9 @@ import Foundation
 struct Attempt: Sendable {
     var id: MessageID
     var number: Int
+    /// When it was taken (wall ms): its outcome says nothing new to the concurrency policy if
+    /// the policy cut the limit since.
+    var startedMilliseconds: UInt64 = 0
 }
 
 /// What an attempt's outcome says about its destination, with what the projection needs to
@@ -15,6 +18,13 @@ struct DestinationReport {
     /// 0: destination backoff is off.
     var failuresBeforeDown: Int
     var probeDelayMilliseconds: (Int) -> UInt64
+    /// From taking the message to its outcome (nil: not measured, e.g. a background upload).
+    var latencyMilliseconds: UInt64? = nil
+    var startedMilliseconds: UInt64 = 0
+    /// The server's `Retry-After` on a 429 or 503, clamped to the policy's limit.
+    var retryAfterMilliseconds: UInt64? = nil
+    /// The server answered (an HTTP status), whatever it said.
+    var wasAnswered = false
 }
 
 /// What was decided about an attempt's outcome (by the retry policy, outside the lock).
@@ -34,10 +44,12 @@ extension Outbox {
             guard !state.closed else { return [] }
             var attempts: [Attempt] = []
             // Each turn takes one message: bounded by `limit`.
-            // Probes of down destinations first (at most one per destination), then due messages.
+            // Probes of down destinations first (at most one per destination), then messages
+            // parked by a destination's limit or pace (the oldest), then due messages.
             while attempts.count < limit, let slot = state.projection.takeProbe(nowMilliseconds: nowMilliseconds)
+                ?? state.projection.takeHeld(nowMilliseconds: nowMilliseconds)
                 ?? state.projection.takeDue(nowMilliseconds: nowMilliseconds) {
-                let attempt = Attempt(id: slot.id, number: Int(slot.attempts) + 1)
+                let attempt = Attempt(id: slot.id, number: Int(slot.attempts) + 1, startedMilliseconds: nowMilliseconds)
                 for subscriber in state.subscribers.values { subscriber.yield(.attempt(attempt.id, number: attempt.number)) }
                 attempts.append(attempt)
             }
@@ -103,11 +115,18 @@ extension Outbox {
                 state.handOffs[id] = nil
             }
             // The destination first: a recovery unparks the others before this one resolves.
-            let change = state.projection.observe(destination.signal, slot: slot, nowMilliseconds: destination.nowMilliseconds,
-                                                  failuresBeforeDown: destination.failuresBeforeDown,
-                                                  probeDelayMilliseconds: destination.probeDelayMilliseconds)
+            let change = state.projection.observe(destination, slot: slot)
+            var verdict = verdict
             switch change {
             case .none: break
+            case .limited:
+                // Refused for load by a destination that is answering: retried at its pace (the
+                // parked queue), after the server's `Retry-After` if it gave one, not on the
+                // message's own backoff.
+                if case .retry = verdict {
+                    let wait = destination.retryAfterMilliseconds ?? 0
+                    verdict = .retry(dueMilliseconds: destination.nowMilliseconds + wait, delay: .milliseconds(Int64(wait)))
+                }
             case .wentDown(let origin, let failures):
                 effects.emit(.destinationDown(origin, consecutiveFailures: failures))
             case .recovered(let origin, let downMilliseconds, let released):
@@ -154,8 +173,8 @@ extension Outbox {
             // Says nothing about its destination; but if it was a down destination's probe, the
             // next probe waits too (or an unreadable probe would be taken again at once, forever:
             // found by the hand-off property test, a disk failing under a down destination).
-            _ = state.projection.observe(.neutral, slot: i, nowMilliseconds: dueMilliseconds, failuresBeforeDown: 0,
-                                         probeDelayMilliseconds: { _ in 0 })
+            _ = state.projection.observe(DestinationReport(signal: .neutral, nowMilliseconds: dueMilliseconds,
+                                                           failuresBeforeDown: 0, probeDelayMilliseconds: { _ in 0 }), slot: i)
             state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
             effects.emit(.storageFailed("could not read message \(id) back from the log: \(error)"))
         }.1

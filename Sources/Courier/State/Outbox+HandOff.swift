@@ -6,13 +6,14 @@ import CourierLog
 extension Outbox {
     /// Takes messages to hand off, up to `bound` handed off or starting in all; `isExcluded`
     /// names destinations that are never handed off.
-    func takeForHandOff(bound: Int, isExcluded: (String) -> Bool) -> [Projection.HandOffCandidate] {
+    func takeForHandOff(bound: Int, nowMilliseconds: UInt64,
+                        isExcluded: (String) -> Bool) -> [Projection.HandOffCandidate] {
         mutate { state, _ -> [Projection.HandOffCandidate] in
             guard !state.closed else { return [] }
             let free = bound - state.handOffs.count - state.handOffsStarting
             guard free > 0 else { return [] }
             let foregroundOnly = state.foregroundOnly
-            let taken = state.projection.takeForHandOff(limit: free) { slot, url in
+            let taken = state.projection.takeForHandOff(limit: free, nowMilliseconds: nowMilliseconds) { slot, url in
                 foregroundOnly.contains(slot.id) || isExcluded(url)
             }
             state.handOffsStarting += taken.count

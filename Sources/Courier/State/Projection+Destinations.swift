@@ -1,11 +1,16 @@
-/// Backoff per destination (see `OriginTable`): parking the messages of a destination that is
-/// down, taking one of them at a time as its probe, and bringing them all back when it answers.
+/// Backoff and concurrency per destination (see `OriginTable`): parking the messages of a
+/// destination that is down or at its limit, taking them back one at a time (as a probe, or as
+/// the limit and pace allow), and bringing them all back when a down destination answers.
 extension Projection {
     /// What one attempt's outcome says about its destination (`DestinationBackoff.signal`).
     enum DestinationSignal: Equatable {
         /// The server answered something other than 5xx, 429 or 408: it is up.
         case healthy
-        /// A connection error, a timeout, TLS, 5xx, 429 or 408: the destination is in trouble.
+        /// 429 or 503: load, if the destination answered 2xx lately; else an outage's failure.
+        case overloaded
+        /// A timeout: too much in flight, if the destination answered 2xx lately; and a failure.
+        case timedOut
+        /// A connection error, TLS, other 5xx or 408: the destination is in trouble.
         case failing
         /// Says nothing about the destination (a local failure, e.g. `prepareRequest` threw).
         case neutral
@@ -16,6 +21,9 @@ extension Projection {
         case none
         case wentDown(origin: String, consecutiveFailures: Int)
         case recovered(origin: String, downMilliseconds: UInt64, released: Int)
+        /// A refusal for load from a destination that is answering: the message is retried at
+        /// the destination's pace, not on its own backoff.
+        case limited
     }
 
     func origin(ofSlot i: UInt32) -> UInt32 { destinations.origin(slots[Int(i)].destination) }
@@ -32,20 +40,64 @@ extension Projection {
         if origins.isDown(origin(ofSlot: i)) { park(i) } else { heapPush(i) }
     }
 
+    /// Parks slot `i` (out of the heap) in its origin's queue.
     mutating func park(_ i: UInt32) {
         let o = origin(ofSlot: i)
-        assert(slots[Int(i)].heapIndex == Self.notInHeap && origins.isDown(o))
+        assert(slots[Int(i)].heapIndex == Self.notInHeap && !slots[Int(i)].flags.contains(.parked))
         slots[Int(i)].flags.insert(.parked)
-        origins[o].outage!.parked.append(i)
-        origins[o].outage!.parkedCount += 1
+        origins[o].parked.append(i)
+        origins[o].parkedCount += 1
+        if !origins.isDown(o) && !origins.holding.contains(o) { origins.holding.append(o) }
     }
 
-    /// Bookkeeping for a slot leaving the parked state other than by `unparkAll` or a probe
-    /// (its message was removed). The queue entry goes stale; pops skip it.
+    /// Bookkeeping for a slot leaving the parked state other than by a pop (its message was
+    /// removed or held). The queue entry goes stale; pops skip it.
     mutating func unparked(_ i: UInt32) {
-        let o = origin(ofSlot: i)
         slots[Int(i)].flags.remove(.parked)
-        if origins.isDown(o) { origins[o].outage!.parkedCount -= 1 }
+        origins[origin(ofSlot: i)].parkedCount -= 1
+    }
+
+    /// Pops origin `o`'s oldest parked slot (stale entries are skipped; bounded by the queue).
+    private mutating func popParked(_ o: UInt32) -> UInt32? {
+        while let i = origins[o].parked.popFirst() {
+            guard slots[Int(i)].flags.contains(.parked), origin(ofSlot: i) == o else { continue }
+            slots[Int(i)].flags.remove(.parked)
+            origins[o].parkedCount -= 1
+            return i
+        }
+        assert(origins[o].parkedCount == 0, "parkedCount said a slot was parked")
+        return nil
+    }
+
+    /// The oldest parked slot of origin `o`, left in place (stale entries are dropped).
+    func firstParked(_ o: UInt32) -> UInt32? {
+        var queue = origins[o].parked
+        while let i = queue.popFirst() {
+            if slots[Int(i)].flags.contains(.parked), origin(ofSlot: i) == o { return i }
+        }
+        return nil
+    }
+
+    /// Marks slot `i` in flight as a delivery to its destination: it counts toward the limit,
+    /// and moves the pace on.
+    mutating func startSending(_ i: UInt32, nowMilliseconds now: UInt64) {
+        let o = origin(ofSlot: i)
+        slots[Int(i)].flags.formUnion([.inFlight, .sending])
+        origins[o].sending += 1
+        origins.concurrency.started(&origins[o].flow, nowMilliseconds: now)
+    }
+
+    /// Slot `i`'s delivery is over (or it was never one): its destination's count drops.
+    mutating func stopSending(_ i: UInt32) {
+        guard slots[Int(i)].flags.contains(.sending) else { return }
+        slots[Int(i)].flags.remove(.sending)
+        origins[origin(ofSlot: i)].sending -= 1
+        assert(origins[origin(ofSlot: i)].sending >= 0)
+    }
+
+    /// Whether origin `o` (up) may start one more delivery now.
+    func mayStart(_ o: UInt32, nowMilliseconds now: UInt64) -> Bool {
+        origins.concurrency.mayStart(origins[o].flow, sending: origins[o].sending, nowMilliseconds: now)
     }
 
     /// If slot `i` is its destination's probe, the probe is over (its outcome is recorded by
@@ -57,78 +109,104 @@ extension Projection {
 
     /// Takes the next probe due at `nowMilliseconds`: one parked message of a down destination
     /// whose probe time has come and that has no probe in flight. Marks it in flight.
-    mutating func takeProbe(nowMilliseconds: UInt64) -> Slot? {
+    mutating func takeProbe(nowMilliseconds now: UInt64) -> Slot? {
         for o in origins.down {
-            guard let outage = origins[o].outage, outage.probe == nil, outage.parkedCount > 0,
-                  outage.nextProbeMilliseconds <= nowMilliseconds else { continue }
-            // Stale entries are skipped; the queue holds at most every slot once per parking.
-            while let i = origins[o].outage!.parked.popFirst() {
-                guard slots[Int(i)].flags.contains(.parked), origin(ofSlot: i) == o else { continue }
-                slots[Int(i)].flags.remove(.parked)
-                slots[Int(i)].flags.insert(.inFlight)
-                origins[o].outage!.parkedCount -= 1
-                origins[o].outage!.probe = i
-                return slots[Int(i)]
-            }
-            assertionFailure("parkedCount said a slot was parked")
+            guard let outage = origins[o].outage, outage.probe == nil, origins[o].parkedCount > 0,
+                  outage.nextProbeMilliseconds <= now, let i = popParked(o) else { continue }
+            startSending(i, nowMilliseconds: now)
+            origins[o].outage!.probe = i
+            return slots[Int(i)]
+        }
+        return nil
+    }
+
+    /// Takes the oldest parked message of a destination that is up and whose limit and pace
+    /// now allow one more. Marks it in flight.
+    mutating func takeHeld(nowMilliseconds now: UInt64) -> Slot? {
+        // Bounded by the few origins holding messages; emptied ones are dropped on the way.
+        origins.holding = origins.holding.filter { !origins.isDown($0) && origins[$0].parkedCount > 0 }
+        for o in origins.holding where mayStart(o, nowMilliseconds: now) {
+            guard let i = popParked(o) else { continue }
+            startSending(i, nowMilliseconds: now)
+            return slots[Int(i)]
         }
         return nil
     }
 
     /// Records what an attempt of slot `i` said about its destination.
-    /// - Parameters:
-    ///   - failuresBeforeDown: consecutive failures that make a destination down (0: never).
-    ///   - probeDelayMilliseconds: the policy's delay after `n` failed probes (pure: no user
-    ///     code runs under the outbox's lock).
-    mutating func observe(_ signal: DestinationSignal, slot i: UInt32, nowMilliseconds now: UInt64,
-                          failuresBeforeDown: Int, probeDelayMilliseconds: (Int) -> UInt64) -> DestinationChange {
-        let o = origin(ofSlot: i)
-        switch signal {
+    mutating func observe(_ report: DestinationReport, slot i: UInt32) -> DestinationChange {
+        let o = origin(ofSlot: i), now = report.nowMilliseconds
+        let answering = origins[o].outage == nil && origins[o].lastHealthyMilliseconds.map {
+            now <= $0 + ConcurrencyLimit.answeredWithinMilliseconds
+        } ?? false
+        let policy = origins.concurrency, maximum = origins.maximumConcurrency
+        switch report.signal {
         case .healthy:
             origins[o].consecutiveFailures = 0
-            guard let outage = origins.markUp(o) else { return .none }
-            let released = unparkAll(outage, of: o, nowMilliseconds: now)
-            return .recovered(origin: origins[o].name, downMilliseconds: now - min(now, outage.sinceMilliseconds),
-                              released: released)
-        case .failing:
-            origins[o].consecutiveFailures += 1
-            if let outage = origins[o].outage {
-                if outage.probe == i {
-                    origins[o].outage!.probe = nil
-                    origins[o].outage!.failedProbes += 1
-                    origins[o].outage!.nextProbeMilliseconds = now + probeDelayMilliseconds(outage.failedProbes + 1)
-                }
+            origins[o].lastHealthyMilliseconds = now
+            guard let outage = origins.markUp(o) else {
+                policy.succeeded(&origins[o].flow, latencyMilliseconds: report.latencyMilliseconds,
+                                 startedMilliseconds: report.startedMilliseconds, sending: origins[o].sending,
+                                 nowMilliseconds: now, maximum: maximum)
                 return .none
             }
-            let failures = origins[o].consecutiveFailures
-            guard failuresBeforeDown > 0, failures >= failuresBeforeDown else { return .none }
-            // The failure that tipped it counts as the first failed probe.
-            origins.markDown(o, outage: OriginTable.Outage(sinceMilliseconds: now, failedProbes: 1,
-                                                          nextProbeMilliseconds: now + probeDelayMilliseconds(1)))
-            return .wentDown(origin: origins[o].name, consecutiveFailures: failures)
+            policy.recovered(&origins[o].flow, maximum: maximum)
+            let released = unparkAll(of: o, nowMilliseconds: now)
+            return .recovered(origin: origins[o].name, downMilliseconds: now - min(now, outage.sinceMilliseconds),
+                              released: released)
+        case .overloaded where answering:
+            policy.refused(&origins[o].flow, retryAfterMilliseconds: report.retryAfterMilliseconds,
+                           startedMilliseconds: report.startedMilliseconds, nowMilliseconds: now, maximum: maximum)
+            return policy.isAdaptive ? .limited : .none
+        case .timedOut where answering:
+            policy.timedOut(&origins[o].flow, startedMilliseconds: report.startedMilliseconds, nowMilliseconds: now,
+                            maximum: maximum)
+            return fail(slot: i, origin: o, report)
+        case .failing where answering && report.wasAnswered:
+            policy.served(&origins[o].flow, nowMilliseconds: now)
+            return fail(slot: i, origin: o, report)
+        case .overloaded, .timedOut, .failing:
+            return fail(slot: i, origin: o, report)
         case .neutral:
             if let outage = origins[o].outage, outage.probe == i {
                 origins[o].outage!.probe = nil
-                origins[o].outage!.nextProbeMilliseconds = now + probeDelayMilliseconds(max(1, outage.failedProbes))
+                origins[o].outage!.nextProbeMilliseconds = now + report.probeDelayMilliseconds(max(1, outage.failedProbes))
             }
             return .none
         }
     }
 
+    /// A failing outcome: a failed probe pushes the next one out; enough in a row make the
+    /// destination down.
+    private mutating func fail(slot i: UInt32, origin o: UInt32, _ report: DestinationReport) -> DestinationChange {
+        let now = report.nowMilliseconds
+        origins[o].consecutiveFailures += 1
+        if let outage = origins[o].outage {
+            if outage.probe == i {
+                origins[o].outage!.probe = nil
+                origins[o].outage!.failedProbes += 1
+                origins[o].outage!.nextProbeMilliseconds = now + report.probeDelayMilliseconds(outage.failedProbes + 1)
+            }
+            return .none
+        }
+        let failures = origins[o].consecutiveFailures
+        guard report.failuresBeforeDown > 0, failures >= report.failuresBeforeDown else { return .none }
+        // The failure that tipped it counts as the first failed probe.
+        origins.markDown(o, outage: OriginTable.Outage(sinceMilliseconds: now, failedProbes: 1,
+                                                      nextProbeMilliseconds: now + report.probeDelayMilliseconds(1)))
+        return .wentDown(origin: origins[o].name, consecutiveFailures: failures)
+    }
+
     /// The destination is back: every parked message becomes due now at the latest (attempt
     /// counts kept) and goes back into the heap. Returns how many.
-    private mutating func unparkAll(_ outage: OriginTable.Outage, of o: UInt32, nowMilliseconds now: UInt64) -> Int {
-        var queue = outage.parked
+    private mutating func unparkAll(of o: UInt32, nowMilliseconds now: UInt64) -> Int {
         var released = 0
         // Bounded by the queue's length: each entry is popped once.
-        while let i = queue.popFirst() {
-            guard slots[Int(i)].flags.contains(.parked), origin(ofSlot: i) == o else { continue }
-            slots[Int(i)].flags.remove(.parked)
+        while let i = popParked(o) {
             slots[Int(i)].dueMilliseconds = min(slots[Int(i)].dueMilliseconds, now)
             reschedule(i)
             released += 1
         }
-        assert(released == outage.parkedCount, "parkedCount tracks the parked slots exactly")
         return released
     }
 }

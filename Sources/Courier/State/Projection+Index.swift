@@ -180,18 +180,27 @@ extension Projection {
             live += 1
             guard lookup(slot.id) == UInt32(i) else { return "the id table finds slot \(i) by its id" }
             let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked) && isLaneHead(UInt32(i))
-            guard !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i))) else {
-                return "slot \(i) is parked only while its origin is down"
+            guard !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i)))
+                    || origins.holding.contains(origin(ofSlot: UInt32(i))) else {
+                return "slot \(i) is parked only while its origin is down or holding"
+            }
+            guard !slot.flags.contains(.sending) || slot.flags.contains(.inFlight) else {
+                return "slot \(i) is sending only while in flight"
             }
             guard schedulable == (slot.heapIndex != Self.notInHeap) else {
                 return "slot \(i) is in the heap exactly when schedulable (not in flight, not parked, its lane's head)"
             }
         }
-        // Each down origin's count of parked slots is exact (its queue may hold stale entries).
-        var parked: [UInt32: Int] = [:]
-        for (i, slot) in slots.enumerated() where slot.flags.contains(.parked) { parked[origin(ofSlot: UInt32(i)), default: 0] += 1 }
-        for o in origins.down where (origins[o].outage?.parkedCount ?? -1) != parked[o, default: 0] {
-            return "down origin \(o) counts its parked slots exactly"
+        // Each origin's counts of parked and sending slots are exact (its queue may hold stale
+        // entries).
+        var parked: [UInt32: Int] = [:], sending: [UInt32: Int] = [:]
+        for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
+            if slot.flags.contains(.parked) { parked[origin(ofSlot: UInt32(i)), default: 0] += 1 }
+            if slot.flags.contains(.sending) { sending[origin(ofSlot: UInt32(i)), default: 0] += 1 }
+        }
+        for o in origins.entries.indices.map(UInt32.init) {
+            guard origins[o].parkedCount == parked[o, default: 0] else { return "origin \(o) counts its parked slots exactly" }
+            guard origins[o].sending == sending[o, default: 0] else { return "origin \(o) counts its deliveries exactly" }
         }
         for (p, i) in heap.enumerated() {
             guard slots[Int(i)].heapIndex == UInt32(p) else { return "heap entry \(p) is recorded in its slot" }

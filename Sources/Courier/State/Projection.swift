@@ -37,11 +37,15 @@ struct Projection {
         static let live = Flags(rawValue: 1)
         /// An attempt is under way, or the message is held (its `.always` fsync is pending).
         static let inFlight = Flags(rawValue: 2)
-        /// Its destination is down: waiting in the origin's parked queue, out of the heap.
+        /// Due, but its destination is down or at its limit: waiting in the origin's parked
+        /// queue, out of the heap.
         static let parked = Flags(rawValue: 4)
         /// Its due time may be a server's `Retry-After` (its last attempt was answered 429 or
         /// 503 with one): opening clamps it to `retryAfterLimit`, not `maximumDelay`.
         static let dueFromRetryAfter = Flags(rawValue: 8)
+        /// In flight as a delivery (an attempt or a background upload; not a hold): counted in
+        /// its origin's `sending`.
+        static let sending = Flags(rawValue: 16)
 
         /// Live, and neither in flight nor parked: waiting for its due time (if its lane's head).
         var isWaiting: Bool { contains(.live) && isDisjoint(with: [.inFlight, .parked]) }
@@ -146,32 +150,34 @@ struct Projection {
     // MARK: Scheduling
 
     /// Takes the next message due at or before `nowMilliseconds`, and marks it in flight.
-    /// Messages of a destination that went down since they entered the heap are parked on the
-    /// way (each at most once: the loop is bounded by the heap's size).
-    mutating func takeDue(nowMilliseconds: UInt64) -> Slot? {
-        while let top = heap.first, slots[Int(top)].dueMilliseconds <= nowMilliseconds {
+    /// Messages of a destination that is down, or at its concurrency limit or pace, are parked
+    /// on the way (each at most once: the loop is bounded by the heap's size).
+    mutating func takeDue(nowMilliseconds now: UInt64) -> Slot? {
+        while let top = heap.first, slots[Int(top)].dueMilliseconds <= now {
             heapRemove(top)
-            if origins.isDown(origin(ofSlot: top)) {
+            let o = origin(ofSlot: top)
+            if origins.isDown(o) || !mayStart(o, nowMilliseconds: now) {
                 park(top)
                 continue
             }
-            slots[Int(top)].flags.insert(.inFlight)
+            startSending(top, nowMilliseconds: now)
             return slots[Int(top)]
         }
         return nil
     }
 
-    /// The earliest due time of a schedulable message or of a destination's next probe.
+    /// The earliest due time of a schedulable message, of a destination's next probe, or of
+    /// the pace of a destination holding parked messages.
     var earliestDue: UInt64? {
-        let message = heap.first.map { slots[Int($0)].dueMilliseconds }
-        guard let probe = origins.earliestProbe else { return message }
-        return min(message ?? probe, probe)
+        [heap.first.map { slots[Int($0)].dueMilliseconds }, origins.earliestProbe, origins.earliestHeldStart]
+            .compactMap { $0 }.min()
     }
 
     /// An attempt ended without resolving the message: record it and schedule the next one.
     mutating func retry(_ id: MessageID, attempts: UInt32, dueMilliseconds: UInt64) {
         guard let i = lookup(id) else { return }
         endProbe(i)
+        stopSending(i)
         slots[Int(i)].flags.remove(.inFlight)
         slots[Int(i)].attempts = attempts
         slots[Int(i)].dueMilliseconds = dueMilliseconds
@@ -193,6 +199,7 @@ struct Projection {
     mutating func release(_ id: MessageID) {
         guard let i = lookup(id) else { return }
         endProbe(i)
+        stopSending(i)
         slots[Int(i)].flags.remove(.inFlight)
         reschedule(i)
     }
@@ -202,6 +209,7 @@ struct Projection {
         let slot = slots[Int(i)]
         if slot.heapIndex != Self.notInHeap { heapRemove(i) }
         endProbe(i)
+        stopSending(i)
         if slot.flags.contains(.parked) { unparked(i) }
         removeFromIndex(id)
         if slot.lane != LaneTable.none {

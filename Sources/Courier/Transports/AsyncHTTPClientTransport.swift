@@ -19,11 +19,17 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 
     /// Uses its own client, shut down by `shutdown()`. Redirects are not followed: a POST
     /// redirected elsewhere should be an explicit decision, and 3xx is retried like 5xx.
-    /// - Parameter clock: what the whole-request deadline is measured on. The default is
-    ///   `ContinuousClock()`.
-    public init(clock: any Clock<Duration> = ContinuousClock()) {
+    /// - Parameters:
+    ///   - maximumConnectionsPerHost: HTTP/1.1 connections kept to one host. The default is 64,
+    ///     `Courier.Configuration.maximumConcurrentDeliveries`'s default (AsyncHTTPClient's own
+    ///     is 8: requests beyond it would queue inside the client, hidden from Courier's limit).
+    ///     Over HTTP/2 (offered by a server over TLS), requests share one connection instead.
+    ///   - clock: what the whole-request deadline is measured on. The default is
+    ///     `ContinuousClock()`.
+    public init(maximumConnectionsPerHost: Int = 64, clock: any Clock<Duration> = ContinuousClock()) {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(1, maximumConnectionsPerHost)
         // A refused connection is reported at once instead of being retried until the request
         // deadline: otherwise an attempt to a dead port holds a delivery slot for the whole
         // timeout (measured: a live server beside a dead one got 8 of its 200 messages in 2 s).

@@ -75,7 +75,7 @@ extension Courier.Configuration {
     /// The default transport, where `defaultTransportProblem` is nil.
     func makeDefaultTransport() -> any DeliveryTransport {
         #if canImport(AsyncHTTPClient)
-        return AsyncHTTPClientTransport()
+        return AsyncHTTPClientTransport(maximumConnectionsPerHost: maximumConcurrentDeliveries)
         #elseif canImport(FoundationNetworking)
         preconditionFailure("no default transport on Linux without AsyncHTTPClient: defaultTransportProblem says so")
         #else

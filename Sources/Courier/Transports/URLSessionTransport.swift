@@ -54,11 +54,16 @@ public final class URLSessionTransport: DeliveryTransport {
     deinit { session.finishTasksAndInvalidate() }
 
     /// The session configuration the default transport uses: ephemeral (no cookies, no cache),
-    /// with `configuration`'s network-access policy. (swift-corelibs-foundation has only
+    /// as many connections per host as `maximumConcurrentDeliveries`, with `configuration`'s
+    /// network-access policy. (swift-corelibs-foundation has only
     /// `allowsCellularAccess`; the other two exist on Apple platforms only.)
     static func sessionConfiguration(for configuration: Courier.Configuration) -> URLSessionConfiguration {
         let session = URLSessionConfiguration.ephemeral
         session.allowsCellularAccess = configuration.allowsCellularAccess
+        // HTTP/1.1 connections per host (the default is 6 on iOS): as many as Courier may have
+        // in flight, so none queues inside the session, hidden from the concurrency limit.
+        // HTTP/2 multiplexes every request over one connection whatever this says.
+        session.httpMaximumConnectionsPerHost = configuration.maximumConcurrentDeliveries
         #if canImport(Darwin)
         session.allowsExpensiveNetworkAccess = configuration.allowsExpensiveNetworkAccess
         session.allowsConstrainedNetworkAccess = configuration.allowsConstrainedNetworkAccess

@@ -1,0 +1,195 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+/// The engine with the adaptive concurrency limit, in virtual time: a busy server is paced,
+/// not probed as dead; a refusal for load is retried at the destination's pace, not on the
+/// message's backoff; a fixed limit is exactly that; the hand-off keeps to the limit too.
+@Suite(.timeLimit(.minutes(1))) struct AdaptiveDeliveryTests {
+    /// A token bucket on the manual clock: `ratePerSecond` refill, `burst` capacity.
+    final class Limiter: @unchecked Sendable {
+        let lock = NSLock()
+        let clock: ManualClock
+        let ratePerSecond: Double, burst: Double
+        var tokens: Double
+        var last: Duration = .zero
+        var accepted = 0, refused = 0
+
+        init(clock: ManualClock, ratePerSecond: Double, burst: Double) {
+            self.clock = clock
+            self.ratePerSecond = ratePerSecond
+            self.burst = burst
+            tokens = burst
+        }
+
+        func admit() -> Bool {
+            lock.lock(); defer { lock.unlock() }
+            let now = clock.now.offset
+            tokens = min(burst, tokens + (now - last).seconds * ratePerSecond)
+            last = now
+            guard tokens >= 1 else {
+                refused += 1
+                return false
+            }
+            tokens -= 1
+            accepted += 1
+            return true
+        }
+    }
+
+    @Test(arguments: [(503, nil), (429, "1")] as [(Int, String?)])
+    func aBusyServerIsPacedAtItsRateNotProbedAsDead(status: Int, retryAfter: String?) async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let limiter = Limiter(clock: clock, ratePerSecond: 20, burst: 10)
+        let transport = ScriptedTransport { _ in
+            limiter.admit() ? .response(status: 200) : .response(status: status, retryAfter: retryAfter)
+        }
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport,
+                                                                                        jitter: .full))
+        let recorder = EventLog(courier.events)
+        for i in 0..<500 { try courier.send(["n": i], to: inbox) }
+        var elapsed = Duration.zero
+        // Steps of 10 ms, at most 60 virtual seconds.
+        while courier.pendingCount > 0 && elapsed < .seconds(60) {
+            await courier.settle()
+            await clock.advance(by: .milliseconds(10))
+            elapsed += .milliseconds(10)
+        }
+        await courier.close()
+        await recorder.finish()
+        let summary = "\(elapsed) for 500, \(limiter.accepted + limiter.refused) requests, \(limiter.refused) refused"
+        print("limiter \(status) on virtual time: \(summary)")
+        #expect(courier.pendingCount == 0, "\(summary)")
+        #expect(elapsed <= .seconds(31), "within 1.25 × the limiter's 24.5 s: \(summary)")
+        #expect(limiter.refused * 4 < limiter.accepted + limiter.refused, "fewer than 1 in 4 refused: \(summary)")
+        #expect(!recorder.events.contains { if case .destinationDown = $0 { true } else { false } }, "\(summary)")
+    }
+
+    @Test func aRefusalForLoadIsRetriedAtTheDestinationsPaceNotOnTheMessagesBackoff() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let calls = CallCounter()
+        // Answers 200, except the 11th request: 503, no Retry-After.
+        let transport = ScriptedTransport { _ in calls.next() == 11 ? .response(status: 503) : .response(status: 200) }
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let recorder = EventLog(courier.events)
+        for i in 0..<10 { try courier.send(["n": i], to: inbox) }
+        await courier.settle()
+        let refused = try courier.send(["n": 10], to: inbox)
+        await courier.settle()
+        // The pace is what the server served over the last second (10/s): one interval.
+        await clock.advance(by: .milliseconds(100))
+        await courier.settle()
+        await courier.close()
+        await recorder.finish()
+        let retryIn = recorder.events.compactMap { event -> Duration? in
+            if case .failed(refused, 1, _, let delay) = event { delay } else { nil }
+        }
+        #expect(retryIn == [.zero], "a busy server's refusal waits for the pace, not for 1 s of backoff")
+        #expect(recorder.events.contains { if case .delivered(refused, 2) = $0 { true } else { false } },
+                "delivered at the next pace slot, 100 ms later")
+    }
+
+    @Test func aRetryAfterFromABusyServerHoldsTheMessageAndItsDestination() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let calls = CallCounter()
+        let transport = ScriptedTransport { _ in
+            calls.next() == 11 ? .response(status: 429, retryAfter: "3") : .response(status: 200)
+        }
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        for i in 0..<10 { try courier.send(["n": i], to: inbox) }
+        await courier.settle()
+        let refused = try courier.send(["n": 10], to: inbox)
+        await courier.settle()
+        let other = try courier.send(["n": 11], to: inbox)
+        await courier.settle()
+        #expect(transport.requests.count == 11, "the destination is held: nothing more goes for 3 s")
+        await clock.advance(by: .milliseconds(2_990))
+        await courier.settle()
+        #expect(transport.requests.count == 11)
+        await clock.advance(by: .milliseconds(10))
+        await courier.settle()
+        #expect(transport.requests.count == 12, "then one, and the next at the pace the server accepted (10/s)")
+        await clock.advance(by: .milliseconds(100))
+        await courier.settle()
+        #expect(courier.pendingCount == 0)
+        #expect(Set(transport.requests.suffix(2).map(\.messageID)) == [refused, other])
+        await courier.close()
+    }
+
+    @Test func aFixedLimitKeepsExactlyThatManyInFlight() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let transport = ScriptedTransport()
+        transport.holdResponses = true
+        var config = testConfiguration(clock: clock, transport: transport)
+        config.concurrencyLimit = .fixed
+        config.maximumConcurrentDeliveries = 4
+        let courier = try Courier(directory: dir.url, configuration: config)
+        for i in 0..<50 { try courier.send(["n": i], to: inbox) }
+        await transport.waitForRequests(4)
+        // Anything more would have been started by the same pump: give it time to arrive.
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(transport.requests.count == 4)
+        transport.holdResponses = false
+        transport.release()
+        await courier.settle()
+        #expect(courier.pendingCount == 0)
+        #expect(transport.maximumInFlight == 4)
+        await courier.close()
+    }
+
+    @Test func anUnknownDestinationStartsAtFourInFlightAndGrowsWhileItAnswers() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let transport = ScriptedTransport()
+        transport.holdResponses = true
+        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        for i in 0..<200 { try courier.send(["n": i], to: inbox) }
+        await transport.waitForRequests(4)
+        // Anything more would have been started by the same pump: give it time to arrive.
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(transport.requests.count == 4, "starts low")
+        // The first round trip succeeds: the next round may be up to twice as wide.
+        transport.release(4)
+        await transport.waitForRequests(9)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(transport.heldCount > 4, "grew on success: \(transport.heldCount) in flight")
+        #expect(transport.heldCount <= 8, "at most doubled in one round trip: \(transport.heldCount)")
+        transport.holdResponses = false
+        transport.release()
+        await courier.settle()
+        #expect(courier.pendingCount == 0)
+        #expect(transport.maximumInFlight <= 64)
+        await courier.close()
+    }
+
+    @Test func theHandOffSendsNoMoreToADestinationThanItsLimitAllows() async throws {
+        let server = BackgroundHandOffTests.Server()
+        var config = BackgroundHandOffTests.configuration()
+        config.concurrencyLimit = .adaptive
+        let app = SimulatedApp(server: server.transport, configuration: config)
+        await app.system.launch()
+        app.courier?.pause()
+        for i in 0..<30 { _ = app.send("m\(i)", to: inbox) }
+        await app.enterBackground()
+        #expect(app.system.outstandingCount == 4, "the destination's limit, not the bound of 100")
+        await app.system.advance(by: .seconds(600))
+        #expect(app.courier?.pendingCount == 0)
+        #expect(server.transport.requests.count == 30)
+    }
+}
+
+/// Numbers calls from 1, from any thread.
+final class CallCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func next() -> Int {
+        lock.lock(); defer { lock.unlock() }
+        count += 1
+        return count
+    }
+}
