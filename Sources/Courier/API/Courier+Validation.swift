@@ -34,10 +34,12 @@ extension Courier.Configuration {
                 "maximumConcurrentDeliveries is \(maximumConcurrentDeliveries); it must be from 1 to 1000")
         let limit = concurrencyLimit
         require(limit.initialLimit >= 1 && limit.minimumLimit >= 1,
-                "concurrencyLimit's initialLimit (\(limit.initialLimit)) and minimumLimit (\(limit.minimumLimit)) must be at least 1")
+                "concurrencyLimit's initialLimit (\(limit.initialLimit)) and minimumLimit "
+                    + "(\(limit.minimumLimit)) must be at least 1")
         require(limit.backoffRatio > 0 && limit.backoffRatio < 1,
                 "concurrencyLimit.backoffRatio is \(limit.backoffRatio); it must be between 0 and 1")
-        require(limit.latencyTolerance > 1, "concurrencyLimit.latencyTolerance is \(limit.latencyTolerance); it must be above 1")
+        require(limit.latencyTolerance > 1,
+                "concurrencyLimit.latencyTolerance is \(limit.latencyTolerance); it must be above 1")
         require(requestTimeout > .zero, "requestTimeout must be positive (it is \(requestTimeout))")
         require(maximumMessageBytes >= 0, "maximumMessageBytes must not be negative")
         if log.problem == nil {

@@ -160,7 +160,8 @@ extension Courier {
         let (verdict, decision, random) = judge(outcome, attempt: attempt.number, createdMilliseconds: state.createdMilliseconds,
                                                 nowMilliseconds: now)
         configuration.logger.debug("attempt ended: \(outcome) → \(decision)", metadata: Self.metadata(attempt, state))
-        let report = destinationReport(outcome, nowMilliseconds: now, random: random, startedMilliseconds: attempt.startedMilliseconds)
+        let report = destinationReport(outcome, nowMilliseconds: now, random: random,
+                                       startedMilliseconds: attempt.startedMilliseconds)
         let effects = outbox.record(verdict, of: attempt, outcome: outcome, destination: report)
         effects.run()
         // The slot is free; settle waiters are told by the pump, after the compactor ran.

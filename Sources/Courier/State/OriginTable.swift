@@ -99,7 +99,8 @@ struct OriginTable {
     /// probe in flight.
     var earliestProbe: UInt64? {
         down.lazy.compactMap { o -> UInt64? in
-            guard let outage = entries[Int(o)].outage, outage.probe == nil, entries[Int(o)].parkedCount > 0 else { return nil }
+            guard let outage = entries[Int(o)].outage, outage.probe == nil,
+                  entries[Int(o)].parkedCount > 0 else { return nil }
             return outage.nextProbeMilliseconds
         }.min()
     }

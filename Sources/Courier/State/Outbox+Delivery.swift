@@ -125,7 +125,8 @@ extension Outbox {
                 // message's own backoff.
                 if case .retry = verdict {
                     let wait = destination.retryAfterMilliseconds ?? 0
-                    verdict = .retry(dueMilliseconds: destination.nowMilliseconds + wait, delay: .milliseconds(Int64(wait)))
+                    verdict = .retry(dueMilliseconds: destination.nowMilliseconds + wait,
+                                     delay: .milliseconds(Int64(wait)))
                 }
             case .wentDown(let origin, let failures):
                 effects.emit(.destinationDown(origin, consecutiveFailures: failures))
@@ -173,8 +174,9 @@ extension Outbox {
             // Says nothing about its destination; but if it was a down destination's probe, the
             // next probe waits too (or an unreadable probe would be taken again at once, forever:
             // found by the hand-off property test, a disk failing under a down destination).
-            _ = state.projection.observe(DestinationReport(signal: .neutral, nowMilliseconds: dueMilliseconds,
-                                                           failuresBeforeDown: 0, probeDelayMilliseconds: { _ in 0 }), slot: i)
+            let neutral = DestinationReport(signal: .neutral, nowMilliseconds: dueMilliseconds, failuresBeforeDown: 0,
+                                            probeDelayMilliseconds: { _ in 0 })
+            _ = state.projection.observe(neutral, slot: i)
             state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
             effects.emit(.storageFailed("could not read message \(id) back from the log: \(error)"))
         }.1

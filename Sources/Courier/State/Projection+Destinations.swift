@@ -170,7 +170,8 @@ extension Projection {
         case .neutral:
             if let outage = origins[o].outage, outage.probe == i {
                 origins[o].outage!.probe = nil
-                origins[o].outage!.nextProbeMilliseconds = now + report.probeDelayMilliseconds(max(1, outage.failedProbes))
+                let delay = report.probeDelayMilliseconds(max(1, outage.failedProbes))
+                origins[o].outage!.nextProbeMilliseconds = now + delay
             }
             return .none
         }

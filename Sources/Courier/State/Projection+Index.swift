@@ -199,8 +199,8 @@ extension Projection {
             if slot.flags.contains(.sending) { sending[origin(ofSlot: UInt32(i)), default: 0] += 1 }
         }
         for o in origins.entries.indices.map(UInt32.init) {
-            guard origins[o].parkedCount == parked[o, default: 0] else { return "origin \(o) counts its parked slots exactly" }
-            guard origins[o].sending == sending[o, default: 0] else { return "origin \(o) counts its deliveries exactly" }
+            if origins[o].parkedCount != parked[o, default: 0] { return "origin \(o) counts its parked slots exactly" }
+            if origins[o].sending != sending[o, default: 0] { return "origin \(o) counts its deliveries exactly" }
         }
         for (p, i) in heap.enumerated() {
             guard slots[Int(i)].heapIndex == UInt32(p) else { return "heap entry \(p) is recorded in its slot" }
