@@ -162,11 +162,13 @@ bench-outage: deps
 # One line each: seconds, requests, refused, the ideal. Each stops at max(150 s, 5 x ideal), the
 # challenge's at 900 s. DRAIN_SCENARIOS="2 3" runs those alone. The 503 limiter's drain is drawn
 # (in flight, accepted, refused over time) to DRAIN_PLOT, the picture of the DocC article
-# "Retry and backoff". About 5 minutes.
+# "Retry and backoff". Then 1,000 messages over TLS with ALPN h2 to a loopback HTTP/2 server:
+# connections and streams it saw (multiplexed: one connection). About 8 minutes.
 DRAIN_SCENARIOS ?=
 DRAIN_PLOT ?= Sources/Courier/Courier.docc/Resources/drain-limiter.svg
 bench-drain: deps
 	$(SWIFT) run $(TRAITS) -c release courier-bench --drain $(DRAIN_SCENARIOS) $(DRAIN_PLOT)
+	$(SWIFT) run $(TRAITS) -c release courier-bench --h2 1000
 
 # Issue 19's background hand-off on the simulated system (virtual time; a debug build, since
 # nothing is timed; about two seconds once built). Line 1 (the first with "suspended"): 500

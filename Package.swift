@@ -54,6 +54,10 @@ let package = Package(
         // connections; see README). Built on Linux only: Apple platforms use URLSession.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        // `courier-bench --h2` only: a TLS HTTP/2 loopback server (already in the graph as
+        // AsyncHTTPClient's dependencies; trait-conditional, so an app never pins them).
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.36.0"),
         // `make docs` (DocC); a command plugin: nothing of it is linked into Courier.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // Logging the ecosystem's way (`Configuration.logger`); silent unless the app sets one.
@@ -116,6 +120,10 @@ let package = Package(
             name: "courier-bench",
             dependencies: ["Courier", "FlakyServer",
                            .product(name: "AsyncHTTPClient", package: "async-http-client",
+                                    condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl",
+                                    condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
+                           .product(name: "NIOHTTP2", package: "swift-nio-http2",
                                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"]))],
             path: "Tools/courier-bench"),
         .executableTarget(name: "wal-bench", dependencies: ["CourierLog", .target(name: "CLZ4", condition: .when(platforms: [.linux]))],

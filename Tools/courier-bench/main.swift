@@ -88,6 +88,14 @@ if arguments.count == 3 && arguments[1] == "--flaky" {
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }
+#if canImport(AsyncHTTPClient) && canImport(NIOSSL) && canImport(NIOHTTP2)
+if arguments.count >= 2 && arguments[1] == "--h2" {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-h2-\(getpid())")
+    try await http2Benchmark(root: directory, count: arguments.count >= 3 ? Int(arguments[2]) ?? 1000 : 1000)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+#endif
 if arguments.count >= 2 && arguments[1] == "--drain" {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-drain-\(getpid())")
     let rest = arguments.dropFirst(2)
