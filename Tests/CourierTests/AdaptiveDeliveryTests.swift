@@ -1,5 +1,6 @@
 @testable import Courier
 import CourierTesting
+import FlakyServer
 import Foundation
 import Testing
 
@@ -7,34 +8,25 @@ import Testing
 /// not probed as dead; a refusal for load is retried at the destination's pace, not on the
 /// message's backoff; a fixed limit is exactly that; the hand-off keeps to the limit too.
 @Suite(.timeLimit(.minutes(1))) struct AdaptiveDeliveryTests {
-    /// A token bucket on the manual clock: `ratePerSecond` refill, `burst` capacity.
+    /// The test server's token bucket (`FlakyServer.TokenBucket`), on the manual clock.
     final class Limiter: @unchecked Sendable {
         let lock = NSLock()
         let clock: ManualClock
-        let ratePerSecond: Double, burst: Double
-        var tokens: Double
-        var last: Duration = .zero
+        let bucket: FlakyServer.TokenBucket
+        var level: FlakyServer.TokenBucket.Level
         var accepted = 0, refused = 0
 
-        init(clock: ManualClock, ratePerSecond: Double, burst: Double) {
+        init(clock: ManualClock, ratePerSecond: Double, burst: Int) {
             self.clock = clock
-            self.ratePerSecond = ratePerSecond
-            self.burst = burst
-            tokens = burst
+            bucket = FlakyServer.TokenBucket(ratePerSecond: ratePerSecond, burst: burst)
+            level = FlakyServer.TokenBucket.Level(full: bucket)
         }
 
         func admit() -> Bool {
             lock.lock(); defer { lock.unlock() }
-            let now = clock.now.offset
-            tokens = min(burst, tokens + (now - last).seconds * ratePerSecond)
-            last = now
-            guard tokens >= 1 else {
-                refused += 1
-                return false
-            }
-            tokens -= 1
-            accepted += 1
-            return true
+            let admitted = level.take(bucket, at: clock.now.offset)
+            if admitted { accepted += 1 } else { refused += 1 }
+            return admitted
         }
     }
 
@@ -70,7 +62,7 @@ import Testing
     @Test func aRefusalForLoadIsRetriedAtTheDestinationsPaceNotOnTheMessagesBackoff() async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
-        let calls = CallCounter()
+        let calls = Counter()
         // Answers 200, except the 11th request: 503, no Retry-After.
         let transport = ScriptedTransport { _ in calls.next() == 11 ? .response(status: 503) : .response(status: 200) }
         let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
@@ -95,7 +87,7 @@ import Testing
     @Test func aRetryAfterFromABusyServerHoldsTheMessageAndItsDestination() async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
-        let calls = CallCounter()
+        let calls = Counter()
         let transport = ScriptedTransport { _ in
             calls.next() == 11 ? .response(status: 429, retryAfter: "3") : .response(status: 200)
         }
@@ -180,16 +172,5 @@ import Testing
         await app.system.advance(by: .seconds(600))
         #expect(app.courier?.pendingCount == 0)
         #expect(server.transport.requests.count == 30)
-    }
-}
-
-/// Numbers calls from 1, from any thread.
-final class CallCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func next() -> Int {
-        lock.lock(); defer { lock.unlock() }
-        count += 1
-        return count
     }
 }

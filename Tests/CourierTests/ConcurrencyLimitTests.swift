@@ -1,5 +1,6 @@
 @testable import Courier
 import CourierTesting
+import FlakyServer
 import Testing
 
 /// The adaptive concurrency limit as a pure value, in virtual time (milliseconds): it grows on
@@ -198,18 +199,18 @@ import Testing
         }
     }
 
-    /// A token bucket in front of a server, in 1 ms steps; refused requests go back to the end
+    /// The test server's token bucket in front of it, in 1 ms steps; refused requests go back to the end
     /// of the queue, as the outbox's parked queue does. Bounded by 120 virtual seconds.
-    func simulateLimiter(messages: Int, ratePerSecond: Double, burst: Double,
+    func simulateLimiter(messages: Int, ratePerSecond: Double, burst: Int,
                          retryAfterMilliseconds: UInt64?) -> LimiterResult {
         let roundTripMilliseconds: UInt64 = 2
         var flow = policy.initialFlow(maximum: maximum)
-        var tokens = burst
+        let bucket = FlakyServer.TokenBucket(ratePerSecond: ratePerSecond, burst: burst)
+        var level = FlakyServer.TokenBucket.Level(full: bucket)
         var queued = messages
         var inFlight: [(end: UInt64, started: UInt64, accepted: Bool)] = []
         var result = LimiterResult()
         for now in UInt64(0)..<120_000 {
-            tokens = min(burst, tokens + ratePerSecond / 1_000)
             let ended = inFlight.filter { $0.end <= now }
             inFlight.removeAll { $0.end <= now }
             for request in ended {
@@ -233,8 +234,7 @@ import Testing
                 policy.started(&flow, nowMilliseconds: now)
                 queued -= 1
                 result.requests += 1
-                let accepted = tokens >= 1
-                if accepted { tokens -= 1 }
+                let accepted = level.take(bucket, at: .milliseconds(now))
                 inFlight.append((now + roundTripMilliseconds, now, accepted))
             }
         }

@@ -182,4 +182,6 @@ final class Counter: @unchecked Sendable {
     private var n = 0
     func increment() { lock.withLock { n += 1 } }
     var value: Int { lock.withLock { n } }
+    /// Counts one more and returns the count (1 for the first call).
+    func next() -> Int { lock.withLock { n += 1; return n } }
 }

@@ -75,6 +75,10 @@ struct SlotQueue {
 
     mutating func append(_ slot: UInt32) { items.append(slot) }
 
+    /// The first slot, from the head, for which `isLive` holds (stale entries are skipped,
+    /// not removed): no copy, no mutation.
+    func first(where isLive: (UInt32) -> Bool) -> UInt32? { items[head...].first(where: isLive) }
+
     /// Removes and returns the head.
     mutating func popFirst() -> UInt32? {
         guard let slot = first else { return nil }

@@ -69,13 +69,9 @@ extension Projection {
         return nil
     }
 
-    /// The oldest parked slot of origin `o`, left in place (stale entries are dropped).
+    /// The oldest parked slot of origin `o`, left in place.
     func firstParked(_ o: UInt32) -> UInt32? {
-        var queue = origins[o].parked
-        while let i = queue.popFirst() {
-            if slots[Int(i)].flags.contains(.parked), origin(ofSlot: i) == o { return i }
-        }
-        return nil
+        origins[o].parked.first { slots[Int($0)].flags.contains(.parked) && origin(ofSlot: $0) == o }
     }
 
     /// Marks slot `i` in flight as a delivery to its destination: it counts toward the limit,

@@ -169,8 +169,9 @@ struct Projection {
     /// The earliest due time of a schedulable message, of a destination's next probe, or of
     /// the pace of a destination holding parked messages.
     var earliestDue: UInt64? {
-        [heap.first.map { slots[Int($0)].dueMilliseconds }, origins.earliestProbe, origins.earliestHeldStart]
-            .compactMap { $0 }.min()
+        func earlier(_ a: UInt64?, _ b: UInt64?) -> UInt64? { a.map { min($0, b ?? $0) } ?? b }
+        return earlier(earlier(heap.first.map { slots[Int($0)].dueMilliseconds }, origins.earliestProbe),
+                       origins.earliestHeldStart)
     }
 
     /// An attempt ended without resolving the message: record it and schedule the next one.

@@ -68,6 +68,30 @@ public final class FlakyServer: Sendable {
         public func idealDuration(of count: Int) -> Duration {
             .seconds(Double(max(0, count - burst)) / ratePerSecond)
         }
+
+        /// The bucket's fill at a moment, as a pure value: the server drives it on its clock,
+        /// tests on virtual time.
+        public struct Level: Sendable {
+            public private(set) var tokens: Double
+            private var refilled: Duration
+
+            /// A full bucket at `time`.
+            public init(full bucket: TokenBucket, at time: Duration = .zero) {
+                tokens = Double(bucket.burst)
+                refilled = time
+            }
+
+            /// Refills up to `time`, then takes a token if there is one: false is a refusal.
+            public mutating func take(_ bucket: TokenBucket, at time: Duration) -> Bool {
+                let elapsed = time - refilled
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                tokens = min(Double(bucket.burst), tokens + max(0, seconds) * bucket.ratePerSecond)
+                refilled = max(refilled, time)
+                guard tokens >= 1 else { return false }
+                tokens -= 1
+                return true
+            }
+        }
     }
 
     /// One request as the server saw it: when it arrived (after its body was read) and what

@@ -9,9 +9,9 @@ final class ServerState: @unchecked Sendable {
     private var stats = FlakyServer.Statistics()
     private var keys: [String: Bool] = [:]  // key → accepted
     private var attempts: [String: [FlakyServer.Attempt]] = [:]
-    /// The limiter's tokens, as of `refilled`.
-    private var tokens: Double?
-    private var refilled = ContinuousClock.now
+    /// The limiter's fill (nil until its first request: full then), on a clock from `started`.
+    private var level: FlakyServer.TokenBucket.Level?
+    private let started = ContinuousClock.now
 
     init(behavior: FlakyServer.Behavior) {
         self.behavior = behavior
@@ -93,17 +93,13 @@ final class ServerState: @unchecked Sendable {
     /// The limiter's verdict: nil if the request may go on (it took a token). Under `lock`.
     private func takeToken() -> Verdict? {
         guard let bucket = behavior.limiter else { return nil }
-        let now = ContinuousClock.now
-        let elapsed = refilled.duration(to: now)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let available = min(Double(bucket.burst), (tokens ?? Double(bucket.burst)) + seconds * bucket.ratePerSecond)
-        refilled = now
-        guard available >= 1 else {
-            tokens = available
+        let now = started.duration(to: .now)
+        var level = self.level ?? FlakyServer.TokenBucket.Level(full: bucket, at: now)
+        defer { self.level = level }
+        guard level.take(bucket, at: now) else {
             return .limited(status: HTTPStatusCode(bucket.status, phrase: bucket.status == 429 ? "Too Many Requests" : "Service Unavailable"),
                             retryAfter: bucket.retryAfter)
         }
-        tokens = available - 1
         return nil
     }
 
