@@ -98,7 +98,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // A loopback HTTP server that fails on purpose (500s, drops, delays, 429 + Retry-After).
-        .target(name: "FlakyServer", dependencies: [.product(name: "FlyingFox", package: "FlyingFox")],
+        .target(name: "FlakyServer", dependencies: ["CourierLog", .product(name: "FlyingFox", package: "FlyingFox")],
                 path: "Tools/flaky-server/Core"),
         .executableTarget(
             name: "flaky-server",
@@ -112,7 +112,7 @@ let package = Package(
             dependencies: ["WALDumpCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tools/wal-dump/CLI"
         ),
-        .executableTarget(name: "courier-load", dependencies: ["Courier"], path: "Tools/courier-load"),
+        .executableTarget(name: "courier-load", dependencies: ["Courier", "CourierLog"], path: "Tools/courier-load"),
         // `make bench-background`: background hand-off on the simulated system (virtual time).
         .executableTarget(name: "courier-background-bench", dependencies: ["Courier", "CourierTesting"],
                           path: "Tools/courier-background-bench"),

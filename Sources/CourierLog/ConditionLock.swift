@@ -6,13 +6,14 @@ import Musl
 import Darwin
 #endif
 
-/// A pthread mutex with one condition variable. `Synchronization.Mutex` would do, but needs
-/// iOS 18 / macOS 15, and this package supports iOS 16 / macOS 13.
-final class ConditionLock {
+/// A pthread mutex with one condition variable: the log's waits (group commit, appends), and
+/// the lock under `Locked`, and the simulated file system's. `Synchronization.Mutex` would
+/// do, but needs iOS 18 / macOS 15, and this package supports iOS 16 / macOS 13.
+package final class ConditionLock {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    package init() {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
     }
@@ -24,15 +25,15 @@ final class ConditionLock {
         mutex.deallocate()
     }
 
-    func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    package func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
 
     /// Only while holding the lock (inside `withLock`).
-    func wait() { pthread_cond_wait(condition, mutex) }
-    func broadcast() { pthread_cond_broadcast(condition) }
+    package func wait() { pthread_cond_wait(condition, mutex) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
 }
 
 // The pthread objects are only touched through pthread calls, which are thread-safe by

@@ -17,8 +17,8 @@ final class GroupCommit {
     /// Where `.interval` syncs run: a queue of the log's own. A serial queue made with a label
     /// targets libdispatch's *overcommit* pool, which starts a thread when none is idle; a
     /// global queue's work waits instead, and with every worker busy or blocked (an app's own
-    /// code can do that) a 20 ms interval sync measured over 2 s late on Linux
-    /// (`IntervalSyncTests`).
+    /// code can do that) an interval sync ran seconds late on Linux (`IntervalSyncTests`;
+    /// figures: Courier's "Measured figures" article).
     private let syncQueue = DispatchQueue(label: "courier.log.interval-sync", qos: .utility)
 
     init(durableThrough: UInt64) {

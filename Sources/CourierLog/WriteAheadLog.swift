@@ -60,11 +60,6 @@ public final class WriteAheadLog {
         try LogReader(directory: directory, fileSystem: fileSystem).read(visit)
     }
 
-    /// `replay(_:)` without copying bodies (see `LogReader.readViews(_:)`).
-    public func replayViews(_ visit: (RecordView) throws -> Void) throws -> ReplayReport {
-        try LogReader(directory: directory, fileSystem: fileSystem).readViews(visit)
-    }
-
     /// The sequence number the next appended record will get.
     public var nextSequence: UInt64 { mutex.withLock { state.nextSequence } }
 

@@ -1,12 +1,5 @@
-/// A deterministic random source (SplitMix64) for reproducible tests: same seed, same run.
-public struct SeededRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import CourierLog
+
+/// A deterministic random source for reproducible tests: same seed, same run. It is the log's
+/// `SplitMix64`, the package's one seeded generator, under the name the tests know.
+public typealias SeededRandom = SplitMix64

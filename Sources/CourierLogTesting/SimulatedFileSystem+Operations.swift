@@ -167,8 +167,7 @@ final class SimulatedLock: DirectoryLock {
     let fileSystem: SimulatedFileSystem
     let path: String
     let generation: Int
-    private let released = ConditionLockBox()
-    nonisolated(unsafe) private var done = false
+    private let released = Locked(false)
 
     init(fileSystem: SimulatedFileSystem, path: String, generation: Int) {
         self.fileSystem = fileSystem
@@ -177,7 +176,7 @@ final class SimulatedLock: DirectoryLock {
     }
 
     func unlock() {
-        let first = released.withLock { () -> Bool in
+        let first = released.withLock { done -> Bool in
             defer { done = true }
             return !done
         }

@@ -21,7 +21,7 @@ public final class SimulatedFileSystem: LogFileSystem {
         case shortWrite(bytes: Int)
     }
 
-    let lock = ConditionLockBox()
+    let lock = ConditionLock()
     var nodes: [Int: Node] = [:]
     /// Path → node, as the running process sees it.
     var entries: [String: Int] = [:]

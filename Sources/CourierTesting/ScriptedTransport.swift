@@ -1,4 +1,5 @@
 import Courier
+import CourierLog
 import Foundation
 
 /// A transport that answers from a script instead of the network, and records every request.
@@ -106,32 +107,23 @@ extension ScriptedTransport {
 /// All state is guarded by `lock`.
 extension ScriptedTransport: @unchecked Sendable {}
 
-/// A seeded, thread-safe random source for `Courier.Configuration.random`.
-public final class SeededRandomSource: @unchecked Sendable {
-    private let lock = NSLock()
-    private var state: UInt64
+/// A seeded, thread-safe random source for `Courier.Configuration.random`: the log's
+/// `SplitMix64` behind a lock.
+public final class SeededRandomSource: Sendable {
+    private let generator: Locked<SplitMix64>
 
-    public init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { generator = Locked(SplitMix64(seed: seed)) }
 
-    /// The next value (SplitMix64). Pass `source.next` as `configuration.random`.
-    public func next() -> UInt64 {
-        lock.withLock {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// The next value. Pass `source.next` as `configuration.random`.
+    public func next() -> UInt64 { generator.withLock { $0.next() } }
 }
 
 /// Message ids 00000000-0000-0000-0000-000000000001, …2, … for readable, reproducible tests.
-public final class SequentialMessageIDs: @unchecked Sendable {
-    private let lock = NSLock()
-    private var n: UInt64 = 0
+public final class SequentialMessageIDs: Sendable {
+    private let issued = Locked<UInt64>(0)
     public init() {}
     public func next() -> MessageID {
-        let value = lock.withLock { () -> UInt64 in n += 1; return n }
+        let value = issued.withLock { n -> UInt64 in n += 1; return n }
         let hex = String(value, radix: 16)
         let padded = String(repeating: "0", count: 12 - hex.count) + hex
         return MessageID("00000000-0000-0000-0000-" + padded)!

@@ -1,4 +1,5 @@
 import Courier
+import CourierLog
 import CourierLogTesting
 import Foundation
 
@@ -13,8 +14,8 @@ public final class SimulatedApp {
     public let fileSystem: SimulatedFileSystem
     public let directory = URL(fileURLWithPath: "/app/outbox")
     private let base: Courier.Configuration
-    private let current = Mutex<Courier?>(nil)
-    private let opened = Mutex(0)
+    private let current = Locked<Courier?>(nil)
+    private let opened = Locked(0)
 
     /// An app whose requests (foreground and background) go to `server`. `configuration`
     /// gives the app's settings; the clock, wall time, transport, file system and session are
@@ -42,7 +43,7 @@ public final class SimulatedApp {
         get { pausesAtBackgroundLaunch.withLock { $0 } }
         set { pausesAtBackgroundLaunch.withLock { $0 = newValue } }
     }
-    private let pausesAtBackgroundLaunch = Mutex(true)
+    private let pausesAtBackgroundLaunch = Locked(true)
 
     /// The courier of the running process (nil before the first launch).
     public var courier: Courier? { current.withLock { $0 } }

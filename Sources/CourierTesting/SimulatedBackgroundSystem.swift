@@ -99,7 +99,7 @@ public final class SimulatedBackgroundSystem {
     let readBody: @Sendable (String) -> [UInt8]?
     let epoch: Date
     public let model: Model
-    let state = Mutex(SystemState())
+    let state = Locked(SystemState())
 
     /// Opens the app: set by the test, called by `launch(inBackground:)` and by the system when
     /// it relaunches the app. It must open a `Courier` configured with `configure(_:)`.
@@ -164,7 +164,7 @@ public final class SimulatedBackgroundSystem {
     }
 }
 
-/// Why it is `Sendable`: every mutable property is in `state`, a mutex.
+/// Why it is `Sendable`: every mutable property is in `state`, behind its lock.
 extension SimulatedBackgroundSystem: @unchecked Sendable {}
 
 extension Duration {
@@ -172,18 +172,6 @@ extension Duration {
     var timeInterval: TimeInterval {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}
-
-/// A mutex around a value (the simulated system's state).
-final class Mutex<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
     }
 }
 

@@ -1,4 +1,5 @@
 @testable import Courier
+import CourierLog
 import CourierTesting
 import FlakyServer
 import Testing
@@ -93,7 +94,7 @@ import Testing
 
     @Test func latencyThatVariesAtRandomWithinARangeIsNotLoad() {
         var flow = policy.initialFlow(maximum: maximum)
-        var random = PreDrawnRandom(seed: 24)
+        var random = SplitMix64(seed: 24)
         var t: UInt64 = 0
         for _ in 0..<5_000 {
             t += 5
@@ -159,7 +160,7 @@ import Testing
     /// not a limiter, so the pace never binds and throughput holds.
     @Test func refusalsNowAndThenAtRandomDoNotThrottleADestination() {
         var flow = grown(to: 32)
-        var random = PreDrawnRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         var t: UInt64 = 1_000
         var cuts = 0
         for _ in 0..<10_000 {

@@ -53,7 +53,7 @@ func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration
 
 extension Courier {
     /// Attempts in flight right now (for tests).
-    var inFlightCount: Int { engineLock.withLock { engine.tasks.count } }
+    var inFlightCount: Int { engine.withLock { $0.tasks.count } }
     /// Every pending message's full state: read back from the log, with the attempt count and
     /// due time the projection holds.
     var scheduledStates: [MessageID: MessageState] {
@@ -90,4 +90,13 @@ final class EventLog: @unchecked Sendable {
     }
     var events: [CourierEvent] { lock.withLock { items } }
     func finish() async { await task?.value }
+}
+
+extension Event {
+    /// The message id of a record body, without decoding the rest: the version byte, then the
+    /// id's 16 bytes (what the tests check of bodies they did not decode).
+    static func messageID(in body: [UInt8]) -> MessageID? {
+        guard body.count >= 17, body[0] == version else { return nil }
+        return MessageID(bytes: body[1..<17])
+    }
 }

@@ -10,6 +10,7 @@
 // With `--bodies SEED`, bodies are random (seeded) raw bytes: empty, up to `--max-message`,
 // compressible or not. Otherwise each body is a small JSON object.
 import Courier
+import CourierLog
 import Foundation
 
 #if canImport(Glibc)
@@ -56,7 +57,7 @@ case "interval": config.durability = .interval(.milliseconds(100))
 case "always": config.durability = .always
 default: usage()
 }
-var bodies: SplitMix? = options["bodies"].map { SplitMix(seed: UInt64($0) ?? 0) }
+var bodies: SplitMix64? = options["bodies"].map { SplitMix64(seed: UInt64($0) ?? 0) }
 
 let courier: Courier
 do {
@@ -90,18 +91,8 @@ if let idle = options["idle"].flatMap(Int.init) {
 await courier.close()
 emit("done")
 
-/// SplitMix64: seeded bodies, the same for the same seed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// Seeded bodies, the same for the same seed (SplitMix64, the package's one seeded generator).
+extension SplitMix64 {
     /// Empty, the maximum, or in between; random bytes or repeated text.
     mutating func body(maximum: Int) -> Data {
         let size = [0, maximum, Int.random(in: 0...maximum, using: &self)].randomElement(using: &self)!

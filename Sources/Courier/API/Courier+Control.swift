@@ -39,12 +39,12 @@ extension Courier {
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
     /// usual. `send` still works: messages wait on disk.
     public func pause() {
-        engineLock.withLock { engine.paused = true }
+        engine.withLock { $0.paused = true }
     }
 
     /// Undoes `pause()`: due messages start at once.
     public func resume() {
-        engineLock.withLock { engine.paused = false }
+        engine.withLock { $0.paused = false }
         pump()
     }
 
@@ -65,7 +65,7 @@ extension Courier {
     /// after the same clean stop. Afterwards the courier carries on as before the call
     /// (delivering, or paused if it was).
     public func deliverPending(within budget: Duration) async -> DeliverySummary {
-        engineLock.withLock { engine.forcedRuns += 1 }
+        engine.withLock { $0.forcedRuns += 1 }
         let before = outbox.read(\.deliveredCount)
         retryNow()
         let deadline = currentInstant().elapsed + budget
@@ -77,14 +77,14 @@ extension Courier {
             _ = await group.next()
             group.cancelAll()
         }
-        let inFlight = engineLock.withLock { () -> [Task<Void, Never>] in
+        let inFlight = engine.withLock { engine -> [Task<Void, Never>] in
             engine.stopping += 1
             return Array(engine.tasks.values)
         }
         for task in inFlight { task.cancel() }
         for task in inFlight { await task.value }
         await onIOQueue { [log] in try? log.sync() }
-        engineLock.withLock {
+        engine.withLock { engine in
             engine.stopping -= 1
             engine.forcedRuns -= 1
         }

@@ -51,8 +51,8 @@ extension Courier {
         await reconciliation.value?.value  // background hand-off: the engine starts after it
         let instant = currentInstant()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = engineLock.withLock { () -> Bool in
-                if isSettled(at: instant) { return true }
+            let now = engine.withLock { engine -> Bool in
+                if isSettled(engine, at: instant) { return true }
                 engine.settleWaiters.append(continuation)
                 return false
             }
@@ -60,8 +60,8 @@ extension Courier {
         }
     }
 
-    /// Under `engineLock`, with `instant` read before taking it.
-    private func isSettled(at instant: EngineInstant) -> Bool {
+    /// Under the engine's lock, with `instant` read before taking it.
+    private func isSettled(_ engine: EngineState, at instant: EngineInstant) -> Bool {
         if engine.closed { return true }
         guard engine.tasks.isEmpty else { return false }
         if !engine.mayStartAttempts { return true }  // paused: nothing more will start
@@ -71,9 +71,10 @@ extension Courier {
         return true
     }
 
-    /// Under `engineLock`: the settle waiters to resume, if the engine is settled at `instant`.
-    func takeSettleWaitersIfSettled(at instant: EngineInstant) -> [CheckedContinuation<Void, Never>] {
-        guard !engine.settleWaiters.isEmpty, isSettled(at: instant) else { return [] }
+    /// Under the engine's lock: the settle waiters to resume, if the engine is settled at `instant`.
+    func takeSettleWaitersIfSettled(_ engine: inout EngineState,
+                                    at instant: EngineInstant) -> [CheckedContinuation<Void, Never>] {
+        guard !engine.settleWaiters.isEmpty, isSettled(engine, at: instant) else { return [] }
         defer { engine.settleWaiters.removeAll() }
         return engine.settleWaiters
     }

@@ -47,11 +47,9 @@ public final class Courier {
     let lastTarget = Locked<(url: URL, string: String)?>(nil)
     /// The app-lifecycle wiring, if the app enabled it (iOS: `enableAppLifecycleIntegration()`).
     let lifecycle = PlatformIntegrationBox(nil)
-    /// Guards `engine`. Lock order: `engineLock` before the outbox's lock, never the reverse.
-    let engineLock = CourierLock()
-    /// The engine's bookkeeping (attempt tasks, the timer, pause state). Only touched while
-    /// holding `engineLock`.
-    var engine = EngineState()
+    /// The engine's bookkeeping (attempt tasks, the timer, pause state), behind its lock.
+    /// Lock order: the engine's lock before the outbox's, never the reverse.
+    let engine = Locked(EngineState())
     /// Background hand-off's mode and passes (`Courier+HandOff.swift`).
     let handOffControl = Locked(HandOffControl())
     /// Reconciling the log with the background session's tasks, started by `init`.
@@ -105,7 +103,7 @@ public final class Courier {
     }
 
     deinit {
-        engineLock.withLock {
+        engine.withLock { engine in
             engine.timer?.task.cancel()
             for task in engine.tasks.values { task.cancel() }
         }
@@ -120,7 +118,7 @@ public final class Courier {
     /// Calling it twice is harmless.
     public func close() async {
         outbox.markClosed()
-        let (tasks, timer) = engineLock.withLock { () -> ([Task<Void, Never>], Task<Void, Never>?) in
+        let (tasks, timer) = engine.withLock { engine -> ([Task<Void, Never>], Task<Void, Never>?) in
             engine.closed = true
             return (Array(engine.tasks.values), engine.timer?.task)
         }
@@ -131,7 +129,7 @@ public final class Courier {
         if ownsTransport { await transport.shutdown() }
         await onIOQueue { [log] in try? log.close() }
         var effects = outbox.releaseEveryone()
-        effects.idle += engineLock.withLock { () -> [CheckedContinuation<Void, Never>] in
+        effects.idle += engine.withLock { engine -> [CheckedContinuation<Void, Never>] in
             defer { engine.settleWaiters.removeAll() }
             return engine.settleWaiters
         }
@@ -149,9 +147,9 @@ public final class Courier {
     }
 }
 
-/// Why `Courier` is `Sendable`: its one mutable property (`engine`) is only read or written
-/// while holding `engineLock`; every other stored property is immutable and itself
-/// thread-safe (the outbox guards its own state).
+/// Why `Courier` is `Sendable`: it has no mutable stored property; every stored property is
+/// immutable and itself thread-safe (the engine's state and the outbox's are behind their
+/// locks), or, for the transport and configuration, `Sendable`.
 extension Courier: @unchecked Sendable {}
 
 extension Courier {

@@ -2,7 +2,7 @@ import CourierLog
 import Foundation
 import Logging
 
-/// The engine's bookkeeping, guarded by `Courier.engineLock`.
+/// The engine's bookkeeping, behind its lock (`Courier.engine`).
 struct EngineState {
     /// Attempts under way, by a token unique to each (a message may be attempted again before
     /// the task of its previous attempt has removed itself).
@@ -33,7 +33,7 @@ extension Courier {
     func pump(at now: EngineInstant? = nil) {
         // Read the app's clock before taking a lock: no user code runs under one.
         let instant = now ?? currentInstant()
-        let effects = engineLock.withLock { () -> Effects in
+        let effects = engine.withLock { engine -> Effects in
             var effects = Effects()
             guard !engine.closed else { return effects }
             if engine.mayStartAttempts {
@@ -44,9 +44,9 @@ extension Courier {
                     engine.nextToken += 1
                     engine.tasks[token] = Task { [self] in await run(attempt, token: token) }
                 }
-                armTimer(at: instant)
+                armTimer(&engine, at: instant)
             }
-            effects.idle = takeSettleWaitersIfSettled(at: instant)
+            effects.idle = takeSettleWaitersIfSettled(&engine, at: instant)
             return effects
         }
         effects.run()
@@ -101,8 +101,8 @@ extension Courier {
         return await transport.deliver(prepared)
     }
 
-    /// Under `engineLock`: one timer, for the earliest due message, if a delivery slot is free.
-    private func armTimer(at instant: EngineInstant) {
+    /// Under the engine's lock: one timer, for the earliest due message, if a slot is free.
+    private func armTimer(_ engine: inout EngineState, at instant: EngineInstant) {
         guard engine.tasks.count < configuration.maximumConcurrentDeliveries,
               let due = outbox.earliestDue else { return }
         let deadline = instant.elapsed + .milliseconds(Int64(due - min(due, instant.wallMilliseconds)))
@@ -117,7 +117,7 @@ extension Courier {
     }
 
     private func timerFired(_ deadline: Duration) {
-        engineLock.withLock {
+        engine.withLock { engine in
             if engine.timer?.deadline == deadline { engine.timer = nil }
         }
         pump()
@@ -127,7 +127,7 @@ extension Courier {
     /// that. Calls the app's clock, so never while holding a lock (asserted in debug builds).
     func currentInstant() -> EngineInstant {
         #if DEBUG
-        assert(!outbox.lock.isHeldByCurrentThread && !engineLock.isHeldByCurrentThread,
+        assert(!outbox.isHeldByCurrentThread && !engine.isHeldByCurrentThread,
                "the app's clock must not be called under the courier's locks")
         #endif
         let elapsed = clock.elapsed()
@@ -226,9 +226,9 @@ extension Courier {
     /// An attempt's task is done: its delivery slot is free.
     private func end(_ token: UInt64, tellSettleWaiters: Bool = true) {
         let instant = currentInstant()
-        let settled = engineLock.withLock { () -> [CheckedContinuation<Void, Never>] in
+        let settled = engine.withLock { engine -> [CheckedContinuation<Void, Never>] in
             engine.tasks[token] = nil
-            return tellSettleWaiters ? takeSettleWaitersIfSettled(at: instant) : []
+            return tellSettleWaiters ? takeSettleWaitersIfSettled(&engine, at: instant) : []
         }
         settled.forEach { $0.resume() }
     }

@@ -16,7 +16,7 @@ struct Effects {
     /// body files removed by the caller, outside the lock.
     var endedHandOffs: [(MessageID, HandOff)] = []
     /// Whether anyone subscribes: without subscribers, events are not even collected (an
-    /// array per `send` for nobody measured in the send path's profile).
+    /// array per `send` for nobody showed in the send path's profile).
     var listening = true
     /// Set when the courier's logger wants events (see `Configuration.logger`).
     var logger: Logger?

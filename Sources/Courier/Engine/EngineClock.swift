@@ -1,3 +1,5 @@
+import CourierLog
+
 /// The engine's view of an injected `any Clock<Duration>`: elapsed time since the courier
 /// opened, and a sleep until an elapsed time. Opening the existential once here keeps the
 /// rest of the engine free of generic instants.
@@ -21,3 +23,8 @@ struct EngineClock: Sendable {
             sleep: { try await clock.sleep(until: start.advanced(by: $0), tolerance: nil) })
     }
 }
+
+/// The latest wall time the engine computed, in ms since 1970, for the log's record
+/// timestamps: the log stamps records under its lock, where calling the app's clock is not
+/// allowed, so it reads this instead. It only moves forward.
+typealias WallTimeCache = Locked<UInt64>

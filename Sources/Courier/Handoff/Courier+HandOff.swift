@@ -42,7 +42,7 @@ extension Courier {
     /// Called by `init` with hand-off on: the engine waits for reconciliation; completions
     /// are heard from now on.
     func startBackgroundUploads(_ uploads: BackgroundUploads) {
-        engine.reconciling = true
+        engine.withLock { $0.reconciling = true }
         // Reconciliation first: completions wait for it (`hear`), or one heard while it runs
         // could make it adopt a task that has already ended.
         reconciliation.value = Task { [weak self] in await self?.reconcileHandOffs(uploads) }
@@ -64,7 +64,7 @@ extension Courier {
                                       metadata: ["courier.orphaned": "\(result.orphaned.count)", "courier.adopted": "\(result.adopted.count)",
                                                  "courier.stale-tasks": "\(result.stale.count)"])
         }
-        engineLock.withLock { engine.reconciling = false }
+        engine.withLock { $0.reconciling = false }
         pump()
     }
 

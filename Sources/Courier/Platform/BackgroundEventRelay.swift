@@ -1,3 +1,4 @@
+import CourierLog
 import Foundation
 
 /// The platform-neutral half of a background `URLSession`'s delegate

@@ -1,5 +1,6 @@
 #if os(iOS) && canImport(UIKit) && canImport(BackgroundTasks) && canImport(Network)
 import BackgroundTasks
+import CourierLog
 import Network
 import UIKit
 

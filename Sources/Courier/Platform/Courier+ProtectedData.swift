@@ -1,3 +1,4 @@
+import CourierLog
 import Foundation
 
 /// Opening before the first unlock (iOS): the platform-neutral half of

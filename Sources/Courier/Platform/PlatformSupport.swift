@@ -1,3 +1,4 @@
+import CourierLog
 import Foundation
 
 /// Small platform-neutral pieces the Apple-only integration builds on, compiled and tested on

@@ -1,4 +1,5 @@
 #if os(iOS)
+import CourierLog
 import Foundation
 
 // iOS only. Type-checked for iOS by `make ios-check`; never linked or run here (no Apple

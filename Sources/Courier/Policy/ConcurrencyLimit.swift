@@ -26,8 +26,8 @@ import Foundation
 ///
 /// Why pace at all: a concurrency limit alone cannot hold a request rate. On a fast network one
 /// request in flight already makes hundreds a second, far above a limiter that allows 20.
-/// Measured (`make bench-drain`; figures in <doc:MeasuredFigures>): without pacing a 20/s limiter
-/// refused more requests than it served.
+/// Without pacing, a 20/s limiter refused more requests than it served (`make bench-drain`;
+/// figures in <doc:RetryAndBackoff>).
 ///
 /// **`.fixed`** keeps exactly `maximumConcurrentDeliveries` in flight to each destination (and
 /// in all), never paces, and retries a refused message on its own backoff, as a failure.

@@ -129,12 +129,6 @@ enum Event: Sendable, Equatable {
         return w.bytes
     }
 
-    /// The message id of a record body, without decoding the rest (for `wal-dump`).
-    static func messageID(in body: [UInt8]) -> MessageID? {
-        guard body.count >= 17, body[0] == version else { return nil }
-        return MessageID(bytes: body[1..<17])
-    }
-
     /// Decodes a record, or nil if it is not an event this version understands.
     static func decode(kind: RecordKind, body: [UInt8]) -> Event? {
         body.withUnsafeBytes { decode(kind: kind, body: $0) }

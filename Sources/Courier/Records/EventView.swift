@@ -2,7 +2,7 @@ import CourierLog
 
 /// A message record read in place: the one parser of record bodies (layout in `Event`). Replay
 /// reads its facts straight from the reader's buffer, with no `String`, array or body copy per
-/// record (decoding whole events measured a third of opening a million messages);
+/// record (decoding whole events was a large share of opening: <doc:MeasuredFigures>);
 /// `Event.decode` (attempts reading a message back, `wal-dump`) materializes the same view. So
 /// replay, reads and `wal-dump` cannot disagree on what a body says or whether it is valid.
 /// Text fields are checked to be UTF-8 here; every view points into the body it came from.

@@ -18,10 +18,9 @@ typealias DeliveryWaiter = CheckedContinuation<Result<Void, CourierError>, Never
 
 final class Outbox {
     let log: WriteAheadLog
-    let lock = CourierLock()
     let limits: Limits
-    /// Everything mutable. Only touched inside `mutate` (that is, holding `lock`).
-    private var state: State
+    /// Everything mutable, behind the outbox's lock: only reached through `mutate` and `read`.
+    private let state: Locked<State>
 
     /// Settings the outbox enforces.
     struct Limits {
@@ -69,7 +68,7 @@ final class Outbox {
     init(log: WriteAheadLog, limits: Limits, state: State, logger: Logger) {
         self.log = log
         self.limits = limits
-        self.state = state
+        self.state = Locked(state)
         self.logger = logger
         logsEvents = logger.logLevel <= .info
     }
@@ -77,7 +76,7 @@ final class Outbox {
     /// Runs `body` on the state holding the lock, and returns its result with the effects it
     /// collected. Events it emitted go to every subscriber current at that moment.
     func mutate<R, E: Error>(_ body: (inout State, inout Effects) throws(E) -> R) throws(E) -> (R, Effects) {
-        try lock.withLock { () throws(E) -> (R, Effects) in
+        try self.state.withLock { (state) throws(E) -> (R, Effects) in
             var effects = Effects()
             effects.listening = !state.subscribers.isEmpty || logsEvents
             if logsEvents { effects.logger = logger }
@@ -100,14 +99,17 @@ final class Outbox {
 
     /// Reads the state holding the lock.
     func read<R>(_ body: (State) -> R) -> R {
-        lock.withLock { body(state) }
+        state.withLock { body($0) }
     }
+
+    /// Whether the calling thread holds the outbox's lock (asserted: no app code under it).
+    var isHeldByCurrentThread: Bool { state.isHeldByCurrentThread }
 
     var pendingCount: Int { read { $0.projection.count } }
 }
 
-/// Why `Outbox` is `Sendable`: `state` is only read or written while holding `lock` (through
-/// `mutate` and `read`); `log` is thread-safe; `limits`, `logger` and `logsEvents` are immutable.
+/// Why `Outbox` is `Sendable`: `state` is only reached holding its lock (through `mutate` and
+/// `read`); `log` is thread-safe; `limits`, `logger` and `logsEvents` are immutable.
 extension Outbox: @unchecked Sendable {}
 
 // MARK: - Sending

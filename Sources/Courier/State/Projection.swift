@@ -7,7 +7,7 @@ import CourierLog
 ///
 /// Memory at N pending (ARCHITECTURE.md, "Memory"): 72 B per slot, 4 B in the heap, 16 to 32 B
 /// in the id index (a power-of-two table of 8-byte entries, at most half full), plus one entry
-/// per distinct URL: under 100 B per message.
+/// per distinct URL (the total, measured: <doc:MeasuredFigures>).
 ///
 /// Replay rules (`apply`): the last full state (`enqueued` or `snapshot`) of an id wins; later
 /// deltas (`attempted`) apply to it; `delivered`/`abandoned` end it; deltas for ids with no

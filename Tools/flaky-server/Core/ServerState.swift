@@ -1,3 +1,4 @@
+import CourierLog
 import FlyingFox
 import Foundation
 
@@ -5,7 +6,7 @@ import Foundation
 final class ServerState: @unchecked Sendable {
     private let lock = NSLock()
     private var behavior: FlakyServer.Behavior
-    private var random: UInt64
+    private var random: SplitMix64
     private var stats = FlakyServer.Statistics()
     private var keys: [String: Bool] = [:]  // key → accepted
     private var attempts: [String: [FlakyServer.Attempt]] = [:]
@@ -15,7 +16,7 @@ final class ServerState: @unchecked Sendable {
 
     init(behavior: FlakyServer.Behavior) {
         self.behavior = behavior
-        random = behavior.seed ?? UInt64.random(in: .min ... .max)
+        random = SplitMix64(seed: behavior.seed ?? UInt64.random(in: .min ... .max))
     }
 
     var statistics: FlakyServer.Statistics { lock.withLock { stats } }
@@ -134,14 +135,8 @@ final class ServerState: @unchecked Sendable {
         return formatter.string(from: Date().addingTimeInterval(Double(b.retryAfterSeconds)))
     }
 
-    /// Uniform in [0, 1) (SplitMix64). Under `lock`.
-    private func nextUnit() -> Double {
-        random &+= 0x9E37_79B9_7F4A_7C15
-        var z = random
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
-    }
+    /// Uniform in [0, 1). Under `lock`.
+    private func nextUnit() -> Double { random.nextUnit() }
 
     func statisticsResponse() -> HTTPResponse {
         let s = statistics

@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A value guarded by its own lock, in the shape of swift-nio's `NIOLockedValueBox`: the value
+/// is reachable only inside `withLock`, so it cannot be touched without the lock by mistake.
+/// It is the one small box of this package (every target and tool uses it; `ConditionLock` is
+/// the other lock type, for the log's waits). `Sendable` exactly when its value is.
+///
+/// It also knows whether the calling thread holds it (`isHeldByCurrentThread`), so assertions
+/// and tests can prove that no app code (clock, callbacks) runs under a lock. The holders are
+/// kept in thread-local storage (a shared `owner` field read by other threads would itself be
+/// a data race), in every build: a module's `#if DEBUG` API is missing when a module built
+/// in Debug imports it built in Release, and the cost is two thread-local writes per hold.
+package final class Locked<Value> {
+    private let lock = ConditionLock()
+    private var stored: Value
+
+    package init(_ value: Value) { stored = value }
+
+    /// Runs `body` on the value, holding the lock. Typed throws: a non-throwing body needs no
+    /// `try`, and a `throws(SomeError)` body keeps its error type.
+    package func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
+        try lock.withLock { () throws(E) -> T in
+            // This thread's held locks, innermost first: a frame on the stack, linked to the
+            // one before it, that lives exactly as long as the lock is held.
+            let previous = pthread_getspecific(heldLocksKey)
+            var frame = HeldLock(lock: Unmanaged.passUnretained(self).toOpaque(), outer: previous)
+            // A `Result`, not a typed throw through `withUnsafeMutablePointer`: the iOS SDKs
+            // before Swift 6 declare it `rethrows`, which loses `E`.
+            let result = withUnsafeMutablePointer(to: &frame) { pointer -> Result<T, E> in
+                pthread_setspecific(heldLocksKey, pointer)
+                defer { pthread_setspecific(heldLocksKey, previous) }
+                do throws(E) { return .success(try body(&stored)) } catch { return .failure(error) }
+            }
+            switch result {
+            case .success(let value): return value
+            case .failure(let error): throw error
+            }
+        }
+    }
+
+    /// A copy of the value (one acquisition), or a replacement of it.
+    package var value: Value {
+        get { withLock { $0 } }
+        set { withLock { $0 = newValue } }
+    }
+
+    /// Whether the calling thread holds the lock, directly or around another.
+    package var isHeldByCurrentThread: Bool {
+        let me = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        var frame = pthread_getspecific(heldLocksKey)
+        // Bounded: locks nest a few deep at most; a longer chain is a broken invariant.
+        for _ in 0..<64 {
+            guard let current = frame?.assumingMemoryBound(to: HeldLock.self).pointee else { return false }
+            if UnsafeRawPointer(current.lock) == me { return true }
+            frame = current.outer
+        }
+        preconditionFailure("more than 64 locks held by one thread")
+    }
+}
+
+extension Locked {
+    /// Removes and returns the value.
+    package func take<Wrapped>() -> Wrapped? where Value == Wrapped? {
+        withLock { value in
+            defer { value = nil }
+            return value
+        }
+    }
+}
+
+/// One lock a thread holds, and the one it took before it.
+private struct HeldLock {
+    let lock: UnsafeMutableRawPointer
+    let outer: UnsafeMutableRawPointer?
+}
+
+/// Thread-local: the innermost `HeldLock` of the current thread, if any.
+private let heldLocksKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let created = pthread_key_create(&key, nil)
+    precondition(created == 0, "pthread_key_create failed")
+    return key
+}()
+
+/// Why `@unchecked Sendable`: `stored` is only read or written inside `withLock`, holding the
+/// lock, and it is `Sendable` itself, so handing it between threads that way is safe.
+extension Locked: @unchecked Sendable where Value: Sendable {}
