@@ -27,10 +27,12 @@ extension Courier {
     public func cancel(_ id: MessageID) -> Bool {
         let (cancelled, effects) = outbox.cancel(id)
         effects.run()
-        // A handed-off message: its task goes too, and with it the body file.
+        // A handed-off message: its task goes too, and with it the body file (unlinked on the
+        // I/O queue: `cancel` appends its record on the caller's thread, as `send` does, and
+        // does no other file work there).
         for (id, handOff) in effects.endedHandOffs {
             configuration.backgroundUploads?.session.cancel(handOff.task(of: id))
-            removeBodyFile(bodyFilePath(id, ticket: handOff.ticket))
+            ioQueue.async { [log] in log.removeBody(of: id, ticket: handOff.ticket) }
         }
         if cancelled { pump() }
         return cancelled

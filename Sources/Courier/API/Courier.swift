@@ -23,7 +23,7 @@ public final class Courier {
     public let configuration: Configuration
     /// The durable state: projection, log appends, waiters. Courier is the facade around it.
     let outbox: Outbox
-    var log: WriteAheadLog { outbox.log }
+    var log: MessageLog { outbox.log }
     let transport: any DeliveryTransport
     /// Whether Courier made `transport` (and so shuts it down on `close()`): a transport the
     /// app injected belongs to the app.
@@ -78,14 +78,8 @@ public final class Courier {
         logConfiguration.now = { wallTime.value }
         self.maximumRecordBytes = logConfiguration.maximumRecordBytes
         let replayer = Replayer(configuration: configuration, directory: directory.path)
-        let log: WriteAheadLog
-        do {
-            log = try WriteAheadLog(directory: directory.path, configuration: logConfiguration, fileSystem: configuration.fileSystem,
-                                    replaying: replayer.visit)
-        } catch {
-            throw CourierError(opening: error, dataProtection: configuration.hasDataProtection)
-        }
-        Self.applyPlatformDataProtection(to: directory)
+        let log = try MessageLog.open(directory: directory, configuration: configuration,
+                                      logConfiguration: logConfiguration, replayer: replayer)
         let (outbox, report) = replayer.makeOutbox(log, configuration: configuration, nowMilliseconds: wallStart)
         self.outbox = outbox
         recovery = report

@@ -245,3 +245,23 @@ struct ClosureRandom: RandomNumberGenerator {
     let source: @Sendable () -> UInt64
     mutating func next() -> UInt64 { source() }
 }
+
+/// Compaction (the protocol is in `Outbox+Compaction.swift`), run on the I/O queue.
+extension Courier {
+    /// Compactions run since open (public as `compactionCount` in CourierTesting).
+    @_spi(CourierTesting)
+    public var compactionCountForTesting: Int { outbox.compactionCount }
+
+    /// One compaction now, whether or not it is worth it, on the calling thread (benchmarks
+    /// time it). Blocking file work: never call it on the cooperative pool.
+    @_spi(CourierTesting)
+    public func compactNowForTesting() { compact(force: true) }
+
+    func compactIfWorthIt() {
+        guard configuration.isCompactionEnabled else { return }
+        compact(force: false)
+    }
+
+    /// One compaction; `force` skips the "is it worth it" test (for tests).
+    func compact(force: Bool) { outbox.compact(force: force).run() }
+}

@@ -55,7 +55,7 @@ extension Courier {
         let result = await onIOQueue { [self] () -> Outbox.Reconciliation in
             let (result, effects) = outbox.reconcile(with: tasks)
             effects.run()
-            sweepBodyFiles()
+            log.sweepBodies(keeping: outbox.handOffs)
             return result
         }
         for task in result.stale { uploads.session.cancel(task) }
@@ -113,13 +113,13 @@ extension Courier {
     /// a file that power loss could cut short must never be uploaded under a valid key), then
     /// per message a task and its record.
     private func handOff(_ candidates: [Projection.HandOffCandidate], _ uploads: BackgroundUploads) async -> Int {
-        await onIOQueue { [self] in makeBodyDirectory() }
+        await onIOQueue { [log] in log.makeBodyDirectory() }
         var prepared: [PreparedHandOff] = []
         for candidate in candidates {
             if let ready = await prepare(candidate) { prepared.append(ready) }
         }
         guard !prepared.isEmpty else { return 0 }
-        await onIOQueue { [self] in try? configuration.fileSystem.syncDirectory(atPath: bodyDirectoryPath) }
+        await onIOQueue { [log] in log.syncBodyDirectory() }
         var count = 0
         for ready in prepared where await commit(ready, uploads) { count += 1 }
         return count
@@ -142,9 +142,9 @@ extension Courier {
             }
         }
         let ticket = configuration.random()
-        let path = bodyFilePath(id, ticket: ticket)
+        let path = log.bodyPath(of: id, ticket: ticket)
         let body = Array(request.body)
-        let written = await onIOQueue { [self] in writeBodyFile(body, to: path) }
+        let written = await onIOQueue { [log] in log.writeBody(body, to: path) }
         guard written else {
             outbox.abortHandOff(id, foregroundOnly: true)
             return nil
@@ -162,7 +162,7 @@ extension Courier {
         let begin = max(ready.candidate.beginMilliseconds, now)
         guard outbox.beginHandOff(id, HandOff(attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
                                               earliestBeginMilliseconds: begin)) else {
-            await onIOQueue { [self] in removeBodyFile(ready.path) }  // cancelled meanwhile
+            await onIOQueue { [log] in log.removeBody(at: ready.path) }  // cancelled meanwhile
             return false
         }
         var upload = BackgroundUploadRequest(
@@ -183,7 +183,7 @@ extension Courier {
         if !recorded {
             // Cancelled meanwhile, or its completion was heard already: the task has no message.
             uploads.session.cancel(task)
-            await onIOQueue { [self] in removeBodyFile(ready.path) }
+            await onIOQueue { [log] in log.removeBody(at: ready.path) }
         } else if !handOffControl.withLock({ $0.mayHandOff }) {
             // The app came back while this was being made: back to the engine, as
             // `returnToForeground()` does for the others.

@@ -19,7 +19,7 @@ extension Courier {
         if case .failure(let failure) = outcome, failure.kind == .cancelled {
             // `returnToForeground()` (or the system) cancelled it: not an attempt.
             if outbox.endHandOff(id, ticket: handOff.ticket, dueAtLatest: currentInstant().wallMilliseconds) {
-                await onIOQueue { [self] in removeBodyFile(bodyFilePath(id, ticket: handOff.ticket)) }
+                await onIOQueue { [log] in log.removeBody(of: id, ticket: handOff.ticket) }
                 await carryOn(uploads)
             }
             return
@@ -49,7 +49,7 @@ extension Courier {
             outbox.record(judged, of: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
                           destination: destinationReport(outcome, nowMilliseconds: now, random: random),
                           handOff: handOff.ticket).run()
-            removeBodyFile(bodyFilePath(id, ticket: handOff.ticket))
+            log.removeBody(of: id, ticket: handOff.ticket)
             compactIfWorthIt()
         }
         await carryOn(uploads)
@@ -65,7 +65,7 @@ extension Courier {
         let due = now + UInt64(configuration.retry.maximumDelay.seconds * 1000)
         await onIOQueue { [self] in
             outbox.recordUnreadable(id, error: error, dueMilliseconds: due).run()
-            removeBodyFile(bodyFilePath(id, ticket: handOff.ticket))
+            log.removeBody(of: id, ticket: handOff.ticket)
         }
         await carryOn(uploads)
     }
@@ -95,63 +95,13 @@ extension Courier {
                 effects.run()
                 ended = effects.endedHandOffs
             }
-            removeBodyFile(bodyFilePath(id, ticket: parsed.ticket))
+            log.removeBody(of: id, ticket: parsed.ticket)
             return ended
         }
         for (id, handOff) in ended {
             configuration.backgroundUploads?.session.cancel(handOff.task(of: id))
-            await onIOQueue { [self] in removeBodyFile(bodyFilePath(id, ticket: handOff.ticket)) }
+            await onIOQueue { [log] in log.removeBody(of: id, ticket: handOff.ticket) }
         }
         pump()
-    }
-}
-
-/// The body files of handed-off messages, in `bodies/` beside the log's segments, one per
-/// hand-off (`<id>-<ticket>.body`): created `0600` in a `0700` directory by the configured file
-/// system, with the log's data protection on iOS, and synced (with their directory) before
-/// their task is made, so no upload can read a file that power loss cut short. **A body file
-/// exists only while its hand-off lasts** (files a kill left behind are removed when the next
-/// open reconciles).
-extension Courier {
-    var bodyDirectoryPath: String { directory.path + "/" + HandOff.directoryName }
-
-    func bodyFilePath(_ id: MessageID, ticket: UInt64) -> String {
-        bodyDirectoryPath + "/" + HandOff.bodyFileName(id, ticket: ticket)
-    }
-
-    func makeBodyDirectory() {
-        try? configuration.fileSystem.createDirectory(atPath: bodyDirectoryPath)
-        Self.applyPlatformDataProtection(to: directory)
-    }
-
-    /// Writes `body` to `path`, replacing what is there, and syncs it. False on failure.
-    func writeBodyFile(_ body: [UInt8], to path: String) -> Bool {
-        let fileSystem = configuration.fileSystem
-        guard (try? fileSystem.removeFile(atPath: path)) != nil,
-              let file = try? fileSystem.openFile(atPath: path, create: true) else { return false }
-        let written = body.withUnsafeBytes { raw -> Bool in
-            var done = 0
-            // Each turn writes at least one byte or stops.
-            while done < raw.count {
-                guard let n = try? file.write(UnsafeRawBufferPointer(rebasing: raw[done...]), at: done), n > 0 else { return false }
-                done += n
-            }
-            return true
-        }
-        return written && (try? file.sync()) != nil
-    }
-
-    func removeBodyFile(_ path: String) {
-        try? configuration.fileSystem.removeFile(atPath: path)
-    }
-
-    /// Removes every body file whose hand-off is over.
-    func sweepBodyFiles() {
-        guard let names = try? configuration.fileSystem.contentsOfDirectory(atPath: bodyDirectoryPath) else { return }
-        let handedOff = outbox.handOffs
-        for name in names {
-            if let (id, ticket) = HandOff.parse(bodyFileName: name), handedOff[id]?.ticket == ticket { continue }
-            try? configuration.fileSystem.removeFile(atPath: bodyDirectoryPath + "/" + name)
-        }
     }
 }

@@ -1,7 +1,22 @@
 import CourierLog
 
-/// The compactor's steps that touch the outbox state. The whole protocol, and why a crash
-/// between any two steps is harmless, is in `Compactor.swift`.
+/// The compactor keeps disk use near twice the live data plus one segment.
+///
+/// A message's state lives in its latest full record (`enqueued` or `snapshot`) plus the
+/// deltas after it, so the log may forget everything below the oldest full record of any
+/// pending message. When resolved messages dominate the sealed segments, the compactor:
+///
+/// 1. re-snapshots each pending message whose full record lies in a sealed segment: it reads
+///    the record back, then appends a `snapshot` under the outbox's lock (which orders it
+///    before any later `delivered`);
+/// 2. syncs the log;
+/// 3. tells the log to forget every segment below the active one.
+///
+/// A crash between any two steps replays to the same pending set: before 2, the snapshots may
+/// be lost but the old records are all there; after 2, the old records and the snapshots say
+/// the same thing ("last full state wins"); during 3, the log loses a prefix of segments, and
+/// deltas left without their full state belong to resolved messages and are ignored.
+/// It runs on the I/O queue, never on the cooperative pool.
 struct CompactionState {
     /// Messages resolved since the last compaction.
     var resolvedSinceCompaction = 0
@@ -18,6 +33,23 @@ struct CompactionPlan {
 }
 
 extension Outbox {
+    /// One compaction, if it is worth it (always, with `force`): the three steps above.
+    /// Blocking file work: run it on the I/O queue. A failure is reported to subscribers and
+    /// forgets nothing.
+    func compact(force: Bool) -> Effects {
+        guard let plan = planCompaction(force: force) else { return Effects() }
+        do throws(LogError) {
+            try writeSnapshots(plan)
+            try log.sync()
+            try log.forget(below: plan.floor)
+            endCompaction(succeeded: true)
+            return Effects()
+        } catch {
+            endCompaction(succeeded: false)
+            return report("compaction: \(error)")
+        }
+    }
+
     /// Whether to compact now and what to re-snapshot. Compacts only when dead records
     /// dominate: re-writing the live ones must cost at most half of what deleting the sealed
     /// segments frees. Marks a compaction under way (end it with `endCompaction()`).
@@ -56,11 +88,8 @@ extension Outbox {
             let budget = min(limits.segmentSizeBytes / 4, limits.segmentSizeBytes - Format.segmentHeaderSize)
             while next < plan.pinned.count {
                 let (id, address) = plan.pinned[next]
-                let record = try log.read(address)
-                guard let state = Event.decode(kind: record.kind, body: record.body)?.fullState, state.id == id else {
-                    throw LogError(.corrupt, "the record at \(address) is not message \(id)'s state")
-                }
-                let bytes = Format.worstCaseRecordBytes(bodyBytes: record.body.count + 64)
+                let (state, bodyBytes) = try log.readState(at: address, of: id)
+                let bytes = Format.worstCaseRecordBytes(bodyBytes: bodyBytes + 64)
                 if !chunk.isEmpty && chunkBytes + bytes > budget { break }  // starts the next chunk
                 next += 1
                 chunk.append((state, address))
@@ -87,7 +116,7 @@ extension Outbox {
                 }
             }
             guard !entries.isEmpty else { return }
-            let addresses = try log.appendRecords(batch: entries)
+            let addresses = try log.append(batch: entries)
             for (id, entry) in snapshots { state.projection.moveFullState(id, to: addresses[entry]) }
         }
     }

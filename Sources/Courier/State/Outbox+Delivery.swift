@@ -80,17 +80,13 @@ extension Outbox {
         var lastError = LogError(.notFound, "message \(id) kept moving")
         for _ in 0..<3 {
             guard let slot = read({ $0.projection.slot(of: id) }) else { return nil }
-            let record: LogRecord
-            switch Result(catching: { () throws(LogError) in try log.read(slot.address) }) {
-            case .success(let r): record = r
+            var message: MessageState
+            switch Result(catching: { () throws(LogError) in try log.readState(at: slot.address, of: id) }) {
+            case .success(let read): message = read.state
             case .failure(let error) where error.code == .notFound:
                 lastError = error
                 continue
             case .failure(let error): throw error
-            }
-            guard let event = Event.decode(kind: record.kind, body: record.body),
-                  var message = event.fullState, message.id == id else {
-                throw LogError(.corrupt, "the record at \(slot.address) is not message \(id)'s state")
             }
             message.attempts = slot.attempts
             message.nextDueMilliseconds = slot.dueMilliseconds
@@ -191,7 +187,7 @@ extension Outbox {
     /// memory (the worst case is a duplicate POST after a restart, which the key dedupes).
     func append(_ event: Event, _ effects: inout Effects) {
         do {
-            _ = try log.append(event.encoded(), kind: event.kind)
+            try log.append(event)
         } catch {
             effects.emit(.storageFailed("could not log \(event.kind) of \(event.id): \(error)"))
         }

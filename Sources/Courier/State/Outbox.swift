@@ -17,7 +17,7 @@ import Logging
 typealias DeliveryWaiter = CheckedContinuation<Result<Void, CourierError>, Never>
 
 final class Outbox {
-    let log: WriteAheadLog
+    let log: MessageLog
     let limits: Limits
     /// Everything mutable, behind the outbox's lock: only reached through `mutate` and `read`.
     private let state: Locked<State>
@@ -65,7 +65,7 @@ final class Outbox {
     /// Whether the logger wants any of them: if not, events are collected only for subscribers.
     private let logsEvents: Bool
 
-    init(log: WriteAheadLog, limits: Limits, state: State, logger: Logger) {
+    init(log: MessageLog, limits: Limits, state: State, logger: Logger) {
         self.log = log
         self.limits = limits
         self.state = Locked(state)
@@ -130,7 +130,7 @@ extension Outbox {
             }
             let address: RecordAddress
             do throws(LogError) {
-                address = try log.appendRecord(encoded, kind: .enqueued)
+                address = try log.append(enqueued: encoded)
             } catch {
                 throw CourierError(error)
             }

@@ -1,4 +1,32 @@
 import CourierLog
+import Foundation
+
+extension MessageLog {
+    /// Opens (or creates) the log in `directory`, feeding every valid record to `replayer` in
+    /// the same pass that recovers the newest segment, and applies the platform's data
+    /// protection to the directory. Throws what `Courier.init` documents.
+    static func open(directory: URL, configuration: Courier.Configuration, logConfiguration: WriteAheadLog.Configuration,
+                     replayer: Replayer) throws(CourierError) -> MessageLog {
+        let log: WriteAheadLog
+        do {
+            log = try WriteAheadLog(directory: directory.path, configuration: logConfiguration,
+                                    fileSystem: configuration.fileSystem, replaying: replayer.visit)
+        } catch {
+            throw CourierError(opening: error, dataProtection: configuration.hasDataProtection)
+        }
+        Courier.applyPlatformDataProtection(to: directory)
+        return MessageLog(log: log, fileSystem: configuration.fileSystem, directory: directory)
+    }
+
+    /// The bytes of every segment in `directory`, before the log is open (a segment that
+    /// vanished meanwhile counts 0).
+    static func segmentBytes(in directory: String, fileSystem: any LogFileSystem) -> Int {
+        let reader = LogReader(directory: directory, fileSystem: fileSystem)
+        return ((try? reader.segmentNames().segments) ?? []).reduce(0) { total, name in
+            total + ((try? fileSystem.fileSize(atPath: directory + "/" + name)) ?? 0)
+        }
+    }
+}
 
 /// Rebuilds the outbox state from the log while it opens: the log visits every valid record
 /// in the same pass that recovers its newest segment, so no segment is read twice, and each
@@ -19,10 +47,7 @@ final class Replayer {
         // The smallest record of a message is about 100 bytes: no more slots than that, and at
         // most 2M (128 MiB of address space; beyond it the array grows as usual). Reserved
         // capacity costs address space, not memory: only pages written become resident.
-        let reader = LogReader(directory: directory, fileSystem: configuration.fileSystem)
-        let logBytes = ((try? reader.segmentNames().segments) ?? []).reduce(0) { total, name in
-            total + ((try? configuration.fileSystem.fileSize(atPath: directory + "/" + name)) ?? 0)
-        }
+        let logBytes = MessageLog.segmentBytes(in: directory, fileSystem: configuration.fileSystem)
         projection.reserve(min(logBytes / 100, 1 << 21))
     }
 
@@ -59,14 +84,15 @@ final class Replayer {
     /// the outbox must hold the only reference to the projection's buffers, or its first change
     /// would copy them all. Scoping does what a `consume` did, which the iOS type-check's
     /// compiler crashed on (`make ios-check`).
-    func makeOutbox(_ log: WriteAheadLog, configuration: Courier.Configuration,
+    func makeOutbox(_ log: MessageLog, configuration: Courier.Configuration,
                     nowMilliseconds now: UInt64) -> (Outbox, RecoveryReport) {
         let (state, report) = finish(log, configuration: configuration, nowMilliseconds: now)
         return (Outbox(log: log, limits: configuration.outboxLimits, state: state, logger: configuration.logger), report)
     }
 
     /// The outbox state, and what opening found: the log's recovery plus what replay found.
-    func finish(_ log: WriteAheadLog, configuration: Courier.Configuration, nowMilliseconds now: UInt64) -> (Outbox.State, RecoveryReport) {
+    func finish(_ log: MessageLog, configuration: Courier.Configuration,
+                nowMilliseconds now: UInt64) -> (Outbox.State, RecoveryReport) {
         // Moved out, not copied: the outbox must hold the only reference to the projection's
         // buffers, or its first change would copy them all.
         var taken = Projection(fifoPerDestination: projection.fifoPerDestination)

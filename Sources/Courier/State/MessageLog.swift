@@ -1,0 +1,83 @@
+import CourierLog
+import Foundation
+
+/// The messaging layer's log, in the role of leveldb's `log::Writer` under `DBImpl`: the
+/// **only** caller of `WriteAheadLog` and of the configured file system in this module. It
+/// speaks in events and message states; the outbox, which owns the state those records build,
+/// calls it inside its critical sections, so log order is projection order.
+///
+/// What it holds: the log itself (appends, reads by address, sync, forget, close), opening with
+/// replay (`MessageLog+Replay.swift`), and the body files of background hand-offs
+/// (`MessageLog+Bodies.swift`), the one thing written beside the log.
+///
+/// Thread safety: the log is thread-safe and every other property is immutable, so a
+/// `MessageLog` is used from any thread (the outbox's lock, the I/O queue, attempts' reads).
+/// Its file work blocks: callers keep it off the cooperative pool.
+final class MessageLog: Sendable {
+    private let log: WriteAheadLog
+    let fileSystem: any LogFileSystem
+    /// The log's directory, as a path and as the URL the app gave.
+    let directory: URL
+    /// What opening found: the log's own recovery (a torn tail cut, a damaged segment set aside).
+    var recovery: RecoveryReport { log.recovery }
+    /// What the replay during opening found (damaged spans it skipped, missing sequences).
+    var openingReplay: ReplayReport? { log.openingReplay }
+
+    init(log: WriteAheadLog, fileSystem: any LogFileSystem, directory: URL) {
+        self.log = log
+        self.fileSystem = fileSystem
+        self.directory = directory
+    }
+
+    // MARK: - Appends (each one record, or one batch that is all-or-nothing)
+
+    /// A message's `enqueued` record, already encoded by `send` outside any lock.
+    func append(enqueued body: [UInt8]) throws(LogError) -> RecordAddress {
+        try log.appendRecord(body, kind: .enqueued)
+    }
+
+    /// One event's record.
+    func append(_ event: Event) throws(LogError) {
+        _ = try log.append(event.encoded(), kind: event.kind)
+    }
+
+    /// Records that land together or not at all, in one segment (compaction's snapshots).
+    func append(batch entries: [LogEntry]) throws(LogError) -> [RecordAddress] {
+        try log.appendRecords(batch: entries)
+    }
+
+    // MARK: - Reads
+
+    /// The full state recorded at `address`, which must be message `id`'s `enqueued` or
+    /// `snapshot` record (one positioned read, checksum verified), and the size of that
+    /// record's body. `.notFound` if the address is gone (a compaction moved the record);
+    /// `.corrupt` if it holds anything else.
+    func readState(at address: RecordAddress,
+                   of id: MessageID) throws(LogError) -> (state: MessageState, bodyBytes: Int) {
+        let record = try log.read(address)
+        guard let state = Event.decode(kind: record.kind, body: record.body)?.fullState, state.id == id else {
+            throw LogError(.corrupt, "the record at \(address) is not message \(id)'s state")
+        }
+        return (state, record.body.count)
+    }
+
+    // MARK: - Size and lifecycle
+
+    /// Bytes on disk, every segment included.
+    var sizeBytes: Int { log.sizeBytes }
+    /// The segments' file names, oldest first (the last is the one appended to).
+    var segmentNames: [String] { log.segmentNames }
+    /// The sequence number the next record gets, and the last one on stable storage (what
+    /// the durability tests watch).
+    var nextSequence: UInt64 { log.nextSequence }
+    var durableSequence: UInt64 { log.durableSequence }
+
+    /// Makes every append so far durable (an fsync, unless one already covered it).
+    func sync() throws(LogError) { try log.sync() }
+
+    /// Deletes the segments wholly below `sequence` (compaction's last step).
+    func forget(below sequence: UInt64) throws(LogError) { _ = try log.forget(below: sequence) }
+
+    /// Syncs and closes the log, and releases the directory.
+    func close() throws(LogError) { try log.close() }
+}
