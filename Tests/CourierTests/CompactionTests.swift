@@ -52,10 +52,10 @@ import Testing
         for i in 0..<200 where courier.log.segmentNames.count < 3 {
             try courier.send(["i": i, "pad": String(repeating: "p", count: 900)], to: down)
         }
-        let plan = try #require(courier.outbox.planCompaction(force: true))
+        let plan = try #require(courier.core.planCompaction(force: true))
         #expect(Set(plan.pinned.map(\.id)).isSuperset(of: big))
-        let written = Result { () throws(LogError) in try courier.outbox.writeSnapshots(plan) }
-        courier.outbox.endCompaction(succeeded: true)
+        let written = Result { () throws(LogError) in try courier.core.writeSnapshots(plan) }
+        courier.core.endCompaction(succeeded: true)
         #expect((try? written.get()) != nil, "\(written)")
         if (try? written.get()) != nil {  // as the compactor does: forget only after the snapshots
             try courier.log.sync()

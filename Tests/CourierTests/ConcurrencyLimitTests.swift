@@ -201,7 +201,7 @@ import Testing
     }
 
     /// The test server's token bucket in front of it, in 1 ms steps; refused requests go back to the end
-    /// of the queue, as the outbox's parked queue does. Bounded by 120 virtual seconds.
+    /// of the queue, as the core's parked queue does. Bounded by 120 virtual seconds.
     func simulateLimiter(messages: Int, ratePerSecond: Double, burst: Int,
                          retryAfterMilliseconds: UInt64?) -> LimiterResult {
         let roundTripMilliseconds: UInt64 = 2

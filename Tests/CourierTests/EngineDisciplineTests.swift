@@ -19,7 +19,7 @@ import Testing
         // message on its own schedule (probing a down destination would need more rounds).
         config.destinationBackoff = .disabled
         let courier = try Courier(directory: TemporaryDirectory().url, configuration: config)
-        clock.probe = { [weak courier] in courier?.outbox.isHeldByCurrentThread ?? false }
+        clock.probe = { [weak courier] in courier?.core.isHeldByCurrentThread ?? false }
         let ids = try (0..<5).map { try courier.send(["n": $0], to: inbox) }
         for _ in 0..<4 { await courier.settle(); await clock.base.advance(by: .seconds(5)) }
         for id in ids { try await courier.delivered(id) }

@@ -48,10 +48,10 @@ import FoundationNetworking
     @Test func closeStopsThePlatformIntegration() async throws {
         let courier = try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         let integration = FakeIntegration()
-        courier.lifecycle.value = integration
+        _ = courier.core.write { state, _ in state.lifecycle = integration }
         await courier.close()
         #expect(await integration.stopped)
-        #expect(courier.lifecycle.value == nil)
+        #expect(courier.core.read(\.lifecycle) == nil)
     }
 }
 

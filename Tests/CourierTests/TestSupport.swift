@@ -53,12 +53,12 @@ func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration
 
 extension Courier {
     /// Attempts in flight right now (for tests).
-    var inFlightCount: Int { engine.withLock { $0.tasks.count } }
+    var inFlightCount: Int { core.read(\.engine.tasks.count) }
     /// Every pending message's full state: read back from the log, with the attempt count and
     /// due time the projection holds.
     var scheduledStates: [MessageID: MessageState] {
-        let ids = outbox.read { $0.projection.liveSlotsInOrder().map(\.id) }
-        return Dictionary(uniqueKeysWithValues: ids.compactMap { id in (try? outbox.loadState(id))?.map { (id, $0) } })
+        let ids = core.read { $0.projection.liveSlotsInOrder().map(\.id) }
+        return Dictionary(uniqueKeysWithValues: ids.compactMap { id in (try? core.loadState(id))?.map { (id, $0) } })
     }
 }
 

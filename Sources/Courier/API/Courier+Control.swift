@@ -25,7 +25,7 @@ extension Courier {
     ///   delivered, abandoned or cancelled, or the courier is closed).
     @discardableResult
     public func cancel(_ id: MessageID) -> Bool {
-        let (cancelled, effects) = outbox.cancel(id)
+        let (cancelled, effects) = core.cancel(id)
         effects.run()
         // A handed-off message: its task goes too, and with it the body file (unlinked on the
         // I/O queue: `cancel` appends its record on the caller's thread, as `send` does, and
@@ -41,12 +41,12 @@ extension Courier {
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
     /// usual. `send` still works: messages wait on disk.
     public func pause() {
-        engine.withLock { $0.paused = true }
+        _ = core.write { state, _ in state.engine.paused = true }
     }
 
     /// Undoes `pause()`: due messages start at once.
     public func resume() {
-        engine.withLock { $0.paused = false }
+        _ = core.write { state, _ in state.engine.paused = false }
         pump()
     }
 
@@ -55,7 +55,7 @@ extension Courier {
     /// out a long backoff does not wait for its timer. (Messages in flight are unaffected;
     /// the new due times are not logged, so after a restart the logged ones apply again.)
     public func retryNow() {
-        outbox.makeAllDue(nowMilliseconds: currentInstant().wallMilliseconds)
+        core.makeAllDue(nowMilliseconds: currentInstant().wallMilliseconds)
         pump()
     }
 
@@ -67,8 +67,8 @@ extension Courier {
     /// after the same clean stop. Afterwards the courier carries on as before the call
     /// (delivering, or paused if it was).
     public func deliverPending(within budget: Duration) async -> DeliverySummary {
-        engine.withLock { $0.forcedRuns += 1 }
-        let before = outbox.read(\.deliveredCount)
+        _ = core.write { state, _ in state.engine.forcedRuns += 1 }
+        let before = core.read(\.deliveredCount)
         retryNow()
         let deadline = currentInstant().elapsed + budget
         let sleep = clock.sleep
@@ -79,31 +79,31 @@ extension Courier {
             _ = await group.next()
             group.cancelAll()
         }
-        let inFlight = engine.withLock { engine -> [Task<Void, Never>] in
-            engine.stopping += 1
-            return Array(engine.tasks.values)
-        }
+        let inFlight = core.write { state, _ -> [Task<Void, Never>] in
+            state.engine.stopping += 1
+            return Array(state.engine.tasks.values)
+        }.0
         for task in inFlight { task.cancel() }
         for task in inFlight { await task.value }
         await onIOQueue { [log] in try? log.sync() }
-        engine.withLock { engine in
-            engine.stopping -= 1
-            engine.forcedRuns -= 1
+        _ = core.write { state, _ in
+            state.engine.stopping -= 1
+            state.engine.forcedRuns -= 1
         }
-        let summary = outbox.read { DeliverySummary(delivered: $0.deliveredCount - before, remaining: $0.projection.count) }
+        let summary = core.read { DeliverySummary(delivered: $0.deliveredCount - before, remaining: $0.projection.count) }
         pump()
         return summary
     }
 
     /// `waitUntilIdle()` that also ends when the calling task is cancelled.
     func waitUntilIdleOrCancelled() async {
-        let key = outbox.makeWaiterKey()
+        let key = core.makeWaiterKey()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                if !outbox.addIdleWaiter(key, continuation, cancelled: { Task.isCancelled }) { continuation.resume() }
+                if !core.addIdleWaiter(key, continuation, cancelled: { Task.isCancelled }) { continuation.resume() }
             }
         } onCancel: {
-            outbox.removeIdleWaiter(key)?.resume()
+            core.removeIdleWaiter(key)?.resume()
         }
     }
 }

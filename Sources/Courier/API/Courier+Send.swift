@@ -73,10 +73,10 @@ extension Courier {
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
         let confirmLater = configuration.durability == .always
-        // One critical section in the outbox: the append and the projection change together,
+        // One critical section in the core: the append and the projection change together,
         // so log order is projection order. With `.always` the message is held back from
         // delivery until its fsync succeeded.
-        let effects = try outbox.enqueue(encoded, state: message, hold: confirmLater, callbacks: callbacks)
+        let effects = try core.enqueue(encoded, state: message, hold: confirmLater, callbacks: callbacks)
         if confirmLater {
             try confirmDurable(id, callbacks)
         } else {
@@ -99,11 +99,11 @@ extension Courier {
             } else {
                 thrown = CourierError(.storageFailed, "the message was written but the fsync failed, so it may or may not survive a power loss (\(error)); close and reopen the Courier: if pendingMessages lists \(id) it will be delivered, otherwise send it again", messageID: id)
             }
-            outbox.discard(id, error: thrown).run()
+            core.discard(id, error: thrown).run()
             pump()  // in FIFO mode the next message of its URL may be schedulable now
             throw thrown
         }
-        outbox.confirm(id, callbacks: callbacks).run()
+        core.confirm(id, callbacks: callbacks).run()
     }
 
     /// Headers Courier sets itself; a caller passing one gets `.invalidHeaders`, never a

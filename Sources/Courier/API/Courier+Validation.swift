@@ -82,9 +82,9 @@ extension Courier {
 }
 
 extension Courier.Configuration {
-    /// What the outbox enforces of this configuration.
-    var outboxLimits: Outbox.Limits {
-        Outbox.Limits(maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
+    /// What the core enforces of this configuration.
+    var coreLimits: CourierCore.Limits {
+        CourierCore.Limits(maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
                       compactionThreshold: compactionThreshold)
     }
 }

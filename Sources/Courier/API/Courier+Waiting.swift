@@ -7,24 +7,24 @@ extension Courier {
     ///   never saw or resolved too long ago to remember, and `.waitCancelled` at once when the
     ///   calling task is cancelled (the message itself is unaffected and still pending).
     public func delivered(_ id: MessageID) async throws(CourierError) {
-        let key = outbox.makeWaiterKey()
+        let key = core.makeWaiterKey()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: DeliveryWaiter) in
-                if let immediate = outbox.waitForResolution(of: id, key: key, continuation, cancelled: { Task.isCancelled }) {
+                if let immediate = core.waitForResolution(of: id, key: key, continuation, cancelled: { Task.isCancelled }) {
                     continuation.resume(returning: immediate)
                 }
             }
         } onCancel: {
-            outbox.removeWaiter(of: id, key: key)?.resume(returning: .failure(Outbox.waitCancelled(id)))
+            core.removeWaiter(of: id, key: key)?.resume(returning: .failure(CourierCore.waitCancelled(id)))
         }
         try result.get()
     }
 
     /// Returns when no message is pending (or the courier is closed).
     public func waitUntilIdle() async {
-        let key = outbox.makeWaiterKey()
+        let key = core.makeWaiterKey()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if !outbox.addIdleWaiter(key, continuation, cancelled: { false }) { continuation.resume() }
+            if !core.addIdleWaiter(key, continuation, cancelled: { false }) { continuation.resume() }
         }
     }
 
@@ -34,11 +34,11 @@ extension Courier {
     /// (details in `recovery`).
     public var events: AsyncStream<CourierEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
-        guard let key = outbox.subscribe(continuation) else {
+        guard let key = core.subscribe(continuation) else {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak outbox] _ in outbox?.unsubscribe(key) }
+        continuation.onTermination = { [weak core] _ in core?.unsubscribe(key) }
         return stream
     }
 
@@ -48,34 +48,35 @@ extension Courier {
     /// sleeping.
     @_spi(CourierTesting)
     public func settleForTesting() async {
-        await reconciliation.value?.value  // background hand-off: the engine starts after it
+        await core.read(\.reconciliation)?.value  // background hand-off: the engine starts after it
         let instant = currentInstant()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = engine.withLock { engine -> Bool in
-                if isSettled(engine, at: instant) { return true }
-                engine.settleWaiters.append(continuation)
+            let now = core.write { state, _ -> Bool in
+                if isSettled(state, at: instant) { return true }
+                state.engine.settleWaiters.append(continuation)
                 return false
-            }
+            }.0
             if now { continuation.resume() }
         }
     }
 
-    /// Under the engine's lock, with `instant` read before taking it.
-    private func isSettled(_ engine: EngineState, at instant: EngineInstant) -> Bool {
+    /// Under the core's lock, with `instant` read before taking it.
+    private func isSettled(_ state: CoreState, at instant: EngineInstant) -> Bool {
+        let engine = state.engine
         if engine.closed { return true }
         guard engine.tasks.isEmpty else { return false }
         if !engine.mayStartAttempts { return true }  // paused: nothing more will start
         if let timer = engine.timer, timer.deadline <= instant.elapsed { return false }
         // A message may be due with no timer yet (the pump that arms it has not run).
-        if let due = outbox.earliestDue, due <= instant.wallMilliseconds, engine.timer == nil { return false }
+        if let due = state.projection.earliestDue, due <= instant.wallMilliseconds, engine.timer == nil { return false }
         return true
     }
 
-    /// Under the engine's lock: the settle waiters to resume, if the engine is settled at `instant`.
-    func takeSettleWaitersIfSettled(_ engine: inout EngineState,
+    /// Under the core's lock: the settle waiters to resume, if the engine is settled at `instant`.
+    func takeSettleWaitersIfSettled(_ state: inout CoreState,
                                     at instant: EngineInstant) -> [CheckedContinuation<Void, Never>] {
-        guard !engine.settleWaiters.isEmpty, isSettled(engine, at: instant) else { return [] }
-        defer { engine.settleWaiters.removeAll() }
-        return engine.settleWaiters
+        guard !state.engine.settleWaiters.isEmpty, isSettled(state, at: instant) else { return [] }
+        defer { state.engine.settleWaiters.removeAll() }
+        return state.engine.settleWaiters
     }
 }

@@ -21,9 +21,11 @@ public final class Courier {
     public let directory: URL
     /// The settings it was opened with.
     public let configuration: Configuration
-    /// The durable state: projection, log appends, waiters. Courier is the facade around it.
-    let outbox: Outbox
-    var log: MessageLog { outbox.log }
+    /// The one owner of everything mutable (`CoreState`: projection, waiters, engine, hand-off
+    /// mode, lifecycle), behind one lock. Courier is the facade around it and stores no mutable
+    /// state of its own.
+    let core: CourierCore
+    var log: MessageLog { core.log }
     let transport: any DeliveryTransport
     /// Whether Courier made `transport` (and so shuts it down on `close()`): a transport the
     /// app injected belongs to the app.
@@ -43,17 +45,9 @@ public final class Courier {
     let readQueue = DispatchQueue(label: "courier.read", qos: .utility, attributes: .concurrent)
     /// What opening found: the log's recovery plus what replay found.
     public let recovery: RecoveryReport
-    /// The last URL `send` validated, and its string form.
+    /// The last URL `send` validated, and its string form: a cache of the send path, not
+    /// state (any value in it is right), so it has its own small lock and never waits on the core.
     let lastTarget = Locked<(url: URL, string: String)?>(nil)
-    /// The app-lifecycle wiring, if the app enabled it (iOS: `enableAppLifecycleIntegration()`).
-    let lifecycle = PlatformIntegrationBox(nil)
-    /// The engine's bookkeeping (attempt tasks, the timer, pause state), behind its lock.
-    /// Lock order: the engine's lock before the outbox's, never the reverse.
-    let engine = Locked(EngineState())
-    /// Background hand-off's mode and passes (`Courier+HandOff.swift`).
-    let handOffControl = Locked(HandOffControl())
-    /// Reconciling the log with the background session's tasks, started by `init`.
-    let reconciliation = Locked<Task<Void, Never>?>(nil)
 
     /// Opens (or creates) the log in `directory`, replays it, and starts delivering.
     /// Throws `.invalidConfiguration` naming the first conflict in `configuration` (see
@@ -80,8 +74,8 @@ public final class Courier {
         let replayer = Replayer(configuration: configuration, directory: directory.path)
         let log = try MessageLog.open(directory: directory, configuration: configuration,
                                       logConfiguration: logConfiguration, replayer: replayer)
-        let (outbox, report) = replayer.makeOutbox(log, configuration: configuration, nowMilliseconds: wallStart)
-        self.outbox = outbox
+        let (core, report) = replayer.makeCore(log, configuration: configuration, nowMilliseconds: wallStart)
+        self.core = core
         recovery = report
         if !report.isClean {
             configuration.logger.warning("opening the log found damage; messages may be missing (see Courier.recovery)",
@@ -97,37 +91,33 @@ public final class Courier {
     }
 
     deinit {
-        engine.withLock { engine in
-            engine.timer?.task.cancel()
-            for task in engine.tasks.values { task.cancel() }
+        _ = core.write { state, _ in
+            state.engine.timer?.task.cancel()
+            for task in state.engine.tasks.values { task.cancel() }
         }
     }
 
     /// Messages sent and not yet delivered or abandoned (in flight included).
-    public var pendingCount: Int { outbox.pendingCount }
+    public var pendingCount: Int { core.pendingCount }
 
     /// Stops delivery (attempts in flight are cancelled and will run again after the next
     /// open), syncs the log and releases the directory. Waiters on `delivered(_:)` throw
     /// `.closed`; event streams finish. Shuts down the transport only if Courier made it.
     /// Calling it twice is harmless.
     public func close() async {
-        outbox.markClosed()
-        let (tasks, timer) = engine.withLock { engine -> ([Task<Void, Never>], Task<Void, Never>?) in
-            engine.closed = true
-            return (Array(engine.tasks.values), engine.timer?.task)
-        }
+        let (tasks, timer, integration) = core.write { state, _ in
+            state.closed = true
+            state.engine.closed = true
+            defer { state.lifecycle = nil }
+            return (Array(state.engine.tasks.values), state.engine.timer?.task, state.lifecycle)
+        }.0
         timer?.cancel()
-        if let integration = lifecycle.take() { await integration.stop() }
+        if let integration { await integration.stop() }
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
         if ownsTransport { await transport.shutdown() }
         await onIOQueue { [log] in try? log.close() }
-        var effects = outbox.releaseEveryone()
-        effects.idle += engine.withLock { engine -> [CheckedContinuation<Void, Never>] in
-            defer { engine.settleWaiters.removeAll() }
-            return engine.settleWaiters
-        }
-        effects.run()
+        core.releaseEveryone().run()
     }
 
     /// Runs blocking file work on `queue` (the I/O queue unless told) and waits for it without
@@ -142,8 +132,7 @@ public final class Courier {
 }
 
 /// Why `Courier` is `Sendable`: it has no mutable stored property; every stored property is
-/// immutable and itself thread-safe (the engine's state and the outbox's are behind their
-/// locks), or, for the transport and configuration, `Sendable`.
+/// immutable and itself thread-safe (the core's state is behind its lock), or `Sendable`.
 extension Courier: @unchecked Sendable {}
 
 extension Courier {

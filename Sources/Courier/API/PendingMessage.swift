@@ -36,7 +36,7 @@ extension Courier {
     /// per message), off the caller's thread. A message whose record cannot be read is left
     /// out (`recovery` and `events` report damage).
     public func pendingMessages() async -> [PendingMessage] {
-        let ids = outbox.read { $0.projection.liveSlotsInOrder().map(\.id) }
+        let ids = core.read { $0.projection.liveSlotsInOrder().map(\.id) }
         return await onIOQueue(readQueue) { [self] in loadPendingMessages(ids) }
     }
 
@@ -49,9 +49,9 @@ extension Courier {
     ///     for await event in events { apply(event) }
     public func pendingMessagesAndEvents() async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
         let (stream, continuation) = AsyncStream.makeStream(of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
-        let (key, ids) = outbox.subscribeWithPendingIDs(continuation)
+        let (key, ids) = core.subscribeWithPendingIDs(continuation)
         if let key {
-            continuation.onTermination = { [weak outbox] _ in outbox?.unsubscribe(key) }
+            continuation.onTermination = { [weak core] _ in core?.unsubscribe(key) }
         } else {
             continuation.finish()
         }
@@ -62,13 +62,13 @@ extension Courier {
     /// Every pending message, read on the calling thread.
     @available(*, deprecated, message: "reads every body on the calling thread; use `await pendingMessages()`")
     public var pendingMessages: [PendingMessage] {
-        loadPendingMessages(outbox.read { $0.projection.liveSlotsInOrder().map(\.id) })
+        loadPendingMessages(core.read { $0.projection.liveSlotsInOrder().map(\.id) })
     }
 
     /// The pending messages among `ids`, read back from the log, in that order.
     private func loadPendingMessages(_ ids: [MessageID]) -> [PendingMessage] {
         ids.compactMap { id in
-            guard let s = try? outbox.loadState(id), let url = URL(string: s.url) else { return nil }
+            guard let s = try? core.loadState(id), let url = URL(string: s.url) else { return nil }
             return PendingMessage(id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
                                   sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
                                   nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000),

@@ -2,7 +2,7 @@ import CourierLog
 import Foundation
 import Logging
 
-/// The engine's bookkeeping, behind its lock (`Courier.engine`).
+/// The engine's bookkeeping, part of the core's state (`CoreState.engine`).
 struct EngineState {
     /// Attempts under way, by a token unique to each (a message may be attempted again before
     /// the task of its previous attempt has removed itself).
@@ -33,33 +33,32 @@ extension Courier {
     func pump(at now: EngineInstant? = nil) {
         // Read the app's clock before taking a lock: no user code runs under one.
         let instant = now ?? currentInstant()
-        let effects = engine.withLock { engine -> Effects in
-            var effects = Effects()
-            guard !engine.closed else { return effects }
-            if engine.mayStartAttempts {
-                let free = configuration.maximumConcurrentDeliveries - engine.tasks.count
-                let attempts = outbox.takeDue(nowMilliseconds: instant.wallMilliseconds, limit: free)
+        // One critical section: what is due is taken, its tasks made (making a task runs no
+        // app code) and the timer armed against the same state.
+        core.write { state, effects in
+            guard !state.engine.closed else { return }
+            if state.engine.mayStartAttempts {
+                let free = configuration.maximumConcurrentDeliveries - state.engine.tasks.count
+                let attempts = CourierCore.takeDue(&state, nowMilliseconds: instant.wallMilliseconds, limit: free)
                 for attempt in attempts {
-                    let token = engine.nextToken
-                    engine.nextToken += 1
-                    engine.tasks[token] = Task { [self] in await run(attempt, token: token) }
+                    let token = state.engine.nextToken
+                    state.engine.nextToken += 1
+                    state.engine.tasks[token] = Task { [self] in await run(attempt, token: token) }
                 }
-                armTimer(&engine, at: instant)
+                armTimer(&state, at: instant)
             }
-            effects.idle = takeSettleWaitersIfSettled(&engine, at: instant)
-            return effects
-        }
-        effects.run()
+            effects.idle += takeSettleWaitersIfSettled(&state, at: instant)
+        }.1.run()
     }
 
     /// One attempt: read the message back, POST it, log what happened.
     private func run(_ attempt: Attempt, token: UInt64) async {
         let read: Result<MessageState?, LogError>
-        if let recent = outbox.recentState(attempt.id) {
+        if let recent = core.recentState(attempt.id) {
             read = .success(recent)
         } else {
-            read = await onIOQueue(readQueue) { [outbox] in
-                Result { () throws(LogError) in try outbox.loadState(attempt.id) }
+            read = await onIOQueue(readQueue) { [core] in
+                Result { () throws(LogError) in try core.loadState(attempt.id) }
             }
         }
         let outcome: DeliveryOutcome
@@ -77,7 +76,7 @@ extension Courier {
             return
         case .failure(let error):
             let due = currentInstant().wallMilliseconds + UInt64(configuration.retry.maximumDelay.seconds * 1000)
-            outbox.recordUnreadable(attempt.id, error: error, dueMilliseconds: due).run()
+            core.recordUnreadable(attempt.id, error: error, dueMilliseconds: due).run()
             end(token)
             pump()
             return
@@ -101,24 +100,24 @@ extension Courier {
         return await transport.deliver(prepared)
     }
 
-    /// Under the engine's lock: one timer, for the earliest due message, if a slot is free.
-    private func armTimer(_ engine: inout EngineState, at instant: EngineInstant) {
-        guard engine.tasks.count < configuration.maximumConcurrentDeliveries,
-              let due = outbox.earliestDue else { return }
+    /// Under the core's lock: one timer, for the earliest due message, if a slot is free.
+    private func armTimer(_ state: inout CoreState, at instant: EngineInstant) {
+        guard state.engine.tasks.count < configuration.maximumConcurrentDeliveries,
+              let due = state.projection.earliestDue else { return }
         let deadline = instant.elapsed + .milliseconds(Int64(due - min(due, instant.wallMilliseconds)))
-        if let timer = engine.timer, timer.deadline <= deadline { return }
-        engine.timer?.task.cancel()
+        if let timer = state.engine.timer, timer.deadline <= deadline { return }
+        state.engine.timer?.task.cancel()
         let sleep = clock.sleep
         let task = Task { [weak self] in
             do { try await sleep(deadline) } catch { return }  // cancelled: a newer timer replaced it
             self?.timerFired(deadline)
         }
-        engine.timer = (task, deadline)
+        state.engine.timer = (task, deadline)
     }
 
     private func timerFired(_ deadline: Duration) {
-        engine.withLock { engine in
-            if engine.timer?.deadline == deadline { engine.timer = nil }
+        _ = core.write { state, _ in
+            if state.engine.timer?.deadline == deadline { state.engine.timer = nil }
         }
         pump()
     }
@@ -127,8 +126,7 @@ extension Courier {
     /// that. Calls the app's clock, so never while holding a lock (asserted in debug builds).
     func currentInstant() -> EngineInstant {
         #if DEBUG
-        assert(!outbox.isHeldByCurrentThread && !engine.isHeldByCurrentThread,
-               "the app's clock must not be called under the courier's locks")
+        assert(!core.isHeldByCurrentThread, "the app's clock must not be called under the core's lock")
         #endif
         let elapsed = clock.elapsed()
         let wall = wallStartMilliseconds + UInt64(max(0, elapsed.seconds * 1000))
@@ -148,11 +146,11 @@ extension Courier {
     }
 
     /// An attempt ended: decide (the retry policy, outside any lock), then log the decision and
-    /// update the projection (the outbox, in one critical section). Runs on `ioQueue`.
+    /// update the projection (the core, in one critical section). Runs on `ioQueue`.
     private func finish(_ attempt: Attempt, state: MessageState, outcome: DeliveryOutcome, token: UInt64) {
         if case .failure(let f) = outcome, f.kind == .cancelled {
             // Cancelled by close(): not an attempt. The message is pending, as on disk.
-            outbox.release(attempt.id)
+            core.release(attempt.id)
             end(token)
             return
         }
@@ -162,7 +160,7 @@ extension Courier {
         configuration.logger.debug("attempt ended: \(outcome) → \(decision)", metadata: Self.metadata(attempt, state))
         let report = destinationReport(outcome, nowMilliseconds: now, random: random,
                                        startedMilliseconds: attempt.startedMilliseconds)
-        let effects = outbox.record(verdict, of: attempt, outcome: outcome, destination: report)
+        let effects = core.record(verdict, of: attempt, outcome: outcome, destination: report)
         effects.run()
         // The slot is free; settle waiters are told by the pump, after the compactor ran.
         end(token, tellSettleWaiters: false)
@@ -193,7 +191,7 @@ extension Courier {
     }
 
     /// What `outcome` says about its destination, with the probe delay ready to compute under
-    /// the outbox's lock (the random value is drawn here, outside it).
+    /// the core's lock (the random value is drawn here, outside it).
     /// With `startedMilliseconds`, the outcome is an engine attempt's, taken then: its latency
     /// is measured (a background upload's is not: the system chose when it ran).
     func destinationReport(_ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64,
@@ -226,11 +224,10 @@ extension Courier {
     /// An attempt's task is done: its delivery slot is free.
     private func end(_ token: UInt64, tellSettleWaiters: Bool = true) {
         let instant = currentInstant()
-        let settled = engine.withLock { engine -> [CheckedContinuation<Void, Never>] in
-            engine.tasks[token] = nil
-            return tellSettleWaiters ? takeSettleWaitersIfSettled(&engine, at: instant) : []
-        }
-        settled.forEach { $0.resume() }
+        core.write { state, effects in
+            state.engine.tasks[token] = nil
+            if tellSettleWaiters { effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }
+        }.1.run()
     }
 }
 
@@ -246,11 +243,11 @@ struct ClosureRandom: RandomNumberGenerator {
     mutating func next() -> UInt64 { source() }
 }
 
-/// Compaction (the protocol is in `Outbox+Compaction.swift`), run on the I/O queue.
+/// Compaction (the protocol is in `CourierCore+Compaction.swift`), run on the I/O queue.
 extension Courier {
     /// Compactions run since open (public as `compactionCount` in CourierTesting).
     @_spi(CourierTesting)
-    public var compactionCountForTesting: Int { outbox.compactionCount }
+    public var compactionCountForTesting: Int { core.compactionCount }
 
     /// One compaction now, whether or not it is worth it, on the calling thread (benchmarks
     /// time it). Blocking file work: never call it on the cooperative pool.
@@ -263,5 +260,5 @@ extension Courier {
     }
 
     /// One compaction; `force` skips the "is it worth it" test (for tests).
-    func compact(force: Bool) { outbox.compact(force: force).run() }
+    func compact(force: Bool) { core.compact(force: force).run() }
 }

@@ -4,7 +4,7 @@ import Logging
 /// (callbacks, event consumers, resumed tasks) ever runs while a lock is held.
 struct Effects {
     var events: [CourierEvent] = []
-    /// Who receives `events`: filled in by `Outbox.mutate`, never by hand.
+    /// Who receives `events`: filled in by `CourierCore.write`, never by hand.
     var subscribers: [AsyncStream<CourierEvent>.Continuation] = []
     var delivered: [(@Sendable (MessageID) -> Void, MessageID)] = []
     var abandoned: [(@Sendable (MessageID, CourierError) -> Void, MessageID, CourierError)] = []

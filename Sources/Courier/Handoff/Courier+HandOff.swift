@@ -18,8 +18,8 @@ extension Courier {
     @discardableResult
     public func handOffPendingMessages() async -> Int {
         guard let uploads = configuration.backgroundUploads else { return 0 }
-        handOffControl.withLock { $0.isAppInForeground = false }
-        await reconciliation.value?.value
+        _ = core.write { state, _ in state.handOffControl.isAppInForeground = false }
+        await core.read(\.reconciliation)?.value
         return await runHandOffPasses(uploads)
     }
 
@@ -32,30 +32,33 @@ extension Courier {
     /// it in flight.
     public func returnToForeground() {
         guard let uploads = configuration.backgroundUploads else { return }
-        handOffControl.withLock { $0.isAppInForeground = true }
-        for (id, handOff) in outbox.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
+        _ = core.write { state, _ in state.handOffControl.isAppInForeground = true }
+        for (id, handOff) in core.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
     }
 
     /// Messages handed off now (`handOffPendingMessages()`), whose uploads have not ended.
-    public var handedOffCount: Int { outbox.read { $0.handOffs.count } }
+    public var handedOffCount: Int { core.read { $0.handOffs.count } }
 
     /// Called by `init` with hand-off on: the engine waits for reconciliation; completions
     /// are heard from now on.
     func startBackgroundUploads(_ uploads: BackgroundUploads) {
-        engine.withLock { $0.reconciling = true }
         // Reconciliation first: completions wait for it (`hear`), or one heard while it runs
-        // could make it adopt a task that has already ended.
-        reconciliation.value = Task { [weak self] in await self?.reconcileHandOffs(uploads) }
+        // could make it adopt a task that has already ended. The task is made under the lock,
+        // with the engine's gate closed, so nothing sees one without the other.
+        _ = core.write { state, _ in
+            state.engine.reconciling = true
+            state.reconciliation = Task { [weak self] in await self?.reconcileHandOffs(uploads) }
+        }
         uploads.session.deliverCompletions { [weak self] completion in await self?.hear(completion) }
     }
 
     /// Reconciles the log with the session's outstanding tasks, then lets the engine start.
     private func reconcileHandOffs(_ uploads: BackgroundUploads) async {
         let tasks = await uploads.session.outstandingTasks()
-        let result = await onIOQueue { [self] () -> Outbox.Reconciliation in
-            let (result, effects) = outbox.reconcile(with: tasks)
+        let result = await onIOQueue { [self] () -> CourierCore.Reconciliation in
+            let (result, effects) = core.reconcile(with: tasks)
             effects.run()
-            log.sweepBodies(keeping: outbox.handOffs)
+            log.sweepBodies(keeping: core.handOffs)
             return result
         }
         for task in result.stale { uploads.session.cancel(task) }
@@ -64,36 +67,33 @@ extension Courier {
                                       metadata: ["courier.orphaned": "\(result.orphaned.count)", "courier.adopted": "\(result.adopted.count)",
                                                  "courier.stale-tasks": "\(result.stale.count)"])
         }
-        engine.withLock { $0.reconciling = false }
+        _ = core.write { state, _ in state.engine.reconciling = false }
         pump()
     }
 
     /// Runs hand-off passes until no more is asked for; one at a time.
     func runHandOffPasses(_ uploads: BackgroundUploads) async -> Int {
-        let first = handOffControl.withLock { control -> Bool in
-            if control.passRunning { control.passAgain = true }
-            defer { control.passRunning = true }
-            return !control.passRunning
-        }
+        let first = core.write { state, _ -> Bool in
+            if state.handOffControl.passRunning { state.handOffControl.passAgain = true }
+            defer { state.handOffControl.passRunning = true }
+            return !state.handOffControl.passRunning
+        }.0
         guard first else { return 0 }
         var total = 0
         var again = true
         // Each round follows a request made during the previous one; requests come from
         // completions, themselves bounded by the tasks made.
         while again {
-            let candidates = outbox.takeForHandOff(bound: uploads.maximumOutstandingTasks,
+            let candidates = core.takeForHandOff(bound: uploads.maximumOutstandingTasks,
                                                    nowMilliseconds: currentInstant().wallMilliseconds,
                                                    isExcluded: uploads.isExcluded)
             if !candidates.isEmpty { total += await handOff(candidates, uploads) }
-            again = handOffControl.withLock { control -> Bool in
-                if control.passAgain && control.mayHandOff {
-                    control.passAgain = false
-                    return true
-                }
-                control.passAgain = false
-                control.passRunning = false
+            again = core.write { state, _ -> Bool in
+                defer { state.handOffControl.passAgain = false }
+                if state.handOffControl.passAgain && state.handOffControl.mayHandOff { return true }
+                state.handOffControl.passRunning = false
                 return false
-            }
+            }.0
         }
         // A message taken and not handed off after all (the app came back meanwhile, its body
         // could not be written, `prepareRequest` threw) is the engine's again: wake the engine.
@@ -129,15 +129,15 @@ extension Courier {
     /// message back to the engine) if any of it fails, or if the app came back meanwhile.
     private func prepare(_ candidate: Projection.HandOffCandidate) async -> PreparedHandOff? {
         let id = candidate.slot.id
-        guard handOffControl.withLock({ $0.mayHandOff }), let state = await currentState(of: id) else {
-            outbox.abortHandOff(id, foregroundOnly: false)
+        guard core.read(\.handOffControl.mayHandOff), let state = await currentState(of: id) else {
+            core.abortHandOff(id, foregroundOnly: false)
             return nil
         }
         var request = request(for: state, attempt: Int(candidate.slot.attempts + 1))
         if let prepare = configuration.prepareRequest {
             do { try await prepare(&request) } catch {
                 // Left to the engine, which prepares each attempt afresh.
-                outbox.abortHandOff(id, foregroundOnly: true)
+                core.abortHandOff(id, foregroundOnly: true)
                 return nil
             }
         }
@@ -146,7 +146,7 @@ extension Courier {
         let body = Array(request.body)
         let written = await onIOQueue { [log] in log.writeBody(body, to: path) }
         guard written else {
-            outbox.abortHandOff(id, foregroundOnly: true)
+            core.abortHandOff(id, foregroundOnly: true)
             return nil
         }
         return PreparedHandOff(candidate: candidate, request: request, ticket: ticket, path: path)
@@ -160,7 +160,7 @@ extension Courier {
         let id = ready.candidate.slot.id, attempt = ready.candidate.slot.attempts + 1
         let now = currentInstant().wallMilliseconds
         let begin = max(ready.candidate.beginMilliseconds, now)
-        guard outbox.beginHandOff(id, HandOff(attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
+        guard core.beginHandOff(id, HandOff(attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
                                               earliestBeginMilliseconds: begin)) else {
             await onIOQueue { [log] in log.removeBody(at: ready.path) }  // cancelled meanwhile
             return false
@@ -175,8 +175,8 @@ extension Courier {
         upload.allowsConstrainedNetworkAccess = configuration.allowsConstrainedNetworkAccess
         let task = uploads.session.makeUploadTask(upload)
         let identifier = UInt64(bitPattern: Int64(task.identifier))
-        let recorded = await onIOQueue { [outbox] () -> Bool in
-            let (recorded, effects) = outbox.recordHandOff(id, ticket: ready.ticket, taskIdentifier: identifier)
+        let recorded = await onIOQueue { [core] () -> Bool in
+            let (recorded, effects) = core.recordHandOff(id, ticket: ready.ticket, taskIdentifier: identifier)
             effects.run()
             return recorded
         }
@@ -184,7 +184,7 @@ extension Courier {
             // Cancelled meanwhile, or its completion was heard already: the task has no message.
             uploads.session.cancel(task)
             await onIOQueue { [log] in log.removeBody(at: ready.path) }
-        } else if !handOffControl.withLock({ $0.mayHandOff }) {
+        } else if !core.read(\.handOffControl.mayHandOff) {
             // The app came back while this was being made: back to the engine, as
             // `returnToForeground()` does for the others.
             uploads.session.cancelUnlessSending(task)
@@ -202,12 +202,12 @@ extension Courier {
     /// Message `id`'s full state, from memory or read back from the log; nil if it is no
     /// longer pending; the error if it cannot be read.
     func readState(of id: MessageID) async -> Result<MessageState?, LogError> {
-        if let recent = outbox.recentState(id) { return .success(recent) }
-        return await onIOQueue(readQueue) { [outbox] in Result { () throws(LogError) in try outbox.loadState(id) } }
+        if let recent = core.recentState(id) { return .success(recent) }
+        return await onIOQueue(readQueue) { [core] in Result { () throws(LogError) in try core.loadState(id) } }
     }
 }
 
-/// Hand-off bookkeeping of one courier, behind its own lock (never held with another).
+/// Hand-off bookkeeping of one courier, part of the core's state (`CoreState.handOffControl`).
 struct HandOffControl {
     /// False from `handOffPendingMessages()`, true from `returnToForeground()`; nil until
     /// either is called. A process that iOS launched to report background uploads hears

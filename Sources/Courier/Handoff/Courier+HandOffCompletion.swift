@@ -9,16 +9,16 @@ extension Courier {
     /// message of its ordering key follows a delivery); in the foreground it is the engine's.
     func hear(_ completion: BackgroundUploadCompletion) async {
         // After reconciliation, which must not see a task whose end was heard meanwhile.
-        await reconciliation.value?.value
-        guard let uploads = configuration.backgroundUploads, !outbox.read(\.closed) else { return }
-        guard let (id, handOff) = outbox.handOff(carriedBy: completion.task) else {
+        await core.read(\.reconciliation)?.value
+        guard let uploads = configuration.backgroundUploads, !core.read(\.closed) else { return }
+        guard let (id, handOff) = core.handOff(carriedBy: completion.task) else {
             await hearLate(completion)
             return
         }
         let outcome = completion.outcome
         if case .failure(let failure) = outcome, failure.kind == .cancelled {
             // `returnToForeground()` (or the system) cancelled it: not an attempt.
-            if outbox.endHandOff(id, ticket: handOff.ticket, dueAtLatest: currentInstant().wallMilliseconds) {
+            if core.endHandOff(id, ticket: handOff.ticket, dueAtLatest: currentInstant().wallMilliseconds) {
                 await onIOQueue { [log] in log.removeBody(of: id, ticket: handOff.ticket) }
                 await carryOn(uploads)
             }
@@ -45,8 +45,8 @@ extension Courier {
         configuration.logger.debug("background upload ended: \(outcome) → \(decision)",
                                    metadata: ["courier.message-id": "\(id)", "courier.attempt": "\(handOff.attempt)"])
         await onIOQueue { [self] in
-            if unauthorized { outbox.keepInForeground(id) }
-            outbox.record(judged, of: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
+            if unauthorized { core.keepInForeground(id) }
+            core.record(judged, of: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
                           destination: destinationReport(outcome, nowMilliseconds: now, random: random),
                           handOff: handOff.ticket).run()
             log.removeBody(of: id, ticket: handOff.ticket)
@@ -61,10 +61,10 @@ extension Courier {
     /// `maximumDelay` and is read again then; `.storageFailed` reports it.
     private func hearUnreadable(_ id: MessageID, _ handOff: HandOff, error: LogError, nowMilliseconds now: UInt64,
                                 _ uploads: BackgroundUploads) async {
-        guard outbox.endHandOff(id, ticket: handOff.ticket, dueAtLatest: now) else { return }
+        guard core.endHandOff(id, ticket: handOff.ticket, dueAtLatest: now) else { return }
         let due = now + UInt64(configuration.retry.maximumDelay.seconds * 1000)
         await onIOQueue { [self] in
-            outbox.recordUnreadable(id, error: error, dueMilliseconds: due).run()
+            core.recordUnreadable(id, error: error, dueMilliseconds: due).run()
             log.removeBody(of: id, ticket: handOff.ticket)
         }
         await carryOn(uploads)
@@ -74,7 +74,7 @@ extension Courier {
     /// off again (the message, or the next of its ordering key); in the foreground, the engine
     /// takes it.
     private func carryOn(_ uploads: BackgroundUploads) async {
-        if handOffControl.withLock({ $0.mayHandOff }) {
+        if core.read(\.handOffControl.mayHandOff) {
             _ = await runHandOffPasses(uploads)
         } else {
             pump()
@@ -91,7 +91,7 @@ extension Courier {
         let ended = await onIOQueue { [self] () -> [(MessageID, HandOff)] in
             var ended: [(MessageID, HandOff)] = []
             if case .response(let status, _) = completion.outcome, (200..<300).contains(status) {
-                let effects = outbox.recordLateSuccess(id, attempt: parsed.attempt, status: UInt16(clamping: status))
+                let effects = core.recordLateSuccess(id, attempt: parsed.attempt, status: UInt16(clamping: status))
                 effects.run()
                 ended = effects.endedHandOffs
             }

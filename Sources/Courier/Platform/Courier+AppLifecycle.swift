@@ -101,11 +101,15 @@ extension Courier {
     /// Call once, on the main actor; it lasts until the courier is closed or released.
     @MainActor
     public func enableAppLifecycleIntegration() {
-        lifecycle.take()?.stop()  // called twice: one set of observers, not two
+        // Called twice: one set of observers, not two.
+        core.write { state, _ in
+            defer { state.lifecycle = nil }
+            return state.lifecycle
+        }.0?.stop()
         BackgroundDeliveryRegistry.shared.courier = self
         let integration = AppLifecycleIntegration(courier: self)
         integration.start()
-        lifecycle.value = integration
+        _ = core.write { state, _ in state.lifecycle = integration }
     }
 }
 

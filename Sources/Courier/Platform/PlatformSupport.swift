@@ -16,9 +16,6 @@ protocol PlatformIntegration: AnyObject, Sendable {
     @MainActor func stop()
 }
 
-/// Holds a courier's platform integration, if the app enabled one (`value`, `take()`).
-typealias PlatformIntegrationBox = Locked<(any PlatformIntegration)?>
-
 /// True for the first `claim()` only: so a background task is completed exactly once, by
 /// whichever of its expiration handler and its work gets there first.
 struct OnceFlag: Sendable {

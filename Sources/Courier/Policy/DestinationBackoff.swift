@@ -72,7 +72,7 @@ public struct DestinationBackoff: Sendable, Hashable {
         probing.expiry = nil
         probing.classifier = .retryEverything
         // One value drawn outside the lock seeds the draws made under it, so a decision made
-        // under the outbox's lock never calls the app's random source.
+        // under the core's lock never calls the app's random source.
         var source = SplitMix64(seed: random)
         let failure: DeliveryOutcome = outcome.isSuccess ? .response(status: 503) : outcome
         switch probing.decide(failure, attempt: failedProbes, sinceSend: .zero, now: .init(timeIntervalSince1970: now), using: &source) {

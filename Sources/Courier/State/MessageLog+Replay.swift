@@ -28,7 +28,7 @@ extension MessageLog {
     }
 }
 
-/// Rebuilds the outbox state from the log while it opens: the log visits every valid record
+/// Rebuilds the core's state from the log while it opens: the log visits every valid record
 /// in the same pass that recovers its newest segment, so no segment is read twice, and each
 /// record is read in place (see `EventView`). Damage is never silent: `finish` reports it,
 /// `recovery` holds it and every `events` stream begins with a `.storageFailed` naming it.
@@ -79,21 +79,21 @@ final class Replayer {
         }
     }
 
-    /// The outbox of the replayed state, and what opening found. A function of its own so that
-    /// the state's one other reference, the binding below, is gone when the outbox is returned:
-    /// the outbox must hold the only reference to the projection's buffers, or its first change
+    /// The core of the replayed state, and what opening found. A function of its own so that
+    /// the state's one other reference, the binding below, is gone when the core is returned:
+    /// the core must hold the only reference to the projection's buffers, or its first change
     /// would copy them all. Scoping does what a `consume` did, which the iOS type-check's
     /// compiler crashed on (`make ios-check`).
-    func makeOutbox(_ log: MessageLog, configuration: Courier.Configuration,
-                    nowMilliseconds now: UInt64) -> (Outbox, RecoveryReport) {
+    func makeCore(_ log: MessageLog, configuration: Courier.Configuration,
+                    nowMilliseconds now: UInt64) -> (CourierCore, RecoveryReport) {
         let (state, report) = finish(log, configuration: configuration, nowMilliseconds: now)
-        return (Outbox(log: log, limits: configuration.outboxLimits, state: state, logger: configuration.logger), report)
+        return (CourierCore(log: log, limits: configuration.coreLimits, state: state, logger: configuration.logger), report)
     }
 
-    /// The outbox state, and what opening found: the log's recovery plus what replay found.
+    /// The core's state, and what opening found: the log's recovery plus what replay found.
     func finish(_ log: MessageLog, configuration: Courier.Configuration,
-                nowMilliseconds now: UInt64) -> (Outbox.State, RecoveryReport) {
-        // Moved out, not copied: the outbox must hold the only reference to the projection's
+                nowMilliseconds now: UInt64) -> (CoreState, RecoveryReport) {
+        // Moved out, not copied: the core must hold the only reference to the projection's
         // buffers, or its first change would copy them all.
         var taken = Projection(fifoPerDestination: projection.fifoPerDestination)
         swap(&taken, &projection)
@@ -113,7 +113,7 @@ final class Replayer {
         // A message handed off when the log was last written is in the session's hands until
         // reconciliation (`Courier.reconcileHandOffs`) finds its task or not.
         for id in handOffs.keys { taken.hold(id) }
-        var state = Outbox.State(projection: taken, resolved: resolved)
+        var state = CoreState(projection: taken, resolved: resolved)
         state.handOffs = handOffs
         if !report.isClean {
             state.openingDamage = "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"

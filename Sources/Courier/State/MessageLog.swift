@@ -3,7 +3,7 @@ import Foundation
 
 /// The messaging layer's log, in the role of leveldb's `log::Writer` under `DBImpl`: the
 /// **only** caller of `WriteAheadLog` and of the configured file system in this module. It
-/// speaks in events and message states; the outbox, which owns the state those records build,
+/// speaks in events and message states; the core, which owns the state those records build,
 /// calls it inside its critical sections, so log order is projection order.
 ///
 /// What it holds: the log itself (appends, reads by address, sync, forget, close), opening with
@@ -11,7 +11,7 @@ import Foundation
 /// (`MessageLog+Bodies.swift`), the one thing written beside the log.
 ///
 /// Thread safety: the log is thread-safe and every other property is immutable, so a
-/// `MessageLog` is used from any thread (the outbox's lock, the I/O queue, attempts' reads).
+/// `MessageLog` is used from any thread (the core's lock, the I/O queue, attempts' reads).
 /// Its file work blocks: callers keep it off the cooperative pool.
 final class MessageLog: Sendable {
     private let log: WriteAheadLog

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The health of each destination (origin: scheme, host and port) that messages go to. Pure
-/// data, part of `Projection`, guarded by the outbox's lock; in memory only (after a restart
+/// data, part of `Projection`, guarded by the core's lock; in memory only (after a restart
 /// every destination starts healthy, and a dead one is found again within a few attempts).
 ///
 /// A destination is *down* after `DestinationBackoff.failuresBeforeDown` consecutive failing

@@ -16,7 +16,7 @@ extension Projection {
         case neutral
     }
 
-    /// What an observation changed, for the outbox to report as an event.
+    /// What an observation changed, for the core to report as an event.
     enum DestinationChange: Equatable {
         case none
         case wentDown(origin: String, consecutiveFailures: Int)

@@ -173,7 +173,7 @@ extension Projection {
     func checkInvariants() -> Bool { brokenInvariant() == nil }
 
     /// The first invariant that does not hold, by name and slot, or nil. O(pending): debug
-    /// builds run it after outbox mutations (see `Outbox.mutate`), tests after every step.
+    /// builds run it after the core's writes (see `CourierCore.write`), tests after every step.
     func brokenInvariant() -> String? {
         var live = 0
         for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {

@@ -3,7 +3,7 @@ import CourierLog
 /// The in-memory projection of the log that the engine schedules from: per pending message,
 /// only what scheduling needs, in one 72-byte `Slot`. Bodies, headers and creation times stay
 /// on disk; an attempt reads them back from the slot's `address`. Pure data, no I/O, no clock;
-/// its owner (`Outbox`) holds the lock.
+/// its owner (`CourierCore`) holds the lock.
 ///
 /// Memory at N pending (ARCHITECTURE.md, "Memory"): 72 B per slot, 4 B in the heap, 16 to 32 B
 /// in the id index (a power-of-two table of 8-byte entries, at most half full), plus one entry
@@ -143,7 +143,7 @@ struct Projection {
         case .attempted(let id, let attempt, let outcome, let due):
             return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
         case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): return applyEnd(id: id)
-        case .handedOff: return .ignored  // the outbox keeps hand-offs (`Outbox.State.handOffs`)
+        case .handedOff: return .ignored  // the core keeps hand-offs (`CoreState.handOffs`)
         }
     }
 

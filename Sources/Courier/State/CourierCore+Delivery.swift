@@ -34,27 +34,25 @@ enum AttemptVerdict: Sendable {
     case giveUp(reason: String)
 }
 
-extension Outbox {
+extension CourierCore {
     /// Takes up to `limit` messages due at `nowMilliseconds`, marks them in flight and tells
     /// subscribers. The `.attempt` events are yielded under the lock (yielding only buffers: no
     /// consumer code runs), so they precede anything the attempts themselves emit.
-    func takeDue(nowMilliseconds: UInt64, limit: Int) -> [Attempt] {
-        guard limit > 0 else { return [] }
-        return mutate { state, _ -> [Attempt] in
-            guard !state.closed else { return [] }
-            var attempts: [Attempt] = []
-            // Each turn takes one message: bounded by `limit`.
-            // Probes of down destinations first (at most one per destination), then messages
-            // parked by a destination's limit or pace (the oldest), then due messages.
-            while attempts.count < limit, let slot = state.projection.takeProbe(nowMilliseconds: nowMilliseconds)
-                ?? state.projection.takeHeld(nowMilliseconds: nowMilliseconds)
-                ?? state.projection.takeDue(nowMilliseconds: nowMilliseconds) {
-                let attempt = Attempt(id: slot.id, number: Int(slot.attempts) + 1, startedMilliseconds: nowMilliseconds)
-                for subscriber in state.subscribers.values { subscriber.yield(.attempt(attempt.id, number: attempt.number)) }
-                attempts.append(attempt)
-            }
-            return attempts
-        }.0
+    /// Under the core's lock (the engine's pump).
+    static func takeDue(_ state: inout CoreState, nowMilliseconds: UInt64, limit: Int) -> [Attempt] {
+        guard limit > 0, !state.closed else { return [] }
+        var attempts: [Attempt] = []
+        // Each turn takes one message: bounded by `limit`.
+        // Probes of down destinations first (at most one per destination), then messages
+        // parked by a destination's limit or pace (the oldest), then due messages.
+        while attempts.count < limit, let slot = state.projection.takeProbe(nowMilliseconds: nowMilliseconds)
+            ?? state.projection.takeHeld(nowMilliseconds: nowMilliseconds)
+            ?? state.projection.takeDue(nowMilliseconds: nowMilliseconds) {
+            let attempt = Attempt(id: slot.id, number: Int(slot.attempts) + 1, startedMilliseconds: nowMilliseconds)
+            for subscriber in state.subscribers.values { subscriber.yield(.attempt(attempt.id, number: attempt.number)) }
+            attempts.append(attempt)
+        }
+        return attempts
     }
 
     /// The earliest due time of a message not in flight.
@@ -101,7 +99,7 @@ extension Outbox {
     /// counts only while the message is still handed off to that task; the hand-off ends.
     func record(_ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome,
                 destination: DestinationReport, handOff ticket: UInt64? = nil) -> Effects {
-        mutate { state, effects in
+        write { state, effects in
             let id = attempt.id, number = UInt32(attempt.number)
             // Cancelled while its attempt was in flight: the message is done, and its outcome is
             // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
@@ -149,7 +147,7 @@ extension Outbox {
     /// cancelled. False if it is not pending (unknown, or already delivered, abandoned or
     /// cancelled). An attempt in flight is left to finish; its outcome is dropped.
     func cancel(_ id: MessageID) -> (Bool, Effects) {
-        mutate { state, effects -> Bool in
+        write { state, effects -> Bool in
             guard !state.closed, let slot = state.projection.slot(of: id) else { return false }
             append(.cancelled(id), &effects)
             Self.resolve(id, .cancelled, attempts: Int(slot.attempts), &state, &effects)
@@ -160,12 +158,12 @@ extension Outbox {
     /// An attempt was cancelled (close, or the end of `deliverPending`): not an attempt. The
     /// message is pending again, exactly as on disk.
     func release(_ id: MessageID) {
-        _ = mutate { state, _ in state.projection.release(id) }
+        _ = write { state, _ in state.projection.release(id) }
     }
 
     /// An attempt could not read its message back: says so and tries again after `delay`.
     func recordUnreadable(_ id: MessageID, error: LogError, dueMilliseconds: UInt64) -> Effects {
-        mutate { state, effects in
+        write { state, effects in
             guard let i = state.projection.slotIndex(of: id), let slot = state.projection.slot(of: id) else { return }
             // Says nothing about its destination; but if it was a down destination's probe, the
             // next probe waits too (or an unreadable probe would be taken again at once, forever:
@@ -180,7 +178,7 @@ extension Outbox {
 
     /// Makes every waiting message due at `now` at the latest.
     func makeAllDue(nowMilliseconds: UInt64) {
-        _ = mutate { state, _ in state.projection.makeDue(atOrBefore: nowMilliseconds) }
+        _ = write { state, _ in state.projection.makeDue(atOrBefore: nowMilliseconds) }
     }
 
     /// Under `lock`: appends an event. A failure to log is reported, and delivery goes on in
@@ -194,7 +192,7 @@ extension Outbox {
     }
 
     /// Under `lock`: the message is done; release everyone waiting for it.
-    static func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout State,
+    static func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout CoreState,
                                 _ effects: inout Effects) {
         state.projection.remove(id)
         state.foregroundOnly.remove(id)

@@ -1,10 +1,10 @@
-/// Everyone who waits on the outbox: delivery waiters, idle waiters, event subscribers.
-extension Outbox {
+/// Everyone who waits on the core: delivery waiters, idle waiters, event subscribers.
+extension CourierCore {
     /// Registers `continuation` under `key` to be resumed when `id` resolves, or returns at
     /// once what is already known (or that the waiting task is already `cancelled`).
     func waitForResolution(of id: MessageID, key: Int, _ continuation: DeliveryWaiter,
                            cancelled: () -> Bool) -> Result<Void, CourierError>? {
-        mutate { state, _ -> Result<Void, CourierError>? in
+        write { state, _ -> Result<Void, CourierError>? in
             if state.projection.slotIndex(of: id) != nil {
                 guard !state.closed else { return .failure(CourierError(.closed, "the courier is closed")) }
                 guard !cancelled() else { return .failure(Self.waitCancelled(id)) }
@@ -22,7 +22,7 @@ extension Outbox {
 
     /// Removes the waiter of `id` under `key`, if it is still waiting (its task was cancelled).
     func removeWaiter(of id: MessageID, key: Int) -> DeliveryWaiter? {
-        mutate { state, _ -> DeliveryWaiter? in
+        write { state, _ -> DeliveryWaiter? in
             let waiter = state.waiters[id]?.removeValue(forKey: key)
             if state.waiters[id]?.isEmpty == true { state.waiters[id] = nil }
             return waiter
@@ -35,16 +35,16 @@ extension Outbox {
 
     /// A fresh key for an idle or delivery waiter.
     func makeWaiterKey() -> Int {
-        mutate { state, _ in
+        write { state, _ in
             defer { state.nextWaiterKey += 1 }
             return state.nextWaiterKey
         }.0
     }
 
     /// Registers an idle waiter under `key`; false (not registered) if nothing is pending, the
-    /// outbox is closed or `cancelled` says so: resume it at once.
+    /// core is closed or `cancelled` says so: resume it at once.
     func addIdleWaiter(_ key: Int, _ continuation: CheckedContinuation<Void, Never>, cancelled: () -> Bool) -> Bool {
-        mutate { state, _ -> Bool in
+        write { state, _ -> Bool in
             if state.projection.isEmpty || state.closed || cancelled() { return false }
             state.idleWaiters[key] = continuation
             return true
@@ -52,13 +52,13 @@ extension Outbox {
     }
 
     func removeIdleWaiter(_ key: Int) -> CheckedContinuation<Void, Never>? {
-        mutate { state, _ in state.idleWaiters.removeValue(forKey: key) }.0
+        write { state, _ in state.idleWaiters.removeValue(forKey: key) }.0
     }
 
     /// Adds a subscriber; nil if closed. Yields the opening damage first (yielding only
     /// buffers, so it is safe under the lock, and it orders this event before any later one).
     func subscribe(_ continuation: AsyncStream<CourierEvent>.Continuation) -> Int? {
-        mutate { state, _ -> Int? in
+        write { state, _ -> Int? in
             guard !state.closed else { return nil }
             if let damage = state.openingDamage { continuation.yield(.storageFailed(damage)) }
             defer { state.nextSubscriber += 1 }
@@ -70,7 +70,7 @@ extension Outbox {
     /// Subscribes and lists the pending messages in one critical section: every event after
     /// the list reaches `continuation`, and none before it.
     func subscribeWithPendingIDs(_ continuation: AsyncStream<CourierEvent>.Continuation) -> (key: Int?, pending: [MessageID]) {
-        mutate { state, _ -> (Int?, [MessageID]) in
+        write { state, _ -> (Int?, [MessageID]) in
             let pending = state.projection.liveSlotsInOrder().map(\.id)
             guard !state.closed else { return (nil, pending) }
             if let damage = state.openingDamage { continuation.yield(.storageFailed(damage)) }
@@ -81,25 +81,22 @@ extension Outbox {
     }
 
     func unsubscribe(_ key: Int) {
-        _ = mutate { state, _ in state.subscribers.removeValue(forKey: key) }
+        _ = write { state, _ in state.subscribers.removeValue(forKey: key) }
     }
 
     /// Refuses sends from now on.
-    func markClosed() {
-        _ = mutate { state, _ in state.closed = true }
-    }
-
     var isClosed: Bool { read(\.closed) }
 
     /// After the log closed: every waiter is released, every stream finished.
     func releaseEveryone() -> Effects {
-        mutate { state, effects in
+        write { state, effects in
             for (_, waiters) in state.waiters {
                 effects.failures += waiters.values.map { ($0, CourierError(.closed, "the courier was closed")) }
             }
             state.waiters.removeAll()
-            effects.idle = Array(state.idleWaiters.values)
+            effects.idle = Array(state.idleWaiters.values) + state.engine.settleWaiters
             state.idleWaiters.removeAll()
+            state.engine.settleWaiters.removeAll()
             effects.finishStreams = Array(state.subscribers.values)
             state.subscribers.removeAll()
         }.1

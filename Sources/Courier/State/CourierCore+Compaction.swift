@@ -7,7 +7,7 @@ import CourierLog
 /// pending message. When resolved messages dominate the sealed segments, the compactor:
 ///
 /// 1. re-snapshots each pending message whose full record lies in a sealed segment: it reads
-///    the record back, then appends a `snapshot` under the outbox's lock (which orders it
+///    the record back, then appends a `snapshot` under the core's lock (which orders it
 ///    before any later `delivered`);
 /// 2. syncs the log;
 /// 3. tells the log to forget every segment below the active one.
@@ -32,7 +32,7 @@ struct CompactionPlan {
     var pinned: [(id: MessageID, address: RecordAddress)]
 }
 
-extension Outbox {
+extension CourierCore {
     /// One compaction, if it is worth it (always, with `force`): the three steps above.
     /// Blocking file work: run it on the I/O queue. A failure is reported to subscribers and
     /// forgets nothing.
@@ -54,7 +54,7 @@ extension Outbox {
     /// dominate: re-writing the live ones must cost at most half of what deleting the sealed
     /// segments frees. Marks a compaction under way (end it with `endCompaction()`).
     func planCompaction(force: Bool) -> CompactionPlan? {
-        mutate { state, _ -> CompactionPlan? in
+        write { state, _ -> CompactionPlan? in
             guard !state.closed, !state.compaction.compacting else { return nil }
             let segments = log.segmentNames
             guard segments.count >= 2 else { return nil }
@@ -100,7 +100,7 @@ extension Outbox {
     }
 
     private func appendSnapshots(_ chunk: [(MessageState, RecordAddress)]) throws(LogError) {
-        _ = try mutate { (state, _) throws(LogError) in
+        _ = try write { (state, _) throws(LogError) in
             var entries: [LogEntry] = []
             var snapshots: [(id: MessageID, entry: Int)] = []
             for (var message, address) in chunk {
@@ -122,7 +122,7 @@ extension Outbox {
     }
 
     func endCompaction(succeeded: Bool) {
-        _ = mutate { state, _ in
+        _ = write { state, _ in
             state.compaction.compacting = false
             if succeeded {
                 state.compaction.compactions += 1
@@ -135,6 +135,6 @@ extension Outbox {
 
     /// Tells every subscriber that storage failed.
     func report(_ message: String) -> Effects {
-        mutate { _, effects in effects.emit(.storageFailed(message)) }.1
+        write { _, effects in effects.emit(.storageFailed(message)) }.1
     }
 }

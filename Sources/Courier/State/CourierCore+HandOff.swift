@@ -1,14 +1,14 @@
 import CourierLog
 
-/// The outbox's intents for background hand-off (`Courier.BackgroundUploads`). A handed-off
+/// The core's intents for background hand-off (`Courier.BackgroundUploads`). A handed-off
 /// message is in flight in the projection, so the engine never attempts it, until its task's
 /// completion is heard (or reconciliation finds the task gone).
-extension Outbox {
+extension CourierCore {
     /// Takes messages to hand off, up to `bound` handed off or starting in all; `isExcluded`
     /// names destinations that are never handed off.
     func takeForHandOff(bound: Int, nowMilliseconds: UInt64,
                         isExcluded: (String) -> Bool) -> [Projection.HandOffCandidate] {
-        mutate { state, _ -> [Projection.HandOffCandidate] in
+        write { state, _ -> [Projection.HandOffCandidate] in
             guard !state.closed else { return [] }
             let free = bound - state.handOffs.count - state.handOffsStarting
             guard free > 0 else { return [] }
@@ -24,7 +24,7 @@ extension Outbox {
     /// Message `id` is about to be handed off: registered before its task is made, so a
     /// completion heard before the record finds it. False if it was resolved meanwhile.
     func beginHandOff(_ id: MessageID, _ handOff: HandOff) -> Bool {
-        mutate { state, _ -> Bool in
+        write { state, _ -> Bool in
             state.handOffsStarting -= 1
             guard !state.closed, state.projection.slot(of: id) != nil else {
                 state.projection.release(id)
@@ -39,7 +39,7 @@ extension Outbox {
     /// False if the hand-off ended meanwhile (the message was cancelled, or the task's
     /// completion was heard already): the caller cancels the task.
     func recordHandOff(_ id: MessageID, ticket: UInt64, taskIdentifier: UInt64) -> (Bool, Effects) {
-        mutate { state, effects -> Bool in
+        write { state, effects -> Bool in
             guard !state.closed, var handOff = state.handOffs[id], handOff.ticket == ticket else { return false }
             handOff.taskIdentifier = taskIdentifier
             state.handOffs[id] = handOff
@@ -53,7 +53,7 @@ extension Outbox {
     /// or `prepareRequest` threw): it is the engine's again, as on disk. With
     /// `foregroundOnly`, no hand-off takes it again in this process.
     func abortHandOff(_ id: MessageID, foregroundOnly: Bool) {
-        _ = mutate { state, _ in
+        _ = write { state, _ in
             state.handOffsStarting -= 1
             if foregroundOnly { state.foregroundOnly.insert(id) }
             state.projection.release(id)
@@ -76,7 +76,7 @@ extension Outbox {
 
     /// A 401 sent message `id` back to the foreground: no hand-off takes it again in this process.
     func keepInForeground(_ id: MessageID) {
-        _ = mutate { state, _ in state.foregroundOnly.insert(id) }
+        _ = write { state, _ in state.foregroundOnly.insert(id) }
     }
 
     /// The hand-off of message `id`, if it is handed off.
@@ -90,7 +90,7 @@ extension Outbox {
     /// waiting messages are retried at once; not logged, as `retryNow()`). False if that task
     /// no longer carried the message.
     func endHandOff(_ id: MessageID, ticket: UInt64, dueAtLatest: UInt64) -> Bool {
-        mutate { state, _ -> Bool in
+        write { state, _ -> Bool in
             guard state.handOffs[id]?.ticket == ticket, let slot = state.projection.slot(of: id) else { return false }
             state.handOffs[id] = nil
             state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: min(slot.dueMilliseconds, dueAtLatest))
@@ -103,7 +103,7 @@ extension Outbox {
     /// attempt has the message in flight, its outcome is dropped when it comes (the message is
     /// resolved); a task is cancelled by the caller (`Effects.endedHandOffs`).
     func recordLateSuccess(_ id: MessageID, attempt: UInt32, status: UInt16) -> Effects {
-        mutate { state, effects in
+        write { state, effects in
             guard !state.closed, state.projection.slot(of: id) != nil else { return }
             append(.delivered(id, attempt: attempt, status: status), &effects)
             Self.resolve(id, .delivered, attempts: Int(attempt), &state, &effects)
@@ -125,7 +125,7 @@ extension Outbox {
     /// (its message must be pending and in nobody's hands); a handed-off message whose task is
     /// gone is pending again.
     func reconcile(with tasks: [BackgroundUploadTask]) -> (Reconciliation, Effects) {
-        mutate { state, effects -> Reconciliation in
+        write { state, effects -> Reconciliation in
             var result = Reconciliation()
             var outstanding: [MessageID: (attempt: UInt32, ticket: UInt64, task: BackgroundUploadTask)] = [:]
             // Tasks whose description the system did not keep are known by identifier only.

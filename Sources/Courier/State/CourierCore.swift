@@ -8,7 +8,7 @@ import Logging
 /// compaction") that appends to the log and updates the projection in **one critical
 /// section**, so log order is projection order by construction; it returns the side effects
 /// (`Effects`) for the caller to run after the lock is released, so no user code ever runs
-/// under it. Events emitted inside `mutate` reach every subscriber current at that moment,
+/// under it. Events emitted inside `write` reach every subscriber current at that moment,
 /// without any call site having to remember to copy them.
 ///
 /// `Courier` is the facade around it: it validates and encodes, runs effects, owns the
@@ -16,48 +16,17 @@ import Logging
 /// A task waiting in `delivered(_:)`: resumed exactly once, with how the message resolved.
 typealias DeliveryWaiter = CheckedContinuation<Result<Void, CourierError>, Never>
 
-final class Outbox {
+final class CourierCore {
     let log: MessageLog
     let limits: Limits
-    /// Everything mutable, behind the outbox's lock: only reached through `mutate` and `read`.
-    private let state: Locked<State>
+    /// Everything mutable, behind the core's lock: only reached through `write` and `read`.
+    private let state: Locked<CoreState>
 
-    /// Settings the outbox enforces.
+    /// Settings the core enforces.
     struct Limits {
         var maximumStorageBytes: Int
         var segmentSizeBytes: Int
         var compactionThreshold: Int
-    }
-
-    struct State {
-        var projection: Projection
-        var resolved: ResolvedMemory
-        var callbacks: [MessageID: Callbacks] = [:]
-        /// Tasks in `delivered(_:)`, by message and then by key (so a cancelled wait removes its own).
-        var waiters: [MessageID: [Int: DeliveryWaiter]] = [:]
-        /// Waiters for "nothing pending", by key (so a cancelled wait can remove its own).
-        var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiterKey = 0
-        var subscribers: [Int: AsyncStream<CourierEvent>.Continuation] = [:]
-        var nextSubscriber = 0
-        var closed = false
-        /// Mutations so far (debug builds: how often the projection checks itself).
-        var debugMutations: UInt64 = 0
-        /// Messages delivered since open (for `deliverPending`'s summary).
-        var deliveredCount = 0
-        /// What opening found wrong, if anything: the first event of every `events` stream.
-        var openingDamage: String?
-        var compaction = CompactionState()
-        /// Fresh messages' full states, so a first attempt need not read the log.
-        var recent = RecentStates(capacity: 512)
-        /// Messages handed to a background upload session, by id (each is in flight in the
-        /// projection until its task's completion is heard).
-        var handOffs: [MessageID: HandOff] = [:]
-        /// Messages taken for hand-off whose task is being made (counted against the bound).
-        var handOffsStarting = 0
-        /// Messages a hand-off may not take in this process (a 401 sent them back to the
-        /// foreground, where `prepareRequest` makes fresh credentials).
-        var foregroundOnly: Set<MessageID> = []
     }
 
     /// Where events worth a log line go (`Effects.run` writes them, outside the lock).
@@ -65,7 +34,7 @@ final class Outbox {
     /// Whether the logger wants any of them: if not, events are collected only for subscribers.
     private let logsEvents: Bool
 
-    init(log: MessageLog, limits: Limits, state: State, logger: Logger) {
+    init(log: MessageLog, limits: Limits, state: CoreState, logger: Logger) {
         self.log = log
         self.limits = limits
         self.state = Locked(state)
@@ -75,8 +44,11 @@ final class Outbox {
 
     /// Runs `body` on the state holding the lock, and returns its result with the effects it
     /// collected. Events it emitted go to every subscriber current at that moment.
-    func mutate<R, E: Error>(_ body: (inout State, inout Effects) throws(E) -> R) throws(E) -> (R, Effects) {
-        try self.state.withLock { (state) throws(E) -> (R, Effects) in
+    func write<R, E: Error>(_ body: (inout CoreState, inout Effects) throws(E) -> R) throws(E) -> (R, Effects) {
+        // GRDB's discipline: one owner, reached only through closures, never from inside one
+        // (the lock is not recursive: a nested call would deadlock; this names it instead).
+        assert(!self.state.isHeldByCurrentThread, "CourierCore.write called inside write or read")
+        return try self.state.withLock { (state) throws(E) -> (R, Effects) in
             var effects = Effects()
             effects.listening = !state.subscribers.isEmpty || logsEvents
             if logsEvents { effects.logger = logger }
@@ -98,23 +70,24 @@ final class Outbox {
     }
 
     /// Reads the state holding the lock.
-    func read<R>(_ body: (State) -> R) -> R {
-        state.withLock { body($0) }
+    func read<R>(_ body: (CoreState) -> R) -> R {
+        assert(!state.isHeldByCurrentThread, "CourierCore.read called inside write or read")
+        return state.withLock { body($0) }
     }
 
-    /// Whether the calling thread holds the outbox's lock (asserted: no app code under it).
+    /// Whether the calling thread holds the core's lock (asserted: no app code under it).
     var isHeldByCurrentThread: Bool { state.isHeldByCurrentThread }
 
     var pendingCount: Int { read { $0.projection.count } }
 }
 
-/// Why `Outbox` is `Sendable`: `state` is only reached holding its lock (through `mutate` and
+/// Why `CourierCore` is `Sendable`: `state` is only reached holding its lock (through `write` and
 /// `read`); `log` is thread-safe; `limits`, `logger` and `logsEvents` are immutable.
-extension Outbox: @unchecked Sendable {}
+extension CourierCore: @unchecked Sendable {}
 
 // MARK: - Sending
 
-extension Outbox {
+extension CourierCore {
     /// Appends a message's `enqueued` record and adds it to the projection, in one critical
     /// section. With `hold`, it stays out of delivery (as `.always` needs until its fsync
     /// succeeded, `confirm`) but in the projection (the compactor must see it); otherwise it is
@@ -122,7 +95,7 @@ extension Outbox {
     func enqueue(_ encoded: [UInt8], state message: MessageState, hold: Bool,
                  callbacks: Callbacks) throws(CourierError) -> Effects {
         let id = message.id
-        let (_, effects) = try mutate { (state, effects) throws(CourierError) in
+        let (_, effects) = try write { (state, effects) throws(CourierError) in
             guard !state.closed else { throw CourierError(.closed, "the courier is closed") }
             let size = log.sizeBytes
             guard size + encoded.count <= limits.maximumStorageBytes else {
@@ -150,16 +123,16 @@ extension Outbox {
 
     /// `.always`: the fsync succeeded; the message may be delivered now.
     func confirm(_ id: MessageID, callbacks: Callbacks) -> Effects {
-        mutate { state, effects in
+        write { state, effects in
             state.projection.release(id)
             Self.accept(id, callbacks, &state, &effects)
         }.1
     }
 
     /// `.always`: the fsync failed; this courier forgets the message (see `Courier.send`):
-    /// whoever waits on it, or on an empty outbox, is told.
+    /// whoever waits on it, or on an empty courier, is told.
     func discard(_ id: MessageID, error: CourierError) -> Effects {
-        mutate { state, effects in
+        write { state, effects in
             state.projection.remove(id)
             effects.failures += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, error) }
             if state.projection.isEmpty {
@@ -169,7 +142,7 @@ extension Outbox {
         }.1
     }
 
-    private static func accept(_ id: MessageID, _ callbacks: Callbacks, _ state: inout State, _ effects: inout Effects) {
+    private static func accept(_ id: MessageID, _ callbacks: Callbacks, _ state: inout CoreState, _ effects: inout Effects) {
         if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
         effects.emit(.enqueued(id))
     }

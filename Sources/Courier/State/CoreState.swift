@@ -1,0 +1,45 @@
+/// Everything mutable of one courier, owned by its `CourierCore` and reached only through
+/// `CourierCore.write` and `read`, under its one lock: the projection and what waits on it,
+/// the engine's bookkeeping, background hand-off's mode and the lifecycle wiring. One owner,
+/// as GRDB's `SerializedDatabase` owns its connection: no second lock, and no lock order.
+struct CoreState {
+    var projection: Projection
+    var resolved: ResolvedMemory
+    var callbacks: [MessageID: Callbacks] = [:]
+    /// Tasks in `delivered(_:)`, by message and then by key (so a cancelled wait removes its own).
+    var waiters: [MessageID: [Int: DeliveryWaiter]] = [:]
+    /// Waiters for "nothing pending", by key (so a cancelled wait can remove its own).
+    var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    var nextWaiterKey = 0
+    var subscribers: [Int: AsyncStream<CourierEvent>.Continuation] = [:]
+    var nextSubscriber = 0
+    var closed = false
+    /// Mutations so far (debug builds: how often the projection checks itself).
+    var debugMutations: UInt64 = 0
+    /// Messages delivered since open (for `deliverPending`'s summary).
+    var deliveredCount = 0
+    /// What opening found wrong, if anything: the first event of every `events` stream.
+    var openingDamage: String?
+    var compaction = CompactionState()
+    /// Fresh messages' full states, so a first attempt need not read the log.
+    var recent = RecentStates(capacity: 512)
+    /// Messages handed to a background upload session, by id (each is in flight in the
+    /// projection until its task's completion is heard).
+    var handOffs: [MessageID: HandOff] = [:]
+    /// Messages taken for hand-off whose task is being made (counted against the bound).
+    var handOffsStarting = 0
+    /// Messages a hand-off may not take in this process (a 401 sent them back to the
+    /// foreground, where `prepareRequest` makes fresh credentials).
+    var foregroundOnly: Set<MessageID> = []
+
+    // The engine, the hand-off's mode and the start gate: the same owner, the same lock.
+    /// Attempt tasks, the timer, pause state and settle waiters.
+    var engine = EngineState()
+    /// Where the app is, and the hand-off passes under way.
+    var handOffControl = HandOffControl()
+    /// Reconciling the log with the background session's tasks (started by `init` when
+    /// background uploads are on): the engine and completions start after it.
+    var reconciliation: Task<Void, Never>?
+    /// The app-lifecycle wiring, if the app enabled it (iOS: `enableAppLifecycleIntegration()`).
+    var lifecycle: (any PlatformIntegration)?
+}
