@@ -18,9 +18,35 @@ func courierLoadBinary() -> String {
     return dir.appendingPathComponent("courier-load").path
 }
 
+/// Runs blocking work (reading a child's pipe, waiting for its exit) on a thread of its own.
+/// Never on the cooperative pool: it has as many threads as cores (2 here), so two tests
+/// blocked there stall every other async test of the run, and the loopback server the
+/// children send to with them (under ThreadSanitizer they were released together ~180 s in).
+func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
+        Thread { done.resume(returning: work()) }.start()
+    }
+}
+
+/// `readAcknowledged(from:atLeast:)` off the cooperative pool; a line that is not an id is
+/// recorded as an issue here, in the test's task (a bare thread knows no current test).
+func acknowledgements(from pipe: Pipe, atLeast count: Int) async -> [MessageID] {
+    let (ids, unexpected) = await onOwnThread { readAcknowledged(from: pipe, atLeast: count) }
+    if let unexpected { Issue.record("child said: \(unexpected)") }
+    return ids
+}
+
+/// Kills `child` with SIGKILL and waits for it to exit, off the cooperative pool.
+func killAndWait(_ child: Process) async {
+    kill(child.processIdentifier, SIGKILL)
+    await onOwnThread { child.waitUntilExit() }
+}
+
 /// The ids a `courier-load` child printed (each one a `send` that returned), read until at
-/// least `count` arrived or the child's output ended. Bounded by the child's output.
-func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
+/// least `count` arrived or the child's output ended, and the first line that was not an id
+/// (reading stops there). Bounded by the child's output. Blocks: call it through
+/// `acknowledgements(from:atLeast:)` from async code.
+func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> ([MessageID], unexpected: String?) {
     var acknowledged: [MessageID] = []
     var buffer = Data()
     while acknowledged.count < count {
@@ -30,14 +56,11 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
         while let newline = buffer.firstIndex(of: 10) {
             let line = String(decoding: buffer[..<newline], as: UTF8.self)
             buffer = Data(buffer[(newline + 1)...])
-            guard let id = MessageID(line) else {
-                Issue.record("child said: \(line)")
-                return acknowledged
-            }
+            guard let id = MessageID(line) else { return (acknowledged, line) }
             acknowledged.append(id)
         }
     }
-    return acknowledged
+    return (acknowledged, nil)
 }
 
 @Suite struct ProcessCrashTests {
@@ -59,9 +82,8 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
         child.standardOutput = pipe
         try child.run()
         // Read ids until 300 were acknowledged, then kill mid-stream.
-        let acknowledged = readAcknowledged(from: pipe, atLeast: 300)
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
+        let acknowledged = await acknowledgements(from: pipe, atLeast: 300)
+        await killAndWait(child)
         #expect(child.terminationReason == .uncaughtSignal)
         #expect(acknowledged.count >= 300 && acknowledged.count < 2000, "killed while still sending")
 
@@ -101,9 +123,8 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
         child.standardOutput = pipe
         try child.run()
         let killAfter = Int.random(in: 5...80, using: &rng)
-        let acknowledged = readAcknowledged(from: pipe, atLeast: killAfter)
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
+        let acknowledged = await acknowledgements(from: pipe, atLeast: killAfter)
+        await killAndWait(child)
         await server.stop()
         #expect(acknowledged.count >= killAfter, "the child acknowledged sends before it was killed")
 
@@ -139,17 +160,16 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> [MessageID] {
             child.standardOutput = pipe
             try child.run()
             let killAfter = Int.random(in: 10...40, using: &rng)
-            var seen = readAcknowledged(from: pipe, atLeast: killAfter)
+            var seen = await acknowledgements(from: pipe, atLeast: killAfter)
             // On a loaded machine deliveries lag behind sends: keep reading (the child keeps
             // sending) until the server has half of this round's messages, so the child has
             // delivered, rolled and compacted before it dies. Bounded by 200 more sends a round.
             while seen.count < killAfter + 200 && server.acceptedKeySet.intersection(seen.map(\.description)).count < seen.count / 2 {
-                let more = readAcknowledged(from: pipe, atLeast: 10)
+                let more = await acknowledgements(from: pipe, atLeast: 10)
                 if more.isEmpty { break }
                 seen += more
             }
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
+            await killAndWait(child)
             #expect(child.terminationReason == .uncaughtSignal && seen.count >= killAfter,
                     "round \(round): killed while sending, after \(seen.count) acknowledged sends")
             acknowledged += seen
