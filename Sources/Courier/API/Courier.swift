@@ -103,7 +103,8 @@ public final class Courier {
     /// Stops delivery (attempts in flight are cancelled and will run again after the next
     /// open), syncs the log and releases the directory. Waiters on `delivered(_:)` throw
     /// `.closed`; event streams finish. Shuts down the transport only if Courier made it.
-    /// Calling it twice is harmless.
+    /// Calling it twice is harmless. (A courier released without `close()` lets its directory
+    /// go when its last reference does, after the work it had queued: a moment later.)
     public func close() async {
         let (tasks, timer, integration) = core.write { state, _ in
             state.closed = true
