@@ -43,3 +43,23 @@ struct CoreState {
     /// The app-lifecycle wiring, if the app enabled it (iOS: `enableAppLifecycleIntegration()`).
     var lifecycle: (any PlatformIntegration)?
 }
+
+extension CoreState {
+    /// The first invariant that does not hold, by name, or nil: the projection's own, then
+    /// those of the state around it. O(pending + hand-offs): debug builds run it after the
+    /// core's writes (see `CourierCore.write`).
+    func brokenInvariant() -> String? {
+        if let broken = projection.brokenInvariant() { return broken }
+        guard handOffsStarting >= 0 else { return "\(handOffsStarting) hand-offs starting" }
+        // A handed-off message is the session's: pending, and in flight so the engine never
+        // takes it too. Bounded by the hand-offs (at most `maximumOutstandingTasks`).
+        for id in handOffs.keys {
+            guard let slot = projection.slot(of: id) else { return "hand-off \(id) names no pending message" }
+            guard slot.flags.contains(.inFlight) else { return "hand-off \(id) is not in flight" }
+        }
+        guard engine.stopping >= 0, engine.forcedRuns >= 0 else {
+            return "engine counts below zero: \(engine.stopping) stopping, \(engine.forcedRuns) forced runs"
+        }
+        return nil
+    }
+}

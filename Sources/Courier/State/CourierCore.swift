@@ -55,14 +55,15 @@ final class CourierCore {
             let result = try body(&state, &effects)
             if !effects.events.isEmpty { effects.subscribers = Array(state.subscribers.values) }
             #if DEBUG
-            // Mutations end with the projection's invariants checked: each one while at most 16
-            // messages are pending, every (pending / 16)th beyond, so a check, O(pending), costs
-            // about 16 slot visits per mutation on average whatever the load (more held the
-            // lock long enough, in debug builds, to stall the test suite's timed scenarios).
+            // Writes end with the state's invariants checked (the projection's, and hand-offs'
+            // and the engine's counts): each one while at most 16 messages are pending, every
+            // (pending / 16)th beyond, so a check, O(pending), costs about 16 slot visits per
+            // write on average whatever the load (more held the lock long enough, in debug
+            // builds, to stall the test suite's timed scenarios).
             state.debugMutations &+= 1
             if state.debugMutations % UInt64(max(1, state.projection.count / 16)) == 0,
-               let broken = state.projection.brokenInvariant() {
-                assertionFailure("projection invariant broken: \(broken)")
+               let broken = state.brokenInvariant() {
+                assertionFailure("core invariant broken: \(broken)")
             }
             #endif
             return (result, effects)
