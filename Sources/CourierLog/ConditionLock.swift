@@ -10,7 +10,7 @@ import Darwin
 /// the lock under `Locked`, and the simulated file system's. `Synchronization.Mutex` would
 /// do, but needs iOS 18 / macOS 15, and this package supports iOS 16 / macOS 13.
 package final class ConditionLock {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     package init() {
@@ -25,6 +25,7 @@ package final class ConditionLock {
         mutex.deallocate()
     }
 
+    @inlinable
     package func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

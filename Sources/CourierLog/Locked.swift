@@ -17,13 +17,16 @@ import Darwin
 /// a data race), in every build: a module's `#if DEBUG` API is missing when a module built
 /// in Debug imports it built in Release, and the cost is two thread-local writes per hold.
 package final class Locked<Value> {
-    private let lock = ConditionLock()
-    private var stored: Value
+    @usableFromInline let lock = ConditionLock()
+    @usableFromInline var stored: Value
 
     package init(_ value: Value) { stored = value }
 
     /// Runs `body` on the value, holding the lock. Typed throws: a non-throwing body needs no
     /// `try`, and a `throws(SomeError)` body keeps its error type.
+    /// Inlinable, so each caller's `T` and `E` are specialized: called across modules
+    /// unspecialized, it looked up `Result<T, E>`'s metadata at run time on every call.
+    @inlinable
     package func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         try lock.withLock { () throws(E) -> T in
             // This thread's held locks, innermost first: a frame on the stack, linked to the
@@ -45,6 +48,7 @@ package final class Locked<Value> {
     }
 
     /// A copy of the value (one acquisition), or a replacement of it.
+    @inlinable
     package var value: Value {
         get { withLock { $0 } }
         set { withLock { $0 = newValue } }
@@ -75,13 +79,21 @@ extension Locked {
 }
 
 /// One lock a thread holds, and the one it took before it.
-private struct HeldLock {
-    let lock: UnsafeMutableRawPointer
-    let outer: UnsafeMutableRawPointer?
+@usableFromInline
+struct HeldLock {
+    @usableFromInline let lock: UnsafeMutableRawPointer
+    @usableFromInline let outer: UnsafeMutableRawPointer?
+
+    @inlinable
+    init(lock: UnsafeMutableRawPointer, outer: UnsafeMutableRawPointer?) {
+        self.lock = lock
+        self.outer = outer
+    }
 }
 
 /// Thread-local: the innermost `HeldLock` of the current thread, if any.
-private let heldLocksKey: pthread_key_t = {
+@usableFromInline
+let heldLocksKey: pthread_key_t = {
     var key = pthread_key_t()
     let created = pthread_key_create(&key, nil)
     precondition(created == 0, "pthread_key_create failed")

@@ -44,6 +44,7 @@ struct CoreState {
     var lifecycle: (any PlatformIntegration)?
 }
 
+#if DEBUG
 extension CoreState {
     /// The first invariant that does not hold, by name, or nil: the projection's own, then
     /// those of the state around it. O(pending + hand-offs): debug builds run it after the
@@ -63,3 +64,4 @@ extension CoreState {
         return nil
     }
 }
+#endif
