@@ -98,6 +98,29 @@ import Testing
         #expect(app.system.statistics.tasksCreated == 3)
     }
 
+    /// `cancel` of a handed-off message ends its hand-off too: the system's task is cancelled
+    /// and the body file goes (on the I/O queue, so it is waited for, bounded).
+    @Test func cancellingAHandedOffMessageCancelsItsTaskAndRemovesItsBody() async throws {
+        let server = Server { _, _ in .response(status: 500) }
+        var config = Self.configuration()
+        config.retry = RetryPolicy(initialDelay: .seconds(600), maximumDelay: .seconds(600), jitter: .none)
+        let app = SimulatedApp(server: server.transport, configuration: config)
+        await app.system.launch()
+        app.courier?.pause()
+        let id = try #require(app.send("hello", to: inbox))
+        await app.enterBackground()
+        let courier = try #require(app.courier)
+        #expect(courier.handedOffCount == 1)
+        let bodies = { app.fileSystem.allPaths().filter { $0.hasSuffix(".body") } }
+        #expect(bodies().count == 1, "the hand-off wrote its body file")
+        #expect(courier.cancel(id))
+        #expect(app.system.statistics.tasksCancelled == 1, "cancel cancelled the task")
+        // Bounded: 1,000 turns of 1 ms for the I/O queue to remove the file.
+        for _ in 0..<1_000 where !bodies().isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(bodies().isEmpty, "the body file is gone")
+        #expect(courier.handedOffCount == 0)
+    }
+
     @Test func aRetryAfterIsHonouredWhileSuspended() async throws {
         let server = Server { _, n in n == 1 ? .response(status: 429, retryAfter: "120") : .response(status: 200) }
         let app = SimulatedApp(server: server.transport, configuration: Self.configuration())

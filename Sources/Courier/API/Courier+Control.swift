@@ -25,15 +25,11 @@ extension Courier {
     ///   delivered, abandoned or cancelled, or the courier is closed).
     @discardableResult
     public func cancel(_ id: MessageID) -> Bool {
+        // A handed-off message: the effects cancel its task too and remove its body file (on
+        // the I/O queue: `cancel` appends its record on the caller's thread, as `send` does,
+        // and does no other file work there).
         let (cancelled, effects) = core.cancel(id)
         effects.run()
-        // A handed-off message: its task goes too, and with it the body file (unlinked on the
-        // I/O queue: `cancel` appends its record on the caller's thread, as `send` does, and
-        // does no other file work there).
-        for (id, handOff) in effects.endedHandOffs {
-            configuration.backgroundUploads?.session.cancel(handOff.task(of: id))
-            ioQueue.async { [log] in log.removeBody(of: id, ticket: handOff.ticket) }
-        }
         if cancelled { pump() }
         return cancelled
     }

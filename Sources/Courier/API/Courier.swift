@@ -39,7 +39,7 @@ public final class Courier {
     /// Blocking file work of the engine (appends after attempts, compaction's reads, fsync and
     /// unlink, the final sync) runs here, never on Swift's cooperative thread pool, so a slow
     /// disk cannot starve the app's other async work. Serial: it also orders that work.
-    let ioQueue = DispatchQueue(label: "courier.io", qos: .utility)
+    let ioQueue: DispatchQueue
     /// Attempts read their messages back from the log here (concurrently, and never behind a
     /// compaction's fsync on `ioQueue`).
     let readQueue = DispatchQueue(label: "courier.read", qos: .utility, attributes: .concurrent)
@@ -74,7 +74,15 @@ public final class Courier {
         let replayer = Replayer(configuration: configuration, directory: directory.path)
         let log = try MessageLog.open(directory: directory, configuration: configuration,
                                       logConfiguration: logConfiguration, replayer: replayer)
-        let (core, report) = replayer.makeCore(log, configuration: configuration, nowMilliseconds: wallStart)
+        let ioQueue = DispatchQueue(label: "courier.io", qos: .utility)
+        self.ioQueue = ioQueue
+        // A hand-off that ends with its message: its task is cancelled (the session may still
+        // be uploading it) and its body file removed, on the I/O queue, never the caller's thread.
+        let session = configuration.backgroundUploads?.session
+        let (core, report) = replayer.makeCore(log, configuration: configuration, nowMilliseconds: wallStart) { id, handOff in
+            session?.cancel(handOff.task(of: id))
+            ioQueue.async { log.removeBody(of: id, ticket: handOff.ticket) }
+        }
         self.core = core
         recovery = report
         if !report.isClean {

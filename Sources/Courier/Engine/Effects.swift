@@ -12,9 +12,11 @@ struct Effects {
     var failures: [(DeliveryWaiter, CourierError)] = []
     var idle: [CheckedContinuation<Void, Never>] = []
     var finishStreams: [AsyncStream<CourierEvent>.Continuation] = []
-    /// Hand-offs that ended with their message (cancelled): their tasks are cancelled and
-    /// body files removed by the caller, outside the lock.
+    /// Hand-offs that ended with their message (cancelled, or delivered by a late completion):
+    /// `run()` hands each to `endHandOff` (its task is cancelled, its body file removed).
     var endedHandOffs: [(MessageID, HandOff)] = []
+    /// Set by `CourierCore.write` when a hand-off ended: the courier's way to end one.
+    var endHandOff: (@Sendable (MessageID, HandOff) -> Void)?
     /// Whether anyone subscribes: without subscribers, events are not even collected (an
     /// array per `send` for nobody showed in the send path's profile).
     var listening = true
@@ -34,6 +36,7 @@ struct Effects {
         for (c, error) in failures { c.resume(returning: .failure(error)) }
         for c in idle { c.resume() }
         for s in finishStreams { s.finish() }
+        if let endHandOff { for (id, handOff) in endedHandOffs { endHandOff(id, handOff) } }
     }
 }
 

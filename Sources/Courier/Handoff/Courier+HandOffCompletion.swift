@@ -88,19 +88,13 @@ extension Courier {
     private func hearLate(_ completion: BackgroundUploadCompletion) async {
         guard let parsed = HandOff.parse(taskDescription: completion.task.taskDescription) else { return }
         let id = parsed.id
-        let ended = await onIOQueue { [self] () -> [(MessageID, HandOff)] in
-            var ended: [(MessageID, HandOff)] = []
+        await onIOQueue { [self] in
             if case .response(let status, _) = completion.outcome, (200..<300).contains(status) {
-                let effects = core.recordLateSuccess(id, attempt: parsed.attempt, status: UInt16(clamping: status))
-                effects.run()
-                ended = effects.endedHandOffs
+                // A hand-off the message has now (a later one) ends with it: the effects cancel
+                // its task and remove its body file.
+                core.recordLateSuccess(id, attempt: parsed.attempt, status: UInt16(clamping: status)).run()
             }
             log.removeBody(of: id, ticket: parsed.ticket)
-            return ended
-        }
-        for (id, handOff) in ended {
-            configuration.backgroundUploads?.session.cancel(handOff.task(of: id))
-            await onIOQueue { [log] in log.removeBody(of: id, ticket: handOff.ticket) }
         }
         pump()
     }

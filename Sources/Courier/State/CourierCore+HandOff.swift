@@ -101,7 +101,7 @@ extension CourierCore {
     /// A 2xx from a task that no longer carries message `id` (it completed while the app was
     /// dead, before reconciliation could adopt it): still a delivery. If another task or an
     /// attempt has the message in flight, its outcome is dropped when it comes (the message is
-    /// resolved); a task is cancelled by the caller (`Effects.endedHandOffs`).
+    /// resolved); a task is cancelled by the effects (`Effects.endedHandOffs`, run by `run()`).
     func recordLateSuccess(_ id: MessageID, attempt: UInt32, status: UInt16) -> Effects {
         write { state, effects in
             guard !state.closed, state.projection.slot(of: id) != nil else { return }

@@ -34,8 +34,14 @@ final class CourierCore {
     /// Whether the logger wants any of them: if not, events are collected only for subscribers.
     private let logsEvents: Bool
 
-    init(log: MessageLog, limits: Limits, state: CoreState, logger: Logger) {
+    /// What ends a hand-off whose message ended (cancels its task, removes its body file):
+    /// given to every write's effects, which run it after the lock, with the rest.
+    let endHandOff: @Sendable (MessageID, HandOff) -> Void
+
+    init(log: MessageLog, limits: Limits, state: CoreState, logger: Logger,
+         endHandOff: @escaping @Sendable (MessageID, HandOff) -> Void) {
         self.log = log
+        self.endHandOff = endHandOff
         self.limits = limits
         self.state = Locked(state)
         self.logger = logger
@@ -54,6 +60,7 @@ final class CourierCore {
             if logsEvents { effects.logger = logger }
             let result = try body(&state, &effects)
             if !effects.events.isEmpty { effects.subscribers = Array(state.subscribers.values) }
+            if !effects.endedHandOffs.isEmpty { effects.endHandOff = endHandOff }
             #if DEBUG
             // Writes end with the state's invariants checked (the projection's, and hand-offs'
             // and the engine's counts): each one while at most 16 messages are pending, every

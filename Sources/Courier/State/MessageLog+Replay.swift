@@ -84,10 +84,12 @@ final class Replayer {
     /// the core must hold the only reference to the projection's buffers, or its first change
     /// would copy them all. Scoping does what a `consume` did, which the iOS type-check's
     /// compiler crashed on (`make ios-check`).
-    func makeCore(_ log: MessageLog, configuration: Courier.Configuration,
-                    nowMilliseconds now: UInt64) -> (CourierCore, RecoveryReport) {
+    func makeCore(_ log: MessageLog, configuration: Courier.Configuration, nowMilliseconds now: UInt64,
+                  endHandOff: @escaping @Sendable (MessageID, HandOff) -> Void) -> (CourierCore, RecoveryReport) {
         let (state, report) = finish(log, configuration: configuration, nowMilliseconds: now)
-        return (CourierCore(log: log, limits: configuration.coreLimits, state: state, logger: configuration.logger), report)
+        let core = CourierCore(log: log, limits: configuration.coreLimits, state: state, logger: configuration.logger,
+                               endHandOff: endHandOff)
+        return (core, report)
     }
 
     /// The core's state, and what opening found: the log's recovery plus what replay found.
