@@ -10,17 +10,20 @@ import Foundation
 /// Compiled and tested everywhere; the Apple adapter only forwards delegate calls to it.
 final class BackgroundEventRelay {
     typealias Handler = @Sendable (BackgroundUploadCompletion) async -> Void
-    private let lock = NSLock()
-    private var handler: Handler?
-    private var held: [BackgroundUploadCompletion] = []
-    private var running: [UInt64: Task<Void, Never>] = [:]
-    private var nextToken: UInt64 = 0
-    /// `urlSessionDidFinishEvents` calls not yet answered.
-    private var finishedBatches = 0
-    /// The system's completion handlers not yet called, by token, each with the task that
-    /// calls it at its deadline.
-    private var systemHandlers: [UInt64: (handler: UncheckedSendable<() -> Void>, deadline: Task<Void, Never>)] = [:]
-    private var finished: (@Sendable () async -> Void)?
+    /// Everything mutable, behind one lock.
+    private struct State {
+        var handler: Handler?
+        var held: [BackgroundUploadCompletion] = []
+        var running: [UInt64: Task<Void, Never>] = [:]
+        var nextToken: UInt64 = 0
+        /// `urlSessionDidFinishEvents` calls not yet answered.
+        var finishedBatches = 0
+        /// The system's completion handlers not yet called, by token, each with the task that
+        /// calls it at its deadline.
+        var systemHandlers: [UInt64: (handler: UncheckedSendable<() -> Void>, deadline: Task<Void, Never>)] = [:]
+        var finished: (@Sendable () async -> Void)?
+    }
+    private let state = Locked(State())
     /// Calls the system's completion handlers (UIKit's: on the main thread).
     let callOnMain: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// How long `eventsFinished` may take before the system is answered anyway: a background
@@ -44,16 +47,16 @@ final class BackgroundEventRelay {
     /// Run after a batch's completions were handled, before the system is answered (the
     /// lifecycle integration hands off from there when the app is in the background).
     var eventsFinished: (@Sendable () async -> Void)? {
-        get { lock.withLock { finished } }
-        set { lock.withLock { finished = newValue } }
+        get { state.withLock { $0.finished } }
+        set { state.withLock { $0.finished = newValue } }
     }
 
     /// The courier's handler; completions held so far go to it now.
     func setHandler(_ handler: @escaping Handler) {
-        let waiting = lock.withLock { () -> [BackgroundUploadCompletion] in
-            self.handler = handler
-            defer { held.removeAll() }
-            return held
+        let waiting = state.withLock { state -> [BackgroundUploadCompletion] in
+            state.handler = handler
+            defer { state.held.removeAll() }
+            return state.held
         }
         for completion in waiting { start(completion, handler) }
         answerWhenSettled()
@@ -61,31 +64,31 @@ final class BackgroundEventRelay {
 
     /// A task completed (the delegate's `didCompleteWithError`).
     func completed(_ completion: BackgroundUploadCompletion) {
-        let listener = lock.withLock { () -> Handler? in
-            if handler == nil { held.append(completion) }
-            return handler
+        let listener = state.withLock { state -> Handler? in
+            if state.handler == nil { state.held.append(completion) }
+            return state.handler
         }
         if let listener { start(completion, listener) }
     }
 
     /// The delegate's `urlSessionDidFinishEvents(forBackgroundURLSession:)`.
     func didFinishEvents() {
-        lock.withLock { finishedBatches += 1 }
+        state.withLock { $0.finishedBatches += 1 }
         answerWhenSettled()
     }
 
     /// Stores the system's completion handler (UIKit's app delegate entry point). It is called
     /// once: when the batch is settled, or at `answerLimit` if that comes first.
     func storeSystemCompletionHandler(_ handler: @escaping () -> Void) {
-        lock.withLock {
-            let token = nextToken
-            nextToken += 1
+        state.withLock { state in
+            let token = state.nextToken
+            state.nextToken += 1
             let deadline = Task { [weak self, clock] in
                 try? await clock.sleep(for: Self.answerLimit)
                 guard !Task.isCancelled, let self else { return }
-                answer(lock.withLock { systemHandlers.removeValue(forKey: token)?.handler }.map { [$0] } ?? [])
+                answer(self.state.withLock { $0.systemHandlers.removeValue(forKey: token)?.handler }.map { [$0] } ?? [])
             }
-            systemHandlers[token] = (UncheckedSendable(value: handler), deadline)
+            state.systemHandlers[token] = (UncheckedSendable(value: handler), deadline)
         }
         answerWhenSettled()
     }
@@ -98,23 +101,23 @@ final class BackgroundEventRelay {
     }
 
     /// Completions held for a courier that is not listening yet (tests).
-    var heldCount: Int { lock.withLock { held.count } }
+    var heldCount: Int { state.withLock { $0.held.count } }
 
     /// Returns once no handler is running (before the system is answered; and tests).
     func waitForHandlers() async {
         // Each turn awaits the handlers running at its start.
-        while let tasks = lock.withLock({ running.isEmpty ? nil : Array(running.values) }) {
+        while let tasks = state.withLock({ $0.running.isEmpty ? nil : Array($0.running.values) }) {
             for task in tasks { await task.value }
         }
     }
 
     private func start(_ completion: BackgroundUploadCompletion, _ handler: @escaping Handler) {
-        lock.withLock {
-            let token = nextToken
-            nextToken += 1
-            running[token] = Task { [weak self] in
+        state.withLock { state in
+            let token = state.nextToken
+            state.nextToken += 1
+            state.running[token] = Task { [weak self] in
                 await handler(completion)
-                _ = self?.lock.withLock { self?.running.removeValue(forKey: token) }
+                _ = self?.state.withLock { $0.running.removeValue(forKey: token) }
             }
         }
     }
@@ -127,17 +130,19 @@ final class BackgroundEventRelay {
             // New handlers start only from completions, which the finished batch bounds. A
             // handler that hangs ends this wait at the limit (and the system handler's own
             // deadline answers the system).
-            if lock.withLock({ !running.isEmpty }) {
+            if state.withLock({ !$0.running.isEmpty }) {
                 await Self.run({ [weak self] in await self?.waitForHandlers() }, within: Self.answerLimit, on: clock)
             }
             // Completions still held (no courier listens yet) keep the system waiting:
             // `setHandler` settles again once one does, and the deadline answers if none does.
-            let (answer, finished) = lock.withLock { () -> ([UncheckedSendable<() -> Void>], (@Sendable () async -> Void)?) in
-                guard finishedBatches > 0, !systemHandlers.isEmpty, held.isEmpty, running.isEmpty else { return ([], nil) }
-                finishedBatches = 0
-                defer { systemHandlers.removeAll() }
-                for entry in systemHandlers.values { entry.deadline.cancel() }
-                return (systemHandlers.sorted { $0.key < $1.key }.map(\.value.handler), self.finished)
+            let (answer, finished) = state.withLock { s -> ([UncheckedSendable<() -> Void>], (@Sendable () async -> Void)?) in
+                guard s.finishedBatches > 0, !s.systemHandlers.isEmpty, s.held.isEmpty, s.running.isEmpty else {
+                    return ([], nil)
+                }
+                s.finishedBatches = 0
+                defer { s.systemHandlers.removeAll() }
+                for entry in s.systemHandlers.values { entry.deadline.cancel() }
+                return (s.systemHandlers.sorted { $0.key < $1.key }.map(\.value.handler), s.finished)
             }
             guard !answer.isEmpty else { return }
             if let finished { await Self.run(finished, within: Self.eventsFinishedLimit, on: clock) }
@@ -207,7 +212,8 @@ extension BackgroundEventRelay {
     }
 }
 
-/// Why it is `Sendable`: every mutable property is guarded by `lock`; `callOnMain` is immutable.
+/// Why it is `Sendable`: everything mutable is in `state`, behind its lock; `callOnMain` and
+/// `clock` are immutable.
 extension BackgroundEventRelay: @unchecked Sendable {}
 
 extension BackgroundUploadCompletion {
