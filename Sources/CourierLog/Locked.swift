@@ -68,16 +68,6 @@ package final class Locked<Value> {
     }
 }
 
-extension Locked {
-    /// Removes and returns the value.
-    package func take<Wrapped>() -> Wrapped? where Value == Wrapped? {
-        withLock { value in
-            defer { value = nil }
-            return value
-        }
-    }
-}
-
 /// One lock a thread holds, and the one it took before it.
 @usableFromInline
 struct HeldLock {

@@ -40,12 +40,6 @@ import Testing
         #expect(box.withLock { $0.append(2); return $0.count } == 2)
     }
 
-    @Test func takeEmptiesTheBox() {
-        let box = Locked<String?>("once")
-        #expect(box.take() == "once")
-        #expect(box.take() == nil)
-    }
-
     @Test func aLockKnowsItIsHeldOnlyByItsHolderAndOnlyInside() async {
         let box = Locked(0)
         #expect(!box.isHeldByCurrentThread)

@@ -55,9 +55,6 @@ extension CourierCore {
         return attempts
     }
 
-    /// The earliest due time of a message not in flight.
-    var earliestDue: UInt64? { read { $0.projection.earliestDue } }
-
     /// Message `id`'s full state if it is among the recently sent (no file work), with the
     /// attempt count and due time the projection holds.
     func recentState(_ id: MessageID) -> MessageState? {

@@ -84,9 +84,6 @@ extension CourierCore {
         _ = write { state, _ in state.subscribers.removeValue(forKey: key) }
     }
 
-    /// Refuses sends from now on.
-    var isClosed: Bool { read(\.closed) }
-
     /// After the log closed: every waiter is released, every stream finished.
     func releaseEveryone() -> Effects {
         write { state, effects in
