@@ -74,6 +74,21 @@ import Testing
         #expect(kinds.filter { $0 == .delivered }.count == 5)
     }
 
+    @Test func aMessageSentInTheBackgroundGoesToTheSessionNotTheEngine() async throws {
+        let server = Server()
+        let app = SimulatedApp(server: server.transport, configuration: Self.configuration())
+        await app.system.launch()
+        let courier = try #require(app.courier)
+        #expect(await courier.handOffPendingMessages() == 0, "nothing was pending")
+        let id = try #require(app.send("late", to: inbox))
+        await courier.settle()
+        #expect(courier.handedOffCount == 1, "the engine may be frozen at any moment in the background")
+        await app.system.advance(by: .seconds(60))
+        #expect(courier.pendingCount == 0)
+        #expect(server.transport.requests.map(\.messageID) == [id])
+        #expect(app.system.statistics.engineRequests == 0)
+    }
+
     @Test func aFailedUploadIsHandedOffAgainToBeginAfterItsBackoff() async throws {
         let server = Server { _, n in n < 3 ? .response(status: 500) : .response(status: 200) }
         let app = SimulatedApp(server: server.transport, configuration: Self.configuration())

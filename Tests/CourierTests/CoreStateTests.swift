@@ -35,7 +35,15 @@ import Testing
         core.handOffsStarting = -1
         #expect(core.brokenInvariant() != nil)
         core.handOffsStarting = 0
-        core.engine.stopping = -1
+        core.scheduler.mode.stopping = -1
         #expect(core.brokenInvariant() != nil)
+    }
+
+    @Test func handOffsStartingWithNoPassUnderWayAreBroken() {
+        var core = Self.pendingState()
+        core.handOffsStarting = 1
+        #expect(core.brokenInvariant()?.contains("no pass under way") == true)
+        core.scheduler.passes[0] = Task { 0 }
+        #expect(core.brokenInvariant() == nil)
     }
 }

@@ -53,7 +53,7 @@ func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration
 
 extension Courier {
     /// Attempts in flight right now (for tests).
-    var inFlightCount: Int { core.read(\.engine.tasks.count) }
+    var inFlightCount: Int { core.read(\.scheduler.attempts.count) }
     /// Every pending message's full state: read back from the log, with the attempt count and
     /// due time the projection holds.
     var scheduledStates: [MessageID: MessageState] {

@@ -37,12 +37,12 @@ extension Courier {
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
     /// usual. `send` still works: messages wait on disk.
     public func pause() {
-        _ = core.write { state, _ in state.engine.paused = true }
+        _ = core.write { state, _ in state.scheduler.mode.paused = true }
     }
 
     /// Undoes `pause()`: due messages start at once.
     public func resume() {
-        _ = core.write { state, _ in state.engine.paused = false }
+        _ = core.write { state, _ in state.scheduler.mode.paused = false }
         pump()
     }
 
@@ -63,7 +63,7 @@ extension Courier {
     /// after the same clean stop. Afterwards the courier carries on as before the call
     /// (delivering, or paused if it was).
     public func deliverPending(within budget: Duration) async -> DeliverySummary {
-        _ = core.write { state, _ in state.engine.forcedRuns += 1 }
+        _ = core.write { state, _ in state.scheduler.mode.forcedRuns += 1 }
         let before = core.read(\.deliveredCount)
         retryNow()
         let deadline = currentInstant().elapsed + budget
@@ -76,15 +76,15 @@ extension Courier {
             group.cancelAll()
         }
         let inFlight = core.write { state, _ -> [Task<Void, Never>] in
-            state.engine.stopping += 1
-            return Array(state.engine.tasks.values)
+            state.scheduler.mode.stopping += 1
+            return Array(state.scheduler.attempts.values)
         }.0
         for task in inFlight { task.cancel() }
         for task in inFlight { await task.value }
         await onIOQueue { [log] in try? log.sync() }
         _ = core.write { state, _ in
-            state.engine.stopping -= 1
-            state.engine.forcedRuns -= 1
+            state.scheduler.mode.stopping -= 1
+            state.scheduler.mode.forcedRuns -= 1
         }
         let summary = core.read { DeliverySummary(delivered: $0.deliveredCount - before, remaining: $0.projection.count) }
         pump()

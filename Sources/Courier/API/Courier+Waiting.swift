@@ -43,7 +43,7 @@ extension Courier {
     }
 
     /// For tests (public as `settle()` in CourierTesting): returns once the engine has nothing
-    /// runnable — no attempt in flight and no timer past its deadline waiting to run. With a
+    /// runnable — no attempt or hand-off pass under way and no timer past its deadline waiting to run. With a
     /// manual clock, "advance, then settle" makes every step of the engine observable without
     /// sleeping.
     @_spi(CourierTesting)
@@ -52,31 +52,19 @@ extension Courier {
         let instant = currentInstant()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = core.write { state, _ -> Bool in
-                if isSettled(state, at: instant) { return true }
-                state.engine.settleWaiters.append(continuation)
+                if Scheduler.isSettled(state, at: instant) { return true }
+                state.scheduler.settleWaiters.append(continuation)
                 return false
             }.0
             if now { continuation.resume() }
         }
     }
 
-    /// Under the core's lock, with `instant` read before taking it.
-    private func isSettled(_ state: CoreState, at instant: EngineInstant) -> Bool {
-        let engine = state.engine
-        if engine.closed { return true }
-        guard engine.tasks.isEmpty else { return false }
-        if !engine.mayStartAttempts { return true }  // paused: nothing more will start
-        if let timer = engine.timer, timer.deadline <= instant.elapsed { return false }
-        // A message may be due with no timer yet (the pump that arms it has not run).
-        if let due = state.projection.earliestDue, due <= instant.wallMilliseconds, engine.timer == nil { return false }
-        return true
-    }
-
     /// Under the core's lock: the settle waiters to resume, if the engine is settled at `instant`.
     func takeSettleWaitersIfSettled(_ state: inout CoreState,
                                     at instant: EngineInstant) -> [CheckedContinuation<Void, Never>] {
-        guard !state.engine.settleWaiters.isEmpty, isSettled(state, at: instant) else { return [] }
-        defer { state.engine.settleWaiters.removeAll() }
-        return state.engine.settleWaiters
+        guard !state.scheduler.settleWaiters.isEmpty, Scheduler.isSettled(state, at: instant) else { return [] }
+        defer { state.scheduler.settleWaiters.removeAll() }
+        return state.scheduler.settleWaiters
     }
 }

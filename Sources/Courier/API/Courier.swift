@@ -31,6 +31,8 @@ public final class Courier {
     /// app injected belongs to the app.
     let ownsTransport: Bool
     let clock: EngineClock
+    /// What the scheduler needs of `configuration`, made once.
+    let schedulerLimits: Scheduler.Limits
     let wallStartMilliseconds: UInt64
     /// The latest wall time computed, read by the log for record timestamps.
     let wallTime: WallTimeCache
@@ -64,6 +66,10 @@ public final class Courier {
         self.directory = directory
         self.configuration = configuration
         self.clock = EngineClock(configuration.clock)
+        let uploads = configuration.backgroundUploads
+        self.schedulerLimits = Scheduler.Limits(maximumConcurrentDeliveries: configuration.maximumConcurrentDeliveries,
+                                                maximumHandOffs: uploads?.maximumOutstandingTasks ?? 0,
+                                                isExcludedFromHandOff: { uploads?.isExcluded($0) ?? true })
         let wallStart = UInt64(max(0, configuration.now().timeIntervalSince1970 * 1000))
         self.wallStartMilliseconds = wallStart
         let wallTime = WallTimeCache(wallStart)
@@ -100,8 +106,9 @@ public final class Courier {
 
     deinit {
         _ = core.write { state, _ in
-            state.engine.timer?.task.cancel()
-            for task in state.engine.tasks.values { task.cancel() }
+            state.scheduler.timer?.task.cancel()
+            for task in state.scheduler.attempts.values { task.cancel() }
+            for task in state.scheduler.passes.values { task.cancel() }
         }
     }
 
@@ -114,16 +121,18 @@ public final class Courier {
     /// Calling it twice is harmless. (A courier released without `close()` lets its directory
     /// go when its last reference does, after the work it had queued: a moment later.)
     public func close() async {
-        let (tasks, timer, integration) = core.write { state, _ in
-            state.closed = true
-            state.engine.closed = true
+        let (attempts, passes, timer, integration) = core.write { state, _ in
+            state.scheduler.mode.phase = .closed
             defer { state.lifecycle = nil }
-            return (Array(state.engine.tasks.values), state.engine.timer?.task, state.lifecycle)
+            return (Array(state.scheduler.attempts.values), Array(state.scheduler.passes.values),
+                    state.scheduler.timer?.task, state.lifecycle)
         }.0
         timer?.cancel()
         if let integration { await integration.stop() }
-        for task in tasks { task.cancel() }
-        for task in tasks { await task.value }
+        for task in attempts { task.cancel() }
+        for task in passes { task.cancel() }
+        for task in attempts { await task.value }
+        for task in passes { _ = await task.value }
         if ownsTransport { await transport.shutdown() }
         await onIOQueue { [log] in try? log.close() }
         core.releaseEveryone().run()

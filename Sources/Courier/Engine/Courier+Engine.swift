@@ -2,53 +2,64 @@ import CourierLog
 import Foundation
 import Logging
 
-/// The engine's bookkeeping, part of the core's state (`CoreState.engine`).
-struct EngineState {
-    /// Attempts under way, by a token unique to each (a message may be attempted again before
-    /// the task of its previous attempt has removed itself).
-    var tasks: [UInt64: Task<Void, Never>] = [:]
-    var nextToken: UInt64 = 0
-    var timer: (task: Task<Void, Never>, deadline: Duration)?
-    var settleWaiters: [CheckedContinuation<Void, Never>] = []
-    var closed = false
-    /// `pause()` was called: start no new attempt (until `resume()`).
-    var paused = false
-    /// `deliverPending(within:)` calls under way: they deliver even while paused.
-    var forcedRuns = 0
-    /// `deliverPending(within:)` calls stopping: no new attempt while one winds down.
-    var stopping = 0
-    /// Background hand-off is on and the log has not yet been reconciled with the session's
-    /// tasks: no attempt, or a message could be in flight twice.
-    var reconciling = false
-
-    /// Whether the engine may start attempts now.
-    var mayStartAttempts: Bool { (!paused || forcedRuns > 0) && stopping == 0 && !reconciling }
-}
-
-/// The delivery engine. No thread polls: `pump` starts what is due, then arms one timer for
-/// the earliest message not yet due; sends, finished attempts and that timer call `pump`
-/// again. **Only the engine sleeps**, and only on the injected clock.
+/// The delivery engine. No thread polls: `pump` carries out the scheduler's plan (attempts
+/// to start, uploads to hand off, one timer for the earliest message not yet due); sends,
+/// finished attempts and passes, completions and that timer call `pump` again. **Only the
+/// engine sleeps**, and only on the injected clock.
 extension Courier {
-    /// Starts every due message the concurrency limit allows and re-arms the timer.
-    func pump(at now: EngineInstant? = nil) {
+    /// Starts what the scheduler says should start now and re-arms the timer. With
+    /// `handOffAsked` (after an upload's completion), messages are handed off unless the app is
+    /// known to be in the foreground (in the background they always are).
+    /// - Returns: the hand-off pass this call started, if any (its value: how many it handed off).
+    @discardableResult
+    func pump(at now: EngineInstant? = nil, handOffAsked: Bool = false) -> Task<Int, Never>? {
         // Read the app's clock before taking a lock: no user code runs under one.
         let instant = now ?? currentInstant()
-        // One critical section: what is due is taken, its tasks made (making a task runs no
+        let limits = schedulerLimits
+        // One critical section: what starts is taken, its tasks made (making a task runs no
         // app code) and the timer armed against the same state.
-        core.write { state, effects in
-            guard !state.engine.closed else { return }
-            if state.engine.mayStartAttempts {
-                let free = configuration.maximumConcurrentDeliveries - state.engine.tasks.count
-                let attempts = CourierCore.takeDue(&state, nowMilliseconds: instant.wallMilliseconds, limit: free)
-                for attempt in attempts {
-                    let token = state.engine.nextToken
-                    state.engine.nextToken += 1
-                    state.engine.tasks[token] = Task { [self] in await run(attempt, token: token) }
+        let (pass, effects) = core.write { state, effects -> Task<Int, Never>? in
+            let plan = Scheduler.plan(&state, at: instant, limits: limits, handOffAsked: handOffAsked)
+            for attempt in plan.attempts {
+                // Yielded under the lock (yielding only buffers: no consumer code runs), so it
+                // precedes anything the attempt itself emits.
+                for subscriber in state.subscribers.values {
+                    subscriber.yield(.attempt(attempt.id, number: attempt.number))
                 }
-                armTimer(&state, at: instant)
+                let token = state.scheduler.takeToken()
+                state.scheduler.attempts[token] = Task { [self] in await run(attempt, token: token) }
             }
+            var pass: Task<Int, Never>?
+            if !plan.uploads.isEmpty, let uploads = configuration.backgroundUploads {
+                let token = state.scheduler.takeToken()
+                let task = Task { [self] in await handOffPass(plan.uploads, uploads, token: token) }
+                state.scheduler.passes[token] = task
+                pass = task
+            }
+            if let deadline = plan.timerDeadline { armTimer(&state, deadline: deadline) }
             effects.idle += takeSettleWaitersIfSettled(&state, at: instant)
-        }.1.run()
+            return pass
+        }
+        effects.run()
+        return pass
+    }
+
+    /// Under the core's lock: replaces the timer with one for `deadline`.
+    private func armTimer(_ state: inout CoreState, deadline: Duration) {
+        state.scheduler.timer?.task.cancel()
+        let sleep = clock.sleep
+        let task = Task { [weak self] in
+            do { try await sleep(deadline) } catch { return }  // cancelled: a newer timer replaced it
+            self?.timerFired(deadline)
+        }
+        state.scheduler.timer = (task, deadline)
+    }
+
+    private func timerFired(_ deadline: Duration) {
+        _ = core.write { state, _ in
+            if state.scheduler.timer?.deadline == deadline { state.scheduler.timer = nil }
+        }
+        pump()
     }
 
     /// One attempt: read the message back, POST it, log what happened.
@@ -98,28 +109,6 @@ extension Courier {
             return .failure(TransportFailure(.requestPreparation, "prepareRequest threw \(type(of: error))"))
         }
         return await transport.deliver(prepared)
-    }
-
-    /// Under the core's lock: one timer, for the earliest due message, if a slot is free.
-    private func armTimer(_ state: inout CoreState, at instant: EngineInstant) {
-        guard state.engine.tasks.count < configuration.maximumConcurrentDeliveries,
-              let due = state.projection.earliestDue else { return }
-        let deadline = instant.elapsed + .milliseconds(Int64(due - min(due, instant.wallMilliseconds)))
-        if let timer = state.engine.timer, timer.deadline <= deadline { return }
-        state.engine.timer?.task.cancel()
-        let sleep = clock.sleep
-        let task = Task { [weak self] in
-            do { try await sleep(deadline) } catch { return }  // cancelled: a newer timer replaced it
-            self?.timerFired(deadline)
-        }
-        state.engine.timer = (task, deadline)
-    }
-
-    private func timerFired(_ deadline: Duration) {
-        _ = core.write { state, _ in
-            if state.engine.timer?.deadline == deadline { state.engine.timer = nil }
-        }
-        pump()
     }
 
     /// The engine's "now": the injected clock's elapsed time, and the wall time at open plus
@@ -225,7 +214,7 @@ extension Courier {
     private func end(_ token: UInt64, tellSettleWaiters: Bool = true) {
         let instant = currentInstant()
         core.write { state, effects in
-            state.engine.tasks[token] = nil
+            state.scheduler.attempts[token] = nil
             if tellSettleWaiters { effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }
         }.1.run()
     }

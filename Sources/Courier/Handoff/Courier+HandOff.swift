@@ -10,17 +10,23 @@ extension Courier {
     /// them while the app is suspended or not running; call it when the app enters the
     /// background, and when the system launched it in the background to report uploads
     /// (`enableAppLifecycleIntegration()` does both on iOS: at `didEnterBackground`, and after
-    /// each batch of background session events). Until `returnToForeground()`, a failed upload
-    /// is handed off again at once, to
-    /// begin after its backoff. Takes up to `BackgroundUploads.maximumOutstandingTasks`
-    /// messages, each the head of its ordering key, in due order; hands off more as uploads end.
-    /// - Returns: how many messages this call handed off (0 without `backgroundUploads`).
+    /// each batch of background session events). Until `returnToForeground()`, messages go to
+    /// the session, not the engine: those sent meanwhile, and failed uploads, handed off again
+    /// at once to begin after their backoff. Up to `BackgroundUploads.maximumOutstandingTasks`
+    /// messages are handed off at a time, each the head of its ordering key, in due order; more
+    /// follow as uploads end.
+    /// - Returns: how many messages were handed off by this call and by the hand-offs under
+    ///   way that it waited for (0 without `backgroundUploads`).
     @discardableResult
     public func handOffPendingMessages() async -> Int {
-        guard let uploads = configuration.backgroundUploads else { return 0 }
-        _ = core.write { state, _ in state.handOffControl.isAppInForeground = false }
+        guard configuration.backgroundUploads != nil else { return 0 }
+        _ = core.write { state, _ in state.scheduler.mode.place = .background }
         await core.read(\.reconciliation)?.value
-        return await runHandOffPasses(uploads)
+        pump()
+        // This call's pass, and any other under way (reconciliation's end may have started one).
+        var handedOff = 0
+        for pass in core.read({ Array($0.scheduler.passes.values) }) { handedOff += await pass.value }
+        return handedOff
     }
 
     /// The app is in the foreground again: failed uploads come back to the engine instead of
@@ -32,7 +38,7 @@ extension Courier {
     /// it in flight.
     public func returnToForeground() {
         guard let uploads = configuration.backgroundUploads else { return }
-        _ = core.write { state, _ in state.handOffControl.isAppInForeground = true }
+        _ = core.write { state, _ in state.scheduler.mode.place = .foreground }
         for (id, handOff) in core.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
     }
 
@@ -46,7 +52,7 @@ extension Courier {
         // could make it adopt a task that has already ended. The task is made under the lock,
         // with the engine's gate closed, so nothing sees one without the other.
         _ = core.write { state, _ in
-            state.engine.reconciling = true
+            state.scheduler.mode.phase = .reconciling
             state.reconciliation = Task { [weak self] in await self?.reconcileHandOffs(uploads) }
         }
         uploads.session.deliverCompletions { [weak self] completion in await self?.hear(completion) }
@@ -67,38 +73,25 @@ extension Courier {
                                       metadata: ["courier.orphaned": "\(result.orphaned.count)", "courier.adopted": "\(result.adopted.count)",
                                                  "courier.stale-tasks": "\(result.stale.count)"])
         }
-        _ = core.write { state, _ in state.engine.reconciling = false }
+        _ = core.write { state, _ in
+            if state.scheduler.mode.phase == .reconciling { state.scheduler.mode.phase = .running }
+        }
         pump()
     }
 
-    /// Runs hand-off passes until no more is asked for; one at a time.
-    func runHandOffPasses(_ uploads: BackgroundUploads) async -> Int {
-        let first = core.write { state, _ -> Bool in
-            if state.handOffControl.passRunning { state.handOffControl.passAgain = true }
-            defer { state.handOffControl.passRunning = true }
-            return !state.handOffControl.passRunning
-        }.0
-        guard first else { return 0 }
-        var total = 0
-        var again = true
-        // Each round follows a request made during the previous one; requests come from
-        // completions, themselves bounded by the tasks made.
-        while again {
-            let candidates = core.takeForHandOff(bound: uploads.maximumOutstandingTasks,
-                                                   nowMilliseconds: currentInstant().wallMilliseconds,
-                                                   isExcluded: uploads.isExcluded)
-            if !candidates.isEmpty { total += await handOff(candidates, uploads) }
-            again = core.write { state, _ -> Bool in
-                defer { state.handOffControl.passAgain = false }
-                if state.handOffControl.passAgain && state.handOffControl.mayHandOff { return true }
-                state.handOffControl.passRunning = false
-                return false
-            }.0
-        }
-        // A message taken and not handed off after all (the app came back meanwhile, its body
-        // could not be written, `prepareRequest` threw) is the engine's again: wake the engine.
+    /// One hand-off pass, started by the pump with the messages the scheduler took: hands
+    /// them off, then frees its place and pumps (a message taken and not handed off after all
+    /// is the engine's again).
+    func handOffPass(_ candidates: [Projection.HandOffCandidate], _ uploads: BackgroundUploads,
+                     token: UInt64) async -> Int {
+        let handedOff = await handOff(candidates, uploads)
+        let instant = currentInstant()
+        core.write { state, effects in
+            state.scheduler.passes[token] = nil
+            effects.idle += takeSettleWaitersIfSettled(&state, at: instant)
+        }.1.run()
         pump()
-        return total
+        return handedOff
     }
 
     /// A taken message ready to go: its request and its body file, written and synced.
@@ -129,8 +122,14 @@ extension Courier {
     /// message back to the engine) if any of it fails, or if the app came back meanwhile.
     private func prepare(_ candidate: Projection.HandOffCandidate) async -> PreparedHandOff? {
         let id = candidate.slot.id
-        guard core.read(\.handOffControl.mayHandOff), let state = await currentState(of: id) else {
+        guard core.read(\.scheduler.mode.mayHandOff) else {
             core.abortHandOff(id, foregroundOnly: false)
+            return nil
+        }
+        guard let state = await currentState(of: id) else {
+            // Cancelled, or unreadable: the engine retries a read after its backoff, where
+            // another pass would take the message again at once.
+            core.abortHandOff(id, foregroundOnly: true)
             return nil
         }
         var request = request(for: state, attempt: Int(candidate.slot.attempts + 1))
@@ -184,7 +183,7 @@ extension Courier {
             // Cancelled meanwhile, or its completion was heard already: the task has no message.
             uploads.session.cancel(task)
             await onIOQueue { [log] in log.removeBody(at: ready.path) }
-        } else if !core.read(\.handOffControl.mayHandOff) {
+        } else if !core.read(\.scheduler.mode.mayHandOff) {
             // The app came back while this was being made: back to the engine, as
             // `returnToForeground()` does for the others.
             uploads.session.cancelUnlessSending(task)
@@ -205,22 +204,6 @@ extension Courier {
         if let recent = core.recentState(id) { return .success(recent) }
         return await onIOQueue(readQueue) { [core] in Result { () throws(LogError) in try core.loadState(id) } }
     }
-}
-
-/// Hand-off bookkeeping of one courier, part of the core's state (`CoreState.handOffControl`).
-struct HandOffControl {
-    /// False from `handOffPendingMessages()`, true from `returnToForeground()`; nil until
-    /// either is called. A process that iOS launched to report background uploads hears
-    /// completions before anything tells it where the app is (the lifecycle integration is
-    /// wired after the courier opens).
-    var isAppInForeground: Bool?
-    var passRunning = false
-    var passAgain = false
-
-    /// Whether failed uploads are handed off again, not given to the engine: unless the app is
-    /// known to be in the foreground, an attempt the engine started could freeze when iOS
-    /// suspends the app, and wait for the user to open it.
-    var mayHandOff: Bool { isAppInForeground != true }
 }
 
 extension HandOff {

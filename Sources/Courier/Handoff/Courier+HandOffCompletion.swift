@@ -10,7 +10,7 @@ extension Courier {
     func hear(_ completion: BackgroundUploadCompletion) async {
         // After reconciliation, which must not see a task whose end was heard meanwhile.
         await core.read(\.reconciliation)?.value
-        guard let uploads = configuration.backgroundUploads, !core.read(\.closed) else { return }
+        guard configuration.backgroundUploads != nil, !core.read(\.closed) else { return }
         guard let (id, handOff) = core.handOff(carriedBy: completion.task) else {
             await hearLate(completion)
             return
@@ -20,7 +20,7 @@ extension Courier {
             // `returnToForeground()` (or the system) cancelled it: not an attempt.
             if core.endHandOff(id, ticket: handOff.ticket, dueAtLatest: currentInstant().wallMilliseconds) {
                 await onIOQueue { [log] in log.removeBody(of: id, ticket: handOff.ticket) }
-                await carryOn(uploads)
+                await carryOn()
             }
             return
         }
@@ -33,7 +33,7 @@ extension Courier {
             case .success(let state?): created = state.createdMilliseconds
             case .success(nil): break  // cancelled meanwhile: recording drops the outcome
             case .failure(let error):
-                await hearUnreadable(id, handOff, error: error, nowMilliseconds: now, uploads)
+                await hearUnreadable(id, handOff, error: error, nowMilliseconds: now)
                 return
             }
         }
@@ -52,33 +52,29 @@ extension Courier {
             log.removeBody(of: id, ticket: handOff.ticket)
             compactIfWorthIt()
         }
-        await carryOn(uploads)
+        await carryOn()
     }
 
     /// A failed upload whose message cannot be read back: its age is unknown, so the retry
     /// policy cannot judge it (it would be judged as if just sent, and `expiry` would never
     /// give up). As for an engine attempt whose message cannot be read, the message waits
     /// `maximumDelay` and is read again then; `.storageFailed` reports it.
-    private func hearUnreadable(_ id: MessageID, _ handOff: HandOff, error: LogError, nowMilliseconds now: UInt64,
-                                _ uploads: BackgroundUploads) async {
+    private func hearUnreadable(_ id: MessageID, _ handOff: HandOff, error: LogError,
+                                nowMilliseconds now: UInt64) async {
         guard core.endHandOff(id, ticket: handOff.ticket, dueAtLatest: now) else { return }
         let due = now + UInt64(configuration.retry.maximumDelay.seconds * 1000)
         await onIOQueue { [self] in
             core.recordUnreadable(id, error: error, dueMilliseconds: due).run()
             log.removeBody(of: id, ticket: handOff.ticket)
         }
-        await carryOn(uploads)
+        await carryOn()
     }
 
     /// After a completion: in the background (or before anything said where the app is), hand
-    /// off again (the message, or the next of its ordering key); in the foreground, the engine
-    /// takes it.
-    private func carryOn(_ uploads: BackgroundUploads) async {
-        if core.read(\.handOffControl.mayHandOff) {
-            _ = await runHandOffPasses(uploads)
-        } else {
-            pump()
-        }
+    /// off again (the message, or the next of its ordering key), and return once that pass
+    /// ended; in the foreground, the engine takes it.
+    private func carryOn() async {
+        _ = await pump(handOffAsked: true)?.value
     }
 
     /// A completion of a task that does not carry its message (any more): it ended while the

@@ -13,7 +13,6 @@ struct CoreState {
     var nextWaiterKey = 0
     var subscribers: [Int: AsyncStream<CourierEvent>.Continuation] = [:]
     var nextSubscriber = 0
-    var closed = false
     /// Mutations so far (debug builds: how often the projection checks itself).
     var debugMutations: UInt64 = 0
     /// Messages delivered since open (for `deliverPending`'s summary).
@@ -32,16 +31,18 @@ struct CoreState {
     /// foreground, where `prepareRequest` makes fresh credentials).
     var foregroundOnly: Set<MessageID> = []
 
-    // The engine, the hand-off's mode and the start gate: the same owner, the same lock.
-    /// Attempt tasks, the timer, pause state and settle waiters.
-    var engine = EngineState()
-    /// Where the app is, and the hand-off passes under way.
-    var handOffControl = HandOffControl()
+    // The engine and the hand-off: one mode, one scheduler, the same owner, the same lock.
+    /// The delivery mode, the attempts and hand-off passes under way, the timer, settle waiters.
+    var scheduler = SchedulerState()
     /// Reconciling the log with the background session's tasks (started by `init` when
-    /// background uploads are on): the engine and completions start after it.
+    /// background uploads are on): the engine (`DeliveryMode.Phase.reconciling`) and completions
+    /// start after it.
     var reconciliation: Task<Void, Never>?
     /// The app-lifecycle wiring, if the app enabled it (iOS: `enableAppLifecycleIntegration()`).
     var lifecycle: (any PlatformIntegration)?
+
+    /// `close()` was called.
+    var closed: Bool { scheduler.mode.phase == .closed }
 }
 
 #if DEBUG
@@ -58,8 +59,13 @@ extension CoreState {
             guard let slot = projection.slot(of: id) else { return "hand-off \(id) names no pending message" }
             guard slot.flags.contains(.inFlight) else { return "hand-off \(id) is not in flight" }
         }
-        guard engine.stopping >= 0, engine.forcedRuns >= 0 else {
-            return "engine counts below zero: \(engine.stopping) stopping, \(engine.forcedRuns) forced runs"
+        // Messages are taken for hand-off in the critical section that makes their pass.
+        guard handOffsStarting == 0 || !scheduler.passes.isEmpty else {
+            return "\(handOffsStarting) hand-offs starting and no pass under way"
+        }
+        let mode = scheduler.mode
+        guard mode.stopping >= 0, mode.forcedRuns >= 0 else {
+            return "mode counts below zero: \(mode.stopping) stopping, \(mode.forcedRuns) forced runs"
         }
         return nil
     }

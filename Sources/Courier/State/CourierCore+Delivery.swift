@@ -35,26 +35,6 @@ enum AttemptVerdict: Sendable {
 }
 
 extension CourierCore {
-    /// Takes up to `limit` messages due at `nowMilliseconds`, marks them in flight and tells
-    /// subscribers. The `.attempt` events are yielded under the lock (yielding only buffers: no
-    /// consumer code runs), so they precede anything the attempts themselves emit.
-    /// Under the core's lock (the engine's pump).
-    static func takeDue(_ state: inout CoreState, nowMilliseconds: UInt64, limit: Int) -> [Attempt] {
-        guard limit > 0, !state.closed else { return [] }
-        var attempts: [Attempt] = []
-        // Each turn takes one message: bounded by `limit`.
-        // Probes of down destinations first (at most one per destination), then messages
-        // parked by a destination's limit or pace (the oldest), then due messages.
-        while attempts.count < limit, let slot = state.projection.takeProbe(nowMilliseconds: nowMilliseconds)
-            ?? state.projection.takeHeld(nowMilliseconds: nowMilliseconds)
-            ?? state.projection.takeDue(nowMilliseconds: nowMilliseconds) {
-            let attempt = Attempt(id: slot.id, number: Int(slot.attempts) + 1, startedMilliseconds: nowMilliseconds)
-            for subscriber in state.subscribers.values { subscriber.yield(.attempt(attempt.id, number: attempt.number)) }
-            attempts.append(attempt)
-        }
-        return attempts
-    }
-
     /// Message `id`'s full state if it is among the recently sent (no file work), with the
     /// attempt count and due time the projection holds.
     func recentState(_ id: MessageID) -> MessageState? {

@@ -4,23 +4,6 @@ import CourierLog
 /// message is in flight in the projection, so the engine never attempts it, until its task's
 /// completion is heard (or reconciliation finds the task gone).
 extension CourierCore {
-    /// Takes messages to hand off, up to `bound` handed off or starting in all; `isExcluded`
-    /// names destinations that are never handed off.
-    func takeForHandOff(bound: Int, nowMilliseconds: UInt64,
-                        isExcluded: (String) -> Bool) -> [Projection.HandOffCandidate] {
-        write { state, _ -> [Projection.HandOffCandidate] in
-            guard !state.closed else { return [] }
-            let free = bound - state.handOffs.count - state.handOffsStarting
-            guard free > 0 else { return [] }
-            let foregroundOnly = state.foregroundOnly
-            let taken = state.projection.takeForHandOff(limit: free, nowMilliseconds: nowMilliseconds) { slot, url in
-                foregroundOnly.contains(slot.id) || isExcluded(url)
-            }
-            state.handOffsStarting += taken.count
-            return taken
-        }.0
-    }
-
     /// Message `id` is about to be handed off: registered before its task is made, so a
     /// completion heard before the record finds it. False if it was resolved meanwhile.
     func beginHandOff(_ id: MessageID, _ handOff: HandOff) -> Bool {
@@ -55,6 +38,7 @@ extension CourierCore {
     func abortHandOff(_ id: MessageID, foregroundOnly: Bool) {
         _ = write { state, _ in
             state.handOffsStarting -= 1
+            guard state.projection.slot(of: id) != nil else { return }  // cancelled meanwhile
             if foregroundOnly { state.foregroundOnly.insert(id) }
             state.projection.release(id)
         }

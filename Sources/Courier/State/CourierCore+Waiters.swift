@@ -91,9 +91,9 @@ extension CourierCore {
                 effects.failures += waiters.values.map { ($0, CourierError(.closed, "the courier was closed")) }
             }
             state.waiters.removeAll()
-            effects.idle = Array(state.idleWaiters.values) + state.engine.settleWaiters
+            effects.idle = Array(state.idleWaiters.values) + state.scheduler.settleWaiters
             state.idleWaiters.removeAll()
-            state.engine.settleWaiters.removeAll()
+            state.scheduler.settleWaiters.removeAll()
             effects.finishStreams = Array(state.subscribers.values)
             state.subscribers.removeAll()
         }.1

@@ -1,0 +1,136 @@
+@testable import Courier
+import Testing
+
+/// The scheduler decides from the core's state and the time alone: these build states by hand
+/// and read the plan, with no courier, clock or task.
+@Suite struct SchedulerTests {
+    /// Messages 1...n to one destination, due at `due` (wall ms).
+    static func core(_ n: Int, due: UInt64 = 1000,
+                     url: (Int) -> String = { _ in "https://example.com/a" }) -> CoreState {
+        var projection = Projection(fifoPerDestination: false)
+        for i in 1...n { projection.apply(.enqueued(state(i, url: url(i), due: due)), address: address(UInt64(i))) }
+        return CoreState(projection: projection, resolved: ResolvedMemory(limit: 8))
+    }
+
+    static func limits(slots: Int = 4, handOffs: Int = 0,
+                       excluded: @escaping @Sendable (String) -> Bool = { _ in false }) -> Scheduler.Limits {
+        Scheduler.Limits(maximumConcurrentDeliveries: slots, maximumHandOffs: handOffs, isExcludedFromHandOff: excluded)
+    }
+
+    /// Wall time 1000 ms is 10 s on the injected clock.
+    static func at(_ wallMilliseconds: UInt64) -> EngineInstant {
+        EngineInstant(elapsed: .seconds(10) + .milliseconds(Int64(wallMilliseconds) - 1000),
+                      wallMilliseconds: wallMilliseconds)
+    }
+
+    @Test func dueMessagesStartUpToTheFreeSlotsAndNoTimerIsArmedWithoutOne() {
+        var core = Self.core(3)
+        let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(slots: 2), handOffAsked: false)
+        #expect(plan.attempts.map(\.id) == [state(1).id, state(2).id])
+        #expect(plan.attempts.allSatisfy { $0.number == 1 && $0.startedMilliseconds == 1000 })
+        #expect(plan.uploads.isEmpty)
+        #expect(plan.timerDeadline == nil, "no slot is free: the end of an attempt pumps")
+        #expect(core.projection.slot(of: state(1).id)?.flags.contains(.inFlight) == true)
+        #expect(core.projection.slot(of: state(3).id)?.flags.contains(.inFlight) == false)
+    }
+
+    @Test func theTimerIsArmedForTheEarliestMessageNotYetDue() {
+        var core = Self.core(1, due: 1500)
+        let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(), handOffAsked: false)
+        #expect(plan.attempts.isEmpty)
+        #expect(plan.timerDeadline == .milliseconds(10_500))
+    }
+
+    @Test func aTimerAlreadyArmedSoonEnoughIsKept() {
+        var core = Self.core(1, due: 1500)
+        core.scheduler.timer = (Task {}, .milliseconds(10_200))
+        let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(), handOffAsked: false)
+        #expect(plan.timerDeadline == nil)
+        core.scheduler.timer = (Task {}, .milliseconds(10_900))
+        #expect(Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(), handOffAsked: false).timerDeadline
+                == .milliseconds(10_500))
+    }
+
+    @Test(arguments: [DeliveryMode.Phase.reconciling, .closed])
+    func nothingStartsOutsideTheRunningPhase(phase: DeliveryMode.Phase) {
+        var core = Self.core(2)
+        core.scheduler.mode.phase = phase
+        core.scheduler.mode.place = .background
+        let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(handOffs: 10), handOffAsked: true)
+        #expect(plan.attempts.isEmpty && plan.uploads.isEmpty && plan.timerDeadline == nil)
+        #expect(core.projection.earliestDue == 1000, "nothing was taken")
+    }
+
+    @Test func aPausedEngineStartsNothingUntilADeliverPendingRun() {
+        var core = Self.core(1)
+        core.scheduler.mode.paused = true
+        #expect(Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(), handOffAsked: false).attempts.isEmpty)
+        core.scheduler.mode.forcedRuns = 1
+        let forced = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(), handOffAsked: false)
+        #expect(forced.attempts.count == 1)
+    }
+
+    @Test func inTheBackgroundTheSessionTakesMessagesWhateverTheirDueTimeUpToItsBound() {
+        var core = Self.core(3, due: 90_000)
+        core.scheduler.mode.place = .background
+        let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(handOffs: 2), handOffAsked: false)
+        #expect(plan.uploads.map(\.slot.id) == [state(1).id, state(2).id])
+        #expect(plan.uploads.allSatisfy { $0.beginMilliseconds == 90_000 }, "the session waits for the due time")
+        #expect(core.handOffsStarting == 2)
+        #expect(plan.attempts.isEmpty)
+        #expect(plan.timerDeadline != nil, "the third is the engine's when due")
+    }
+
+    @Test func aCompletionHandsOffUnlessTheAppIsKnownToBeInTheForeground() {
+        for (place, handsOff) in [(DeliveryMode.Place.unknown, true), (.background, true), (.foreground, false)] {
+            var core = Self.core(1)
+            core.scheduler.mode.place = place
+            let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(handOffs: 5), handOffAsked: true)
+            #expect(plan.uploads.count == (handsOff ? 1 : 0), "\(place)")
+            #expect(plan.attempts.count == (handsOff ? 0 : 1), "\(place)")
+        }
+    }
+
+    @Test func withThePlaceUnknownOnlyACompletionHandsOff() {
+        var core = Self.core(1)
+        let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(handOffs: 5), handOffAsked: false)
+        #expect(plan.uploads.isEmpty)
+        #expect(plan.attempts.count == 1)
+    }
+
+    @Test func excludedDestinationsAndForegroundOnlyMessagesStayWithTheEngine() {
+        var core = Self.core(3) { $0 == 2 ? "https://excluded.example/a" : "https://example.com/\($0)" }
+        core.scheduler.mode.place = .background
+        core.foregroundOnly.insert(state(3).id)
+        let limits = Self.limits(handOffs: 5) { $0.contains("excluded") }
+        let plan = Scheduler.plan(&core, at: Self.at(1000), limits: limits, handOffAsked: false)
+        #expect(plan.uploads.map(\.slot.id) == [state(1).id])
+        #expect(Set(plan.attempts.map(\.id)) == [state(2).id, state(3).id])
+    }
+
+    @Test func handOffsUnderWayAndStartingCountAgainstTheBound() {
+        var core = Self.core(3, due: 90_000)
+        core.scheduler.mode.place = .background
+        core.handOffsStarting = 1
+        core.projection.hold(state(3).id)
+        core.handOffs[state(3).id] = HandOff(attempt: 1, ticket: 1, taskIdentifier: 1, earliestBeginMilliseconds: 0)
+        let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(handOffs: 3), handOffAsked: false)
+        #expect(plan.uploads.count == 1)
+    }
+
+    @Test func settledMeansNothingUnderWayAndNothingDueWithoutATimer() {
+        var core = Self.core(1)
+        #expect(!Scheduler.isSettled(core, at: Self.at(1000)), "due, and no timer: a pump is coming")
+        #expect(Scheduler.isSettled(core, at: Self.at(999)))
+        core.scheduler.mode.paused = true
+        #expect(Scheduler.isSettled(core, at: Self.at(1000)), "paused: nothing more will start")
+        core.scheduler.mode.paused = false
+        core.scheduler.timer = (Task {}, .seconds(10))
+        #expect(!Scheduler.isSettled(core, at: Self.at(1000)), "the timer is past its deadline")
+        #expect(Scheduler.isSettled(core, at: Self.at(999)))
+        core.scheduler.passes[0] = Task { 0 }
+        #expect(!Scheduler.isSettled(core, at: Self.at(999)), "a hand-off pass is under way")
+        core.scheduler.mode.phase = .closed
+        #expect(Scheduler.isSettled(core, at: Self.at(999)))
+    }
+}
