@@ -71,6 +71,18 @@ public final class WriteAheadLog {
         mutex.withLock { state.sealed.map(\.name) + [state.active.name] }
     }
 
+    /// Whether appending a record of at most `bodyBytes` bytes of body now could block on the
+    /// disk: it would roll to a new segment (an fsync of the old one, a directory sync), or
+    /// the sync policy is `.always`. A caller that appends under a lock of its own, as the only
+    /// appender, gets an exact answer; it runs such an append where blocking is allowed.
+    public func appendMayBlock(bodyBytes: Int) -> Bool {
+        if case .always = configuration.syncPolicy { return true }
+        let bytes = Format.worstCaseRecordBytes(bodyBytes: bodyBytes)
+        return mutex.withLock {
+            state.active.sizeBytes + bytes > configuration.segmentSizeBytes && state.active.recordCount > 0
+        }
+    }
+
     /// Bytes on disk over all segments (headers included).
     public var sizeBytes: Int {
         mutex.withLock { state.sealed.reduce(state.active.sizeBytes) { $0 + $1.sizeBytes } }

@@ -41,6 +41,41 @@ import Testing
         await server.stop()
     }
 
+    #if canImport(AsyncHTTPClient)
+    /// With the default clock, AsyncHTTPClient keeps the deadline on its event loop (no timer
+    /// task beside the request): a server that holds the request past it still times out.
+    @Test(.timeLimit(.minutes(1)))
+    func theDefaultClocksDeadlineEndsARequestTheServerHolds() async throws {
+        let server = try await FlakyServer(behavior: .init(failureRate: 0, delay: .seconds(5)))
+        let transport = AsyncHTTPClientTransport()
+        let started = ContinuousClock.now
+        let outcome = await transport.deliver(request(await server.url, timeout: .milliseconds(300)))
+        let elapsed = ContinuousClock.now - started
+        guard case .failure(let f) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(f.kind == .timeout, "\(f)")
+        #expect(elapsed < .seconds(4), "ended at the deadline, not when the server answered")
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// Cancelling the attempt's task (`close()`, the end of `deliverPending`) cancels the
+    /// request: the outcome is `.cancelled`, not a failure of the destination.
+    @Test(.timeLimit(.minutes(1)))
+    func cancellingTheTaskCancelsTheRequest() async throws {
+        let server = try await FlakyServer(behavior: .init(failureRate: 0, delay: .seconds(5)))
+        let transport = AsyncHTTPClientTransport()
+        let url = await server.url
+        let attempt = Task { await transport.deliver(request(url, timeout: .seconds(30))) }
+        try await Task.sleep(for: .milliseconds(200))
+        attempt.cancel()
+        let outcome = await attempt.value
+        guard case .failure(let f) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(f.kind == .cancelled, "\(f)")
+        await transport.shutdown()
+        await server.stop()
+    }
+    #endif
+
     @Test func anOperationThatEndsFirstIsNotTimedOut() async {
         let clock = ManualClock()
         let outcome = await withDeadline(.seconds(1), clock: clock) { .response(status: 204, retryAfter: nil) }

@@ -58,6 +58,11 @@ struct HandOff: Sendable, Hashable {
     /// The session's `taskIdentifier` (its bit pattern).
     var taskIdentifier: UInt64
     var earliestBeginMilliseconds: UInt64
+    /// When the message was created (wall ms), if this process made the hand-off (not logged:
+    /// a replayed or adopted hand-off reads it back). A failed upload is judged by the
+    /// message's age (`RetryPolicy.expiry`) without reading the message, so even if it cannot
+    /// be read.
+    var createdMilliseconds: UInt64?
 
     static func hex(_ value: UInt64) -> String {
         let digits = String(value, radix: 16)

@@ -100,6 +100,7 @@ extension Courier {
         var request: DeliveryRequest
         var ticket: UInt64
         var path: String
+        var createdMilliseconds: UInt64
     }
 
     /// Hands taken messages off: every body to a synced file (then one sync of the directory:
@@ -132,13 +133,11 @@ extension Courier {
             core.abortHandOff(id, foregroundOnly: true)
             return nil
         }
-        var request = request(for: state, attempt: Int(candidate.slot.attempts + 1))
-        if let prepare = configuration.prepareRequest {
-            do { try await prepare(&request) } catch {
-                // Left to the engine, which prepares each attempt afresh.
-                core.abortHandOff(id, foregroundOnly: true)
-                return nil
-            }
+        guard case .success(let request) = await prepared(request(for: state, attempt: Int(candidate.slot.attempts + 1)))
+        else {
+            // `prepareRequest` threw: left to the engine, which prepares each attempt afresh.
+            core.abortHandOff(id, foregroundOnly: true)
+            return nil
         }
         let ticket = configuration.random()
         let path = log.bodyPath(of: id, ticket: ticket)
@@ -148,7 +147,8 @@ extension Courier {
             core.abortHandOff(id, foregroundOnly: true)
             return nil
         }
-        return PreparedHandOff(candidate: candidate, request: request, ticket: ticket, path: path)
+        return PreparedHandOff(candidate: candidate, request: request, ticket: ticket, path: path,
+                               createdMilliseconds: state.createdMilliseconds)
     }
 
     /// Registers the hand-off, makes the task, then logs its record. Registered first, so a
@@ -159,8 +159,9 @@ extension Courier {
         let id = ready.candidate.slot.id, attempt = ready.candidate.slot.attempts + 1
         let now = currentInstant().wallMilliseconds
         let begin = max(ready.candidate.beginMilliseconds, now)
-        guard core.beginHandOff(id, HandOff(attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
-                                              earliestBeginMilliseconds: begin)) else {
+        let handOff = HandOff(attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
+                              earliestBeginMilliseconds: begin, createdMilliseconds: ready.createdMilliseconds)
+        guard core.beginHandOff(id, handOff) else {
             await onIOQueue { [log] in log.removeBody(at: ready.path) }  // cancelled meanwhile
             return false
         }
@@ -189,20 +190,6 @@ extension Courier {
             uploads.session.cancelUnlessSending(task)
         }
         return recorded
-    }
-
-    /// Message `id`'s full state, from memory or read back from the log; nil if it is no
-    /// longer pending or cannot be read.
-    func currentState(of id: MessageID) async -> MessageState? {
-        if case .success(let state) = await readState(of: id) { return state }
-        return nil
-    }
-
-    /// Message `id`'s full state, from memory or read back from the log; nil if it is no
-    /// longer pending; the error if it cannot be read.
-    func readState(of id: MessageID) async -> Result<MessageState?, LogError> {
-        if let recent = core.recentState(id) { return .success(recent) }
-        return await onIOQueue(readQueue) { [core] in Result { () throws(LogError) in try core.loadState(id) } }
     }
 }
 

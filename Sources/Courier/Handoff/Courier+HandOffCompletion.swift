@@ -24,35 +24,31 @@ extension Courier {
             }
             return
         }
-        let now = currentInstant().wallMilliseconds
-        // A failure is judged by the message's age (`RetryPolicy.expiry`); a 2xx is a delivery
-        // whatever its age, and needs no read.
-        var created = now
-        if !outcome.isSuccess {
+        // A failure is judged by the message's age (`RetryPolicy.expiry`): known if this
+        // process made the hand-off, read back otherwise; a 2xx is a delivery whatever its age.
+        var created = handOff.createdMilliseconds ?? currentInstant().wallMilliseconds
+        if !outcome.isSuccess, handOff.createdMilliseconds == nil {
             switch await readState(of: id) {
             case .success(let state?): created = state.createdMilliseconds
             case .success(nil): break  // cancelled meanwhile: recording drops the outcome
             case .failure(let error):
-                await hearUnreadable(id, handOff, error: error, nowMilliseconds: now)
+                await hearUnreadable(id, handOff, error: error, nowMilliseconds: currentInstant().wallMilliseconds)
                 return
             }
         }
-        let (policyVerdict, decision, random) = judge(outcome, attempt: Int(handOff.attempt), createdMilliseconds: created,
-                                                nowMilliseconds: now)
-        // Its credentials were made at hand-off: the foreground makes fresh ones (`prepareRequest`).
-        let unauthorized = outcome.isUnauthorized
-        let judged: AttemptVerdict = unauthorized ? .retry(dueMilliseconds: now, delay: .zero) : policyVerdict
-        configuration.logger.debug("background upload ended: \(outcome) → \(decision)",
-                                   metadata: ["courier.message-id": "\(id)", "courier.attempt": "\(handOff.attempt)"])
-        await onIOQueue { [self] in
-            if unauthorized { core.keepInForeground(id) }
-            core.record(judged, of: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
-                          destination: destinationReport(outcome, nowMilliseconds: now, random: random),
-                          handOff: handOff.ticket).run()
+        let ending = Ending(attempt: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
+                            createdMilliseconds: created, runner: .upload(ticket: handOff.ticket))
+        // The same outcome path as the engine's; the body file's removal is file work, so the
+        // I/O queue has work to do anyway.
+        let recorded = await onIOQueue { [self] in
+            let recorded = recordBlocking(ending)
             log.removeBody(of: id, ticket: handOff.ticket)
-            compactIfWorthIt()
+            return recorded
         }
-        await carryOn()
+        if let compaction = recorded.compaction { await runCompaction(compaction) }
+        // In the background the message (or the next of its ordering key) was handed off
+        // again: the completion is heard once that pass has ended.
+        _ = await recorded.pass?.value
     }
 
     /// A failed upload whose message cannot be read back: its age is unknown, so the retry

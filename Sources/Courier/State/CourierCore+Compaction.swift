@@ -27,7 +27,7 @@ struct CompactionState {
 }
 
 /// A compaction decided on: forget below `floor` once `pinned` are re-snapshotted above it.
-struct CompactionPlan {
+struct CompactionPlan: Sendable {
     var floor: UInt64
     var pinned: [(id: MessageID, address: RecordAddress)]
 }
@@ -38,6 +38,12 @@ extension CourierCore {
     /// forgets nothing.
     func compact(force: Bool) -> Effects {
         guard let plan = planCompaction(force: force) else { return Effects() }
+        return compact(plan)
+    }
+
+    /// Carries out a compaction planned (and marked under way) by `planCompaction`.
+    /// Blocking file work: run it on the I/O queue.
+    func compact(_ plan: CompactionPlan) -> Effects {
         do throws(LogError) {
             try writeSnapshots(plan)
             try log.sync()
@@ -50,26 +56,33 @@ extension CourierCore {
         }
     }
 
-    /// Whether to compact now and what to re-snapshot. Compacts only when dead records
-    /// dominate: re-writing the live ones must cost at most half of what deleting the sealed
-    /// segments frees. Marks a compaction under way (end it with `endCompaction()`).
+    /// Whether to compact now and what to re-snapshot (see `planCompaction(_:force:)`).
     func planCompaction(force: Bool) -> CompactionPlan? {
-        write { state, _ -> CompactionPlan? in
-            guard !state.closed, !state.compaction.compacting else { return nil }
-            let segments = log.segmentNames
-            guard segments.count >= 2 else { return nil }
-            let rolled = segments.count != state.compaction.segmentsAtLastCheck
-            guard force || rolled || state.compaction.resolvedSinceCompaction >= limits.compactionThreshold else { return nil }
-            state.compaction.segmentsAtLastCheck = segments.count
-            guard let floor = SegmentName.parse(segments.last!) else { return nil }
-            let pinned = state.projection.pinned(below: floor)
-            let pinnedBytes = pinned.reduce(0) { $0 + Int($1.address.length) }
-            let sealedBytes = log.sizeBytes - limits.segmentSizeBytes / 2  // the active one is about half full
-            guard force || pinnedBytes * 2 <= sealedBytes else { return nil }
-            state.compaction.compacting = true
-            state.compaction.resolvedSinceCompaction = 0
-            return CompactionPlan(floor: floor, pinned: pinned.map { ($0.id, $0.address) })
-        }.0
+        write { state, _ in planCompaction(&state, force: force) }.0
+    }
+
+    /// Under the core's lock: whether to compact now and what to re-snapshot. Compacts only
+    /// when dead records dominate: re-writing the live ones must cost at most half of what
+    /// deleting the sealed segments frees. Marks a compaction under way (end it with
+    /// `endCompaction()`). Cheap (no file work): an outcome's critical section asks it, so the
+    /// attempt hops to the I/O queue only when there is a compaction to run.
+    func planCompaction(_ state: inout CoreState, force: Bool) -> CompactionPlan? {
+        guard !state.closed, !state.compaction.compacting else { return nil }
+        let segments = log.segmentNames
+        guard segments.count >= 2 else { return nil }
+        let rolled = segments.count != state.compaction.segmentsAtLastCheck
+        guard force || rolled || state.compaction.resolvedSinceCompaction >= limits.compactionThreshold else {
+            return nil
+        }
+        state.compaction.segmentsAtLastCheck = segments.count
+        guard let floor = SegmentName.parse(segments.last!) else { return nil }
+        let pinned = state.projection.pinned(below: floor)
+        let pinnedBytes = pinned.reduce(0) { $0 + Int($1.address.length) }
+        let sealedBytes = log.sizeBytes - limits.segmentSizeBytes / 2  // the active one is about half full
+        guard force || pinnedBytes * 2 <= sealedBytes else { return nil }
+        state.compaction.compacting = true
+        state.compaction.resolvedSinceCompaction = 0
+        return CompactionPlan(floor: floor, pinned: pinned.map { ($0.id, $0.address) })
     }
 
     /// Re-snapshots every pinned message still pending, in chunks: its record is read back

@@ -12,12 +12,12 @@ struct Attempt: Sendable {
 
 /// What an attempt's outcome says about its destination, with what the projection needs to
 /// act on it under the lock (the probe delay is computed from a random value drawn before).
-struct DestinationReport {
+struct DestinationReport: Sendable {
     var signal: Projection.DestinationSignal
     var nowMilliseconds: UInt64
     /// 0: destination backoff is off.
     var failuresBeforeDown: Int
-    var probeDelayMilliseconds: (Int) -> UInt64
+    var probeDelayMilliseconds: @Sendable (Int) -> UInt64
     /// From taking the message to its outcome (nil: not measured, e.g. a background upload).
     var latencyMilliseconds: UInt64? = nil
     var startedMilliseconds: UInt64 = 0
@@ -70,54 +70,54 @@ extension CourierCore {
         throw lastError
     }
 
-    /// An attempt ended: logs the verdict, updates the projection, releases waiters, in one
-    /// critical section.
+    /// An attempt ended: logs the verdict, updates the projection, releases waiters. Under the
+    /// core's lock, inside a `write` that does more in the same critical section (the outcome
+    /// path frees the attempt's slot or the hand-off and plans what runs next).
     /// With `handOff`, the attempt was a background upload task with that ticket: its outcome
     /// counts only while the message is still handed off to that task; the hand-off ends.
     func record(_ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome,
-                destination: DestinationReport, handOff ticket: UInt64? = nil) -> Effects {
-        write { state, effects in
-            let id = attempt.id, number = UInt32(attempt.number)
-            // Cancelled while its attempt was in flight: the message is done, and its outcome is
-            // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
-            guard let slot = state.projection.slotIndex(of: id) else { return }
-            if let ticket {
-                guard state.handOffs[id]?.ticket == ticket else { return }
-                state.handOffs[id] = nil
+                destination: DestinationReport, handOff ticket: UInt64?,
+                in state: inout CoreState, _ effects: inout Effects) {
+        let id = attempt.id, number = UInt32(attempt.number)
+        // Cancelled while its attempt was in flight: the message is done, and its outcome is
+        // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
+        guard let slot = state.projection.slotIndex(of: id) else { return }
+        if let ticket {
+            guard state.handOffs[id]?.ticket == ticket else { return }
+            state.handOffs[id] = nil
+        }
+        // The destination first: a recovery unparks the others before this one resolves.
+        let change = state.projection.observe(destination, slot: slot)
+        var verdict = verdict
+        switch change {
+        case .none: break
+        case .limited:
+            // Refused for load by a destination that is answering: retried at its pace (the
+            // parked queue), after the server's `Retry-After` if it gave one, not on the
+            // message's own backoff.
+            if case .retry = verdict {
+                let wait = destination.retryAfterMilliseconds ?? 0
+                verdict = .retry(dueMilliseconds: destination.nowMilliseconds + wait,
+                                 delay: .milliseconds(Int64(wait)))
             }
-            // The destination first: a recovery unparks the others before this one resolves.
-            let change = state.projection.observe(destination, slot: slot)
-            var verdict = verdict
-            switch change {
-            case .none: break
-            case .limited:
-                // Refused for load by a destination that is answering: retried at its pace (the
-                // parked queue), after the server's `Retry-After` if it gave one, not on the
-                // message's own backoff.
-                if case .retry = verdict {
-                    let wait = destination.retryAfterMilliseconds ?? 0
-                    verdict = .retry(dueMilliseconds: destination.nowMilliseconds + wait,
-                                     delay: .milliseconds(Int64(wait)))
-                }
-            case .wentDown(let origin, let failures):
-                effects.emit(.destinationDown(origin, consecutiveFailures: failures))
-            case .recovered(let origin, let downMilliseconds, let released):
-                effects.emit(.destinationRecovered(origin, downFor: .milliseconds(Int64(downMilliseconds)), released: released))
-            }
-            switch verdict {
-            case .delivered(let status):
-                append(.delivered(id, attempt: number, status: status), &effects)
-                Self.resolve(id, .delivered, attempts: attempt.number, &state, &effects)
-            case .retry(let due, let delay):
-                append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), &effects)
-                state.projection.retry(id, attempts: number, dueMilliseconds: due)
-                effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: delay))
-            case .giveUp(let reason):
-                append(.abandoned(id, attempt: number, reason: reason), &effects)
-                effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: .zero))
-                Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
-            }
-        }.1
+        case .wentDown(let origin, let failures):
+            effects.emit(.destinationDown(origin, consecutiveFailures: failures))
+        case .recovered(let origin, let downMilliseconds, let released):
+            effects.emit(.destinationRecovered(origin, downFor: .milliseconds(Int64(downMilliseconds)), released: released))
+        }
+        switch verdict {
+        case .delivered(let status):
+            append(.delivered(id, attempt: number, status: status), &effects)
+            Self.resolve(id, .delivered, attempts: attempt.number, &state, &effects)
+        case .retry(let due, let delay):
+            append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), &effects)
+            state.projection.retry(id, attempts: number, dueMilliseconds: due)
+            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: delay))
+        case .giveUp(let reason):
+            append(.abandoned(id, attempt: number, reason: reason), &effects)
+            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: .zero))
+            Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
+        }
     }
 
     /// The app withdraws message `id` for good: a `cancelled` record, then it resolves as

@@ -58,11 +58,6 @@ extension CourierCore {
         }
     }
 
-    /// A 401 sent message `id` back to the foreground: no hand-off takes it again in this process.
-    func keepInForeground(_ id: MessageID) {
-        _ = write { state, _ in state.foregroundOnly.insert(id) }
-    }
-
     /// The hand-off of message `id`, if it is handed off.
     func handOff(of id: MessageID) -> HandOff? { read { $0.handOffs[id] } }
 

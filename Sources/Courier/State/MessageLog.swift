@@ -46,6 +46,11 @@ final class MessageLog: Sendable {
         try log.appendRecords(batch: entries)
     }
 
+    /// Whether appending one event of at most `bodyBytes` of body could block on the disk now
+    /// (a segment roll's fsync, or `durability: .always`). Exact under the core's lock: every
+    /// append is made under it.
+    func appendMayBlock(bodyBytes: Int) -> Bool { log.appendMayBlock(bodyBytes: bodyBytes) }
+
     // MARK: - Reads
 
     /// The full state recorded at `address`, which must be message `id`'s `enqueued` or

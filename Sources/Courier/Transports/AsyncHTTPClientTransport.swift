@@ -48,24 +48,39 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
     }
 
     /// POSTs `request` within `request.timeout`; every failure becomes a classified outcome.
+    ///
+    /// With the default clock, the deadline is AsyncHTTPClient's own, kept on the request's
+    /// event loop (its delegate API's deadline covers the whole request, body included): the
+    /// attempt's task awaits one result, and no timer or second task runs beside it. With an
+    /// injected clock, `withDeadline` races the request against a sleep on that clock.
     public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
-        var http = HTTPClientRequest(url: request.url.absoluteString)
-        http.method = .POST
-        for (name, value) in request.headers { http.headers.add(name: name, value: value) }
-        http.body = .bytes(ByteBuffer(bytes: request.body))
-        let client = self.client
-        let prepared = http
-        let timeout = TimeAmount.nanoseconds(Int64(request.timeout.seconds * 1e9))
-        // AHC's own timeout stops at the response head; the deadline covers the body too.
-        return await withDeadline(request.timeout, clock: clock) {
-            do {
-                let response = try await client.execute(prepared, timeout: timeout)
-                // Drain (and drop) the body so the connection can be reused; cap what we read.
-                _ = try? await response.body.collect(upTo: 1 << 20)
-                return .response(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
-            } catch {
-                return .failure(Self.classify(error))
+        guard clock is ContinuousClock else {
+            return await withDeadline(request.timeout, clock: clock) { [self] in await post(request, deadline: nil) }
+        }
+        return await post(request, deadline: .now() + .nanoseconds(Int64(request.timeout.seconds * 1e9)))
+    }
+
+    /// One POST; cancelling the calling task cancels it.
+    private func post(_ request: DeliveryRequest, deadline: NIODeadline?) async -> DeliveryOutcome {
+        var headers = HTTPHeaders()
+        for (name, value) in request.headers { headers.add(name: name, value: value) }
+        let task: HTTPClient.Task<StatusReader.Response>
+        do {
+            let http = try HTTPClient.Request(url: request.url, method: .POST, headers: headers,
+                                              body: .bytes(request.body), tlsConfiguration: nil)
+            task = client.execute(request: http, delegate: StatusReader(), deadline: deadline)
+        } catch {
+            return .failure(Self.classify(error))
+        }
+        do {
+            let response = try await withTaskCancellationHandler {
+                try await task.futureResult.get()
+            } onCancel: {
+                task.cancel()
             }
+            return .response(status: response.status, retryAfter: response.retryAfter)
+        } catch {
+            return .failure(Self.classify(error))
         }
     }
 
@@ -101,4 +116,34 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 
 /// `HTTPClient` is thread-safe; the references never change; the clock is only read.
 extension AsyncHTTPClientTransport: @unchecked Sendable {}
+
+/// Keeps a response's status and `Retry-After`, and drains its body unread, so the connection
+/// is reused and no body is held in memory (the request's deadline bounds the drain).
+final class StatusReader: HTTPClientResponseDelegate {
+    struct Response: Sendable {
+        var status: Int
+        var retryAfter: String?
+    }
+
+    private var response: Response?
+
+    func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        response = Response(status: Int(head.status.code), retryAfter: head.headers.first(name: "Retry-After"))
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {
+        // A request finishes only after its head: no head is a closed connection.
+        guard let response else { throw HTTPClientError.remoteConnectionClosed }
+        return response
+    }
+}
+
+/// Why `StatusReader` is `Sendable`: AsyncHTTPClient calls a delegate on its request's event
+/// loop only, one call at a time, so `response` is confined to that loop.
+extension StatusReader: @unchecked Sendable {}
 #endif
