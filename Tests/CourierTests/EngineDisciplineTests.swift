@@ -58,6 +58,40 @@ import Testing
     }
 }
 
+/// Attempts find the messages `send` wrote in memory (`RecentStates`), not by reading the log.
+@Suite struct RecentStatesTests {
+    @Test func aBacklogOfSmallMessagesIsAttemptedWithoutReadingTheLog() async throws {
+        let fs = TaskRecordingFileSystem()
+        let transport = ScriptedTransport()
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.fileSystem = fs
+        let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
+        courier.pause()  // a backlog: every message is sent before the first attempt
+        for i in 0..<3000 { _ = try courier.send(["n": i], to: inbox) }
+        courier.resume()
+        await courier.waitUntilIdle()
+        await courier.close()
+        #expect(transport.requests.count == 3000)
+        #expect(fs.readCalls == 0, "\(fs.readCalls) messages were read back from the log")
+    }
+
+    @Test func anEntryIsFoundByItsOrderAndIdAndGoesWhenResolved() {
+        var ring = RecentStates(capacity: 4)
+        ring.insert(state(1), order: 0)
+        ring.insert(state(2), order: 5)
+        #expect(ring[state(1).id, order: 0]?.id == state(1).id)
+        #expect(ring[state(3).id, order: 4] == nil, "order 4 shares the entry, but not the id")
+        ring.insert(state(3), order: 4)
+        #expect(ring[state(1).id, order: 0] == nil, "overwritten by a later message")
+        ring.remove(state(2).id, order: 5)
+        #expect(ring[state(2).id, order: 5] == nil)
+        var large = state(9)
+        large.body = Array(repeating: 0x20, count: RecentStates.maximumBodyBytes + 1)
+        ring.insert(large, order: 9)
+        #expect(ring[large.id, order: 9] == nil, "a large body is read back from the log instead")
+    }
+}
+
 /// A clock whose every reading asks `probe` whether the courier's lock is held.
 final class ProbingClock: Clock, @unchecked Sendable {
     let base = ManualClock()
@@ -94,8 +128,11 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     private var total = 0
     private var fromTasks = 0
     private var readsFromTasks = 0
+    private var reads = 0
     /// Positioned reads (an attempt reading its message back) made from inside a Swift task.
     var readCallsFromTasks: Int { lock.withLock { readsFromTasks } }
+    /// Positioned reads, wherever they were made.
+    var readCalls: Int { lock.withLock { reads } }
 
     var blockingCalls: Int { lock.withLock { total } }
     var blockingCallsFromTasks: Int { lock.withLock { fromTasks } }
@@ -113,7 +150,11 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     func readFile(atPath path: String) throws(LogError) -> [UInt8] { try base.readFile(atPath: path) }
     func fileSize(atPath path: String) throws(LogError) -> Int { try base.fileSize(atPath: path) }
     func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
-        if withUnsafeCurrentTask(body: { $0 != nil }) { lock.withLock { readsFromTasks += 1 } }
+        let inTask = withUnsafeCurrentTask { $0 != nil }
+        lock.withLock {
+            reads += 1
+            if inTask { readsFromTasks += 1 }
+        }
         return try base.read(atPath: path, offset: offset, count: count)
     }
     func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {

@@ -20,8 +20,8 @@ struct CoreState {
     /// What opening found wrong, if anything: the first event of every `events` stream.
     var openingDamage: String?
     var compaction = CompactionState()
-    /// Fresh messages' full states, so a first attempt need not read the log.
-    var recent = RecentStates(capacity: 512)
+    /// Pending messages' full states as sent, so an attempt need not read the log.
+    var recent = RecentStates(capacity: 4096)
     /// Messages handed to a background upload session, by id (each is in flight in the
     /// projection until its task's completion is heard).
     var handOffs: [MessageID: HandOff] = [:]

@@ -39,7 +39,9 @@ extension CourierCore {
     /// attempt count and due time the projection holds.
     func recentState(_ id: MessageID) -> MessageState? {
         read { state in
-            guard var message = state.recent[id], let slot = state.projection.slot(of: id) else { return nil }
+            guard let slot = state.projection.slot(of: id), var message = state.recent[id, order: slot.order] else {
+                return nil
+            }
             message.attempts = slot.attempts
             message.nextDueMilliseconds = slot.dueMilliseconds
             return message
@@ -171,6 +173,7 @@ extension CourierCore {
     /// Under `lock`: the message is done; release everyone waiting for it.
     static func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout CoreState,
                                 _ effects: inout Effects) {
+        if let order = state.projection.slot(of: id)?.order { state.recent.remove(id, order: order) }
         state.projection.remove(id)
         state.foregroundOnly.remove(id)
         if let handOff = state.handOffs.removeValue(forKey: id) { effects.endedHandOffs.append((id, handOff)) }

@@ -115,11 +115,11 @@ extension CourierCore {
             } catch {
                 throw CourierError(error)
             }
-            message.withKeys { url, key in
-                _ = state.projection.applyFullState(id: id, url: url, orderingKey: key, attempts: 0,
-                                                    dueMilliseconds: message.nextDueMilliseconds, address: address)
+            let change = message.withKeys { url, key in
+                state.projection.applyFullState(id: id, url: url, orderingKey: key, attempts: 0,
+                                                dueMilliseconds: message.nextDueMilliseconds, address: address)
             }
-            state.recent.insert(message)
+            if change == .added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
             if hold {
                 state.projection.hold(id)
             } else {

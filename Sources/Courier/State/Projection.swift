@@ -67,6 +67,8 @@ struct Projection {
     /// Ordering keys (and, in FIFO mode, URLs): one queue per key.
     private(set) var lanes = LaneTable()
     private var nextOrder: UInt64 = 0
+    /// The arrival order of the slot `applyFullState` added last.
+    var lastAddedOrder: UInt64 { nextOrder - 1 }
 
     init(fifoPerDestination: Bool) { self.fifoPerDestination = fifoPerDestination }
 

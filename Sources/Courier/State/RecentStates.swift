@@ -1,34 +1,36 @@
-/// The full states of the most recently sent messages, in a ring: most messages are delivered
-/// moments after `send`, so their first attempt finds them here instead of reading them back
-/// from the log (a thread hop and a positioned read each, a visible share of delivery
-/// throughput: <doc:MeasuredFigures>). The record on disk stays the truth; this is only a shortcut.
+/// The full states of recently sent messages, so that an attempt finds its message here
+/// instead of reading it back from the log (a thread hop and a positioned read each, a visible
+/// share of delivery throughput: <doc:MeasuredFigures>). The record on disk stays the truth;
+/// this is only a shortcut.
 ///
-/// Cheap on the send path by design: an insert overwrites one ring entry (no hashing, no
-/// eviction bookkeeping); a lookup, once per attempt, scans the ring from the newest entry. A
-/// dictionary here cost a measurable share of `send`.
+/// A ring indexed by the message's arrival order in the projection (`Projection.Slot.order`,
+/// which `send` assigns in the same critical section as the insert): an insert overwrites one
+/// entry, a lookup reads one, no hashing and no scan. An entry is valid only if its id matches
+/// (a later message may have taken the place). A message resolved is dropped at once, so the
+/// ring holds pending messages only: a backlog of up to `capacity` is attempted without a read.
 struct RecentStates {
-    /// Bodies larger than this are not kept (the ring holds at most capacity × this).
-    static let maximumBodyBytes = 2048
+    /// Bodies larger than this are not kept: the ring's bodies never exceed capacity × this
+    /// (4 MiB at the default capacity), and only while those messages are pending.
+    static let maximumBodyBytes = 1024
     private var ring: [MessageState?]
-    private var next = 0
 
     init(capacity: Int) { ring = Array(repeating: nil, count: max(1, capacity)) }
 
-    /// The state of `id` if it is still in the ring (entries of resolved messages may linger:
-    /// callers look up only messages the projection still holds).
-    subscript(id: MessageID) -> MessageState? {
-        var i = next
-        // Newest first: a message is usually attempted right after it was sent.
-        for _ in 0..<ring.count {
-            i = (i == 0 ? ring.count : i) - 1
-            if let state = ring[i], state.id == id { return state }
-        }
-        return nil
+    private func index(_ order: UInt64) -> Int { Int(order % UInt64(ring.count)) }
+
+    /// The state of message `id`, whose slot has arrival order `order`, if the ring holds it.
+    subscript(id: MessageID, order order: UInt64) -> MessageState? {
+        guard let state = ring[index(order)], state.id == id else { return nil }
+        return state
     }
 
-    mutating func insert(_ state: MessageState) {
+    mutating func insert(_ state: MessageState, order: UInt64) {
         guard state.body.count <= Self.maximumBodyBytes else { return }
-        ring[next] = state
-        next = (next + 1) % ring.count
+        ring[index(order)] = state
+    }
+
+    /// Message `id` is resolved: its entry goes (if it is still there).
+    mutating func remove(_ id: MessageID, order: UInt64) {
+        if ring[index(order)]?.id == id { ring[index(order)] = nil }
     }
 }
