@@ -74,9 +74,13 @@ extension LogFile {
 }
 
 extension LogFileSystem {
-    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
+    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError)
+        -> Int
+    {
         let bytes = try read(atPath: path, offset: offset, count: buffer.count)
-        if !bytes.isEmpty { bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
+        if !bytes.isEmpty {
+            bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        }
         return bytes.count
     }
 }

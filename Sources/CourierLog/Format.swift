@@ -132,8 +132,8 @@ public struct SegmentHeader: Sendable, Equatable {
     static func decode(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, Problem> {
         guard bytes.count >= Format.segmentHeaderSize else { return .failure(.short) }
         guard bytes.loadLE(UInt32.self, at: 0) == Format.segmentMagic,
-              bytes.loadLE(UInt32.self, at: 4) == Format.segmentFrameSize,
-              Array(bytes[8..<12]) == Format.tag
+            bytes.loadLE(UInt32.self, at: 4) == Format.segmentFrameSize,
+            Array(bytes[8..<12]) == Format.tag
         else { return .failure(.badMagic) }
         let stored = bytes.loadLE(UInt32.self, at: 36)
         let actual = CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: bytes[0..<36]))

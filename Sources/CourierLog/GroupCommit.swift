@@ -62,7 +62,8 @@ final class GroupCommit {
             return true
         }
         guard schedule else { return }
-        let nanoseconds = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
+        let nanoseconds =
+            Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
         syncQueue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak log] in
             guard let log else { return }
             // Clear the flag first (appends from now on schedule a new sync), then read the

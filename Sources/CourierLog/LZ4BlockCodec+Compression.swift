@@ -10,8 +10,10 @@ final class CompressionBlockCodec: LZ4BlockCodec {
     private let decodeScratch: UnsafeMutableRawPointer
 
     init() {
-        encodeScratch = .allocate(byteCount: max(1, compression_encode_scratch_buffer_size(COMPRESSION_LZ4_RAW)), alignment: 16)
-        decodeScratch = .allocate(byteCount: max(1, compression_decode_scratch_buffer_size(COMPRESSION_LZ4_RAW)), alignment: 16)
+        encodeScratch = .allocate(
+            byteCount: max(1, compression_encode_scratch_buffer_size(COMPRESSION_LZ4_RAW)), alignment: 16)
+        decodeScratch = .allocate(
+            byteCount: max(1, compression_decode_scratch_buffer_size(COMPRESSION_LZ4_RAW)), alignment: 16)
     }
 
     deinit {
@@ -21,18 +23,21 @@ final class CompressionBlockCodec: LZ4BlockCodec {
 
     func compress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Int {
         guard source.count > 0, destination.count > 0,
-              let src = source.baseAddress, let dst = destination.baseAddress else { return 0 }
+            let src = source.baseAddress, let dst = destination.baseAddress
+        else { return 0 }
         // Returns 0 when the output does not fit: the frame then stores the block raw.
-        return compression_encode_buffer(dst.assumingMemoryBound(to: UInt8.self), destination.count,
-                                         src.assumingMemoryBound(to: UInt8.self), source.count,
-                                         encodeScratch, COMPRESSION_LZ4_RAW)
+        return compression_encode_buffer(
+            dst.assumingMemoryBound(to: UInt8.self), destination.count,
+            src.assumingMemoryBound(to: UInt8.self), source.count,
+            encodeScratch, COMPRESSION_LZ4_RAW)
     }
 
     func decompress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Int? {
         guard source.count > 0, let src = source.baseAddress, let dst = destination.baseAddress else { return nil }
-        let n = compression_decode_buffer(dst.assumingMemoryBound(to: UInt8.self), destination.count,
-                                          src.assumingMemoryBound(to: UInt8.self), source.count,
-                                          decodeScratch, COMPRESSION_LZ4_RAW)
+        let n = compression_decode_buffer(
+            dst.assumingMemoryBound(to: UInt8.self), destination.count,
+            src.assumingMemoryBound(to: UInt8.self), source.count,
+            decodeScratch, COMPRESSION_LZ4_RAW)
         // 0 is failure (a block never decodes to nothing); the frame decoder checks that the
         // block's output adds up to the declared content size, so a truncated decode is caught.
         return n == 0 ? nil : n

@@ -22,16 +22,19 @@ final class LibLZ4BlockCodec: LZ4BlockCodec {
 
     func compress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Int {
         guard source.count > 0, destination.count > 0,
-              let src = source.baseAddress, let dst = destination.baseAddress else { return 0 }
-        let n = LZ4_compress_fast_extState(state, src.assumingMemoryBound(to: CChar.self), dst.assumingMemoryBound(to: CChar.self),
-                                           Int32(source.count), Int32(destination.count), 1)
+            let src = source.baseAddress, let dst = destination.baseAddress
+        else { return 0 }
+        let n = LZ4_compress_fast_extState(
+            state, src.assumingMemoryBound(to: CChar.self), dst.assumingMemoryBound(to: CChar.self),
+            Int32(source.count), Int32(destination.count), 1)
         return Int(max(0, n))
     }
 
     func decompress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Int? {
         guard let src = source.baseAddress, let dst = destination.baseAddress, source.count > 0 else { return nil }
-        let n = LZ4_decompress_safe(src.assumingMemoryBound(to: CChar.self), dst.assumingMemoryBound(to: CChar.self),
-                                    Int32(source.count), Int32(destination.count))
+        let n = LZ4_decompress_safe(
+            src.assumingMemoryBound(to: CChar.self), dst.assumingMemoryBound(to: CChar.self),
+            Int32(source.count), Int32(destination.count))
         return n < 0 ? nil : Int(n)
     }
 }

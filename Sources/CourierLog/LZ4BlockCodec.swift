@@ -24,6 +24,6 @@ func makePlatformBlockCodec() -> any LZ4BlockCodec {
     #elseif canImport(Compression)
     return CompressionBlockCodec()
     #else
-    #error("no LZ4 block codec for this platform: Linux needs liblz4 (apt-get install liblz4-dev), Apple platforms use Compression")
+    #error("no LZ4 block codec for this platform: Linux needs liblz4 (apt-get install liblz4-dev)")
     #endif
 }

@@ -44,7 +44,9 @@ final class LZ4Encoder {
         out.append(flags)
         out.append(LZ4Frame.blockMaximum64KiB)
         if body.count > 0 { out.appendLE(UInt64(body.count)) }
-        let headerChecksum = out.withUnsafeBytes { XXH32.digest(UnsafeRawBufferPointer(rebasing: $0[descriptorStart...])) }
+        let headerChecksum = out.withUnsafeBytes {
+            XXH32.digest(UnsafeRawBufferPointer(rebasing: $0[descriptorStart...]))
+        }
         out.append(UInt8(truncatingIfNeeded: headerChecksum >> 8))
         var offset = 0
         // Each turn consumes one block of the body: bounded by body.count / 64 KiB + 1.
@@ -101,11 +103,15 @@ final class LZ4Decoder {
         let size = Int(header.contentSize)
         if scratch.count < size { scratch = [UInt8](repeating: 0, count: max(size, 2 * scratch.count)) }
         let produced = scratch.withUnsafeMutableBufferPointer { buffer in
-            decodeBlocks(frame, from: header.blocksOffset, flags: header.flags, into: UnsafeMutableBufferPointer(rebasing: buffer[..<size]))
+            decodeBlocks(
+                frame, from: header.blocksOffset, flags: header.flags,
+                into: UnsafeMutableBufferPointer(rebasing: buffer[..<size]))
         }
         guard produced == size, header.flags & LZ4Frame.flagContentChecksum != 0 else { return nil }
         let stored = frame.loadLE(UInt32.self, at: frame.count - 4)
-        guard scratch.withUnsafeBytes({ XXH32.digest(UnsafeRawBufferPointer(rebasing: $0[..<size])) }) == stored else { return nil }
+        guard scratch.withUnsafeBytes({ XXH32.digest(UnsafeRawBufferPointer(rebasing: $0[..<size])) }) == stored else {
+            return nil
+        }
         return size
     }
 
@@ -118,7 +124,9 @@ final class LZ4Decoder {
     /// Parses and verifies the frame header. A frame without a content size must be empty
     /// (the writer omits the size only then).
     static func header(_ frame: UnsafeRawBufferPointer) -> Header? {
-        guard frame.count >= Format.minimumBodyFrameSize, frame.loadLE(UInt32.self, at: 0) == LZ4Frame.magic else { return nil }
+        guard frame.count >= Format.minimumBodyFrameSize, frame.loadLE(UInt32.self, at: 0) == LZ4Frame.magic else {
+            return nil
+        }
         let flags = frame[4]
         let required = LZ4Frame.flagVersion | LZ4Frame.flagIndependentBlocks | LZ4Frame.flagContentChecksum
         // Version 01, independent blocks, content checksum; reserved bit and dictionary id clear.
@@ -140,8 +148,10 @@ final class LZ4Decoder {
     /// Decodes the blocks starting at `offset` into `out`; returns the bytes produced, or nil
     /// if a block is malformed, too big, or the frame does not end exactly with its end mark
     /// and content checksum.
-    private func decodeBlocks(_ frame: UnsafeRawBufferPointer, from offset: Int, flags: UInt8,
-                              into out: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+    private func decodeBlocks(
+        _ frame: UnsafeRawBufferPointer, from offset: Int, flags: UInt8,
+        into out: UnsafeMutableBufferPointer<UInt8>
+    ) -> Int? {
         let raw = UnsafeMutableRawBufferPointer(out)
         let blockChecksum = flags & LZ4Frame.flagBlockChecksum != 0 ? 4 : 0
         var pos = offset
@@ -161,8 +171,11 @@ final class LZ4Decoder {
                 UnsafeMutableRawBufferPointer(rebasing: raw[produced..<(produced + length)]).copyMemory(from: data)
                 produced += length
             } else {
-                guard room > 0, let n = codec.decompress(data, into: UnsafeMutableRawBufferPointer(rebasing: raw[produced..<(produced + room)])),
-                      n <= room else { return nil }
+                guard room > 0,
+                    let n = codec.decompress(
+                        data, into: UnsafeMutableRawBufferPointer(rebasing: raw[produced..<(produced + room)])),
+                    n <= room
+                else { return nil }
                 produced += n
             }
             if blockChecksum > 0 {

@@ -130,19 +130,26 @@ public struct ReplayReport: Sendable, Equatable {
     public var lastSequence: UInt64? { segments.last(where: { $0.lastSequence != nil })?.lastSequence }
 
     mutating func add(_ result: SegmentScanner.Result, name: String, isNewest: Bool) {
-        segments.append(Segment(
-            name: name, bytes: result.size, records: result.recordCount,
-            firstSequence: result.header?.firstSequence, lastSequence: result.lastSequence,
-            headerProblem: result.headerProblem))
+        segments.append(
+            Segment(
+                name: name, bytes: result.size, records: result.recordCount,
+                firstSequence: result.header?.firstSequence, lastSequence: result.lastSequence,
+                headerProblem: result.headerProblem))
         recordCount += result.recordCount
         // A damaged header matters unless the whole segment is an unfinished creation: the
         // newest segment, no valid record, and bytes a torn header write can leave.
         let unfinished = isNewest && result.recordCount == 0 && result.damaged.isEmpty && result.tornHeader
         if let problem = result.headerProblem, !unfinished {
-            damaged.append(DamagedSpan(segment: name, offset: 0, length: min(result.size, Format.segmentHeaderSize), reason: problem))
-        } else if let header = result.header, result.headerProblem == nil, SegmentName.parse(name) != header.firstSequence {
-            damaged.append(DamagedSpan(segment: name, offset: 0, length: Format.segmentHeaderSize,
-                                       reason: "first sequence \(header.firstSequence) does not match the file name"))
+            damaged.append(
+                DamagedSpan(
+                    segment: name, offset: 0, length: min(result.size, Format.segmentHeaderSize), reason: problem))
+        } else if let header = result.header, result.headerProblem == nil,
+            SegmentName.parse(name) != header.firstSequence
+        {
+            damaged.append(
+                DamagedSpan(
+                    segment: name, offset: 0, length: Format.segmentHeaderSize,
+                    reason: "first sequence \(header.firstSequence) does not match the file name"))
         }
         damaged += result.damaged
         if let trailing = result.trailing {

@@ -54,14 +54,17 @@ public struct RecordView {
     /// length does not fit 32 bits, which only a segment far over the format's 1 GiB can cause
     /// (damage: the caller treats the record as unreadable instead of trapping).
     public var address: RecordAddress? {
-        guard let offset = UInt32(exactly: location.offset), let length = UInt32(exactly: location.length) else { return nil }
+        guard let offset = UInt32(exactly: location.offset), let length = UInt32(exactly: location.length) else {
+            return nil
+        }
         return RecordAddress(sequence: sequence, offset: offset, length: length)
     }
 
     /// An owned copy.
     public func record() -> LogRecord {
-        LogRecord(sequence: sequence, kind: kind, flags: flags, timestampMilliseconds: timestampMilliseconds,
-                  body: Array(body), location: location)
+        LogRecord(
+            sequence: sequence, kind: kind, flags: flags, timestampMilliseconds: timestampMilliseconds,
+            body: Array(body), location: location)
     }
 }
 

@@ -93,7 +93,9 @@ public struct PosixFileSystem: LogFileSystem {
         return bytes
     }
 
-    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
+    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError)
+        -> Int
+    {
         precondition(offset >= 0)
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Self.error("cannot open file", path) }

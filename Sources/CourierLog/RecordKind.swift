@@ -21,7 +21,7 @@ public struct RecordKind: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let handedOff = RecordKind(rawValue: 7)
 
     static let names: [UInt8: String] = [
-        1: "enqueued", 2: "attempted", 3: "delivered", 4: "abandoned", 5: "snapshot", 6: "cancelled", 7: "handed-off",
+        1: "enqueued", 2: "attempted", 3: "delivered", 4: "abandoned", 5: "snapshot", 6: "cancelled", 7: "handed-off"
     ]
 
     /// Lower-case name (`enqueued`, …); unknown codes print as `kind-N`.

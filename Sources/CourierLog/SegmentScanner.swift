@@ -1,5 +1,6 @@
-/// Parses one segment, read through a `SegmentWindow` (in chunks, never whole). No repair. Both the writer's recovery and
-/// the read-only `LogReader` are built on it, so they can never disagree about what is valid.
+/// Parses one segment, read through a `SegmentWindow` (in chunks, never whole). No repair. Both
+/// the writer's recovery and the read-only `LogReader` are built on it, so they can never
+/// disagree about what is valid.
 ///
 /// Rules (the *why* is in ARCHITECTURE.md, "Recovery"):
 /// - A record is valid when its header has the right magic and sizes, its CRC (seeded with the
@@ -38,13 +39,18 @@ struct SegmentScanner {
     /// Calls `visit` for each valid record in order. `after` is the highest sequence number
     /// seen in earlier segments; records at or below it are out of order and count as damage.
     /// The body in each view lies in a buffer reused from record to record.
-    func scan(_ window: SegmentWindow, segment: String, after: UInt64?, visit: (RecordView) throws -> Void) throws -> Result {
+    func scan(_ window: SegmentWindow, segment: String, after: UInt64?, visit: (RecordView) throws -> Void) throws
+        -> Result
+    {
         var result = Result(size: window.size)
         guard window.size >= Format.segmentHeaderSize else {
             let bytes = try window.bytes(at: 0, count: window.size) ?? UnsafeRawBufferPointer(start: nil, count: 0)
             result.headerProblem = "segment shorter than its header"
             result.tornHeader = Self.isHeaderPrefix(bytes)
-            if window.size > 0 { result.trailing = DamagedSpan(segment: segment, offset: 0, length: window.size, reason: "torn segment header") }
+            if window.size > 0 {
+                result.trailing = DamagedSpan(
+                    segment: segment, offset: 0, length: window.size, reason: "torn segment header")
+            }
             return result
         }
         let salt: UInt32
@@ -154,21 +160,27 @@ private struct Cursor {
         }
         let trailingStart = pending.first?.location.offset ?? pos
         if trailingStart < window.size {
-            let why = pending.isEmpty ? try trailingReason ?? reason(at: trailingStart) : "batch without its last record"
-            result.trailing = DamagedSpan(segment: segment, offset: trailingStart, length: window.size - trailingStart, reason: why)
+            let why =
+                pending.isEmpty ? try trailingReason ?? reason(at: trailingStart) : "batch without its last record"
+            result.trailing = DamagedSpan(
+                segment: segment, offset: trailingStart, length: window.size - trailingStart, reason: why)
         }
     }
 
     /// Visits `record`, whose body is in `scratch`.
     private func view(_ record: Parsed, _ visit: (RecordView) throws -> Void) throws {
         try scratch.withUnsafeBytes { buffer in
-            try visit(RecordView(sequence: record.sequence, kind: record.kind, flags: record.flags,
-                                 timestampMilliseconds: record.timestampMilliseconds, location: record.location,
-                                 body: UnsafeRawBufferPointer(rebasing: buffer[..<record.bodyLength])))
+            try visit(
+                RecordView(
+                    sequence: record.sequence, kind: record.kind, flags: record.flags,
+                    timestampMilliseconds: record.timestampMilliseconds, location: record.location,
+                    body: UnsafeRawBufferPointer(rebasing: buffer[..<record.bodyLength])))
         }
     }
 
-    private mutating func flush(_ pending: inout [Parsed], _ result: inout SegmentScanner.Result, _ visit: (RecordView) throws -> Void) throws {
+    private mutating func flush(
+        _ pending: inout [Parsed], _ result: inout SegmentScanner.Result, _ visit: (RecordView) throws -> Void
+    ) throws {
         for record in pending {
             // Decoded again: `scratch` has held later records since (it verified once already;
             // the window kept its bytes, `keepFrom` being at or before the batch's start).
@@ -200,13 +212,14 @@ private struct Cursor {
     /// The record at `pos`, if it is valid in every respect.
     private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) throws -> Parsed? {
         guard let header = try window.bytes(at: pos, count: Format.recordHeaderSize),
-              header.loadLE(UInt32.self, at: 0) == Format.recordMagic,
-              header.loadLE(UInt32.self, at: 4) == Format.recordFrameSize,
-              header.loadLE(UInt16.self, at: 34) == 0
+            header.loadLE(UInt32.self, at: 0) == Format.recordMagic,
+            header.loadLE(UInt32.self, at: 4) == Format.recordFrameSize,
+            header.loadLE(UInt16.self, at: 34) == 0
         else { return nil }
         let frameLength = Int(header.loadLE(UInt32.self, at: 12))
         let total = Format.recordHeaderSize + frameLength
-        guard frameLength >= Format.minimumBodyFrameSize, frameLength <= window.size - pos - Format.recordHeaderSize else { return nil }
+        guard frameLength >= Format.minimumBodyFrameSize, frameLength <= window.size - pos - Format.recordHeaderSize
+        else { return nil }
         if resync { resyncBudgetBytes -= total }
         // The whole record (reading on if needed: `header` is not valid after this).
         guard let raw = try window.bytes(at: pos, count: total) else { return nil }
@@ -215,7 +228,9 @@ private struct Cursor {
         let sequence = raw.loadLE(UInt64.self, at: 16)
         if let after, sequence <= after { return nil }
         let frame = UnsafeRawBufferPointer(rebasing: raw[Format.recordHeaderSize..<total])
-        guard let bodyLength = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch) else { return nil }
+        guard let bodyLength = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch) else {
+            return nil
+        }
         return Parsed(
             sequence: sequence,
             kind: RecordKind(rawValue: raw[32]),
@@ -230,7 +245,9 @@ private struct Cursor {
     private func reason(at pos: Int) throws -> String {
         let left = window.size - pos
         if try window.isZero(from: pos) { return "zero-filled" }
-        guard let header = try window.bytes(at: pos, count: Format.recordHeaderSize) else { return "incomplete record header" }
+        guard let header = try window.bytes(at: pos, count: Format.recordHeaderSize) else {
+            return "incomplete record header"
+        }
         if header.loadLE(UInt32.self, at: 0) != Format.recordMagic { return "no record header" }
         let frameLength = Int(header.loadLE(UInt32.self, at: 12))
         if frameLength > left - Format.recordHeaderSize { return "incomplete record" }

@@ -41,7 +41,9 @@ final class SegmentWindow {
     convenience init(bytes: [UInt8]) {
         self.init(size: bytes.count) { offset, buffer in
             let n = max(0, min(buffer.count, bytes.count - offset))
-            if n > 0 { bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) } }
+            if n > 0 {
+                bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
+            }
             return n
         }
     }
@@ -63,7 +65,8 @@ final class SegmentWindow {
     func isZero(from offset: Int) throws(LogError) -> Bool {
         var p = offset
         // Each turn covers one chunk, or ends: bounded by size / chunk.
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: min(Self.chunkBytes, max(1, size - offset)), alignment: 8)
+        let chunk = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: min(Self.chunkBytes, max(1, size - offset)), alignment: 8)
         defer { chunk.deallocate() }
         while p < size {
             let n = try source(p, UnsafeMutableRawBufferPointer(rebasing: chunk[..<min(chunk.count, size - p)]))
@@ -84,7 +87,9 @@ final class SegmentWindow {
         let needed = keptCount + (want - have)
         if needed > storage.count {
             let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: max(needed, 2 * storage.count), alignment: 8)
-            if keptCount > 0 { bigger.baseAddress!.copyMemory(from: storage.baseAddress! + (start - base), byteCount: keptCount) }
+            if keptCount > 0 {
+                bigger.baseAddress!.copyMemory(from: storage.baseAddress! + (start - base), byteCount: keptCount)
+            }
             storage.deallocate()
             storage = bigger
         } else if keptCount > 0 && start != base {

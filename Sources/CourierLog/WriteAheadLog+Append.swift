@@ -29,8 +29,9 @@ extension WriteAheadLog {
         let address = try mutex.withLock { () throws(LogError) -> RecordAddress in
             try state.checkOpen()
             let range = try encodeAndWrite(CollectionOfOne(LogEntry(kind: kind, body: body)))
-            return RecordAddress(sequence: range.lowerBound, offset: UInt32(state.lastWriteOffset),
-                                 length: UInt32(state.scratch.count))
+            return RecordAddress(
+                sequence: range.lowerBound, offset: UInt32(state.lastWriteOffset),
+                length: UInt32(state.scratch.count))
         }
         try waitAsPolicySays(for: address.sequence)
         return address
@@ -54,8 +55,9 @@ extension WriteAheadLog {
             let starts = state.recordStarts, total = state.scratch.count, base = state.lastWriteOffset
             return starts.indices.map { i in
                 let end = i + 1 < starts.count ? starts[i + 1] : total
-                return RecordAddress(sequence: range.lowerBound + UInt64(i), offset: UInt32(base + starts[i]),
-                                     length: UInt32(end - starts[i]))
+                return RecordAddress(
+                    sequence: range.lowerBound + UInt64(i), offset: UInt32(base + starts[i]),
+                    length: UInt32(end - starts[i]))
             }
         }
         try waitAsPolicySays(for: addresses.last!.sequence)
@@ -74,7 +76,9 @@ extension WriteAheadLog {
     private func encodeAndWrite<C: Collection<LogEntry>>(_ entries: C) throws(LogError) -> ClosedRange<UInt64> {
         // A reader would reject a larger body: refuse it before anything is written.
         for entry in entries where entry.body.count > Format.maximumBodyBytes {
-            throw LogError(.recordTooLarge, "a body of \(entry.body.count) bytes; the format allows at most \(Format.maximumBodyBytes)")
+            throw LogError(
+                .recordTooLarge,
+                "a body of \(entry.body.count) bytes; the format allows at most \(Format.maximumBodyBytes)")
         }
         let timestamp = configuration.now()
         let first = state.nextSequence
@@ -97,7 +101,11 @@ extension WriteAheadLog {
         }
         let total = state.scratch.count
         guard total <= configuration.segmentSizeBytes - Format.segmentHeaderSize else {
-            throw LogError(.recordTooLarge, "\(total) bytes encoded; a segment holds at most \(configuration.segmentSizeBytes - Format.segmentHeaderSize)")
+            throw LogError(
+                .recordTooLarge,
+                "\(total) bytes encoded; a segment holds at most "
+                    + "\(configuration.segmentSizeBytes - Format.segmentHeaderSize)"
+            )
         }
         if state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0 {
             try roll()
@@ -155,8 +163,9 @@ extension WriteAheadLog {
             throw error
         }
         do {
-            state.active = try Opener.createSegment(directory: directory, firstSequence: state.nextSequence,
-                                                    configuration: configuration, fileSystem: fileSystem)
+            state.active = try Opener.createSegment(
+                directory: directory, firstSequence: state.nextSequence,
+                configuration: configuration, fileSystem: fileSystem)
         } catch {
             // A full disk: keep appending to the old segment (it only grows past its nominal
             // size) once space is back. Anything else: the log is failed.
@@ -173,7 +182,9 @@ extension WriterState {
         case .open: return
         case .closed: throw LogError(.closed, "the log is closed")
         case .failed(let cause):
-            throw LogError(.failed, "an earlier write or fsync failed (\(cause)); reopen the log", path: cause.path, errno: cause.errno)
+            throw LogError(
+                .failed, "an earlier write or fsync failed (\(cause)); reopen the log", path: cause.path,
+                errno: cause.errno)
         }
     }
 }

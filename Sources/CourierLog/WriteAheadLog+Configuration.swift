@@ -48,7 +48,8 @@ extension WriteAheadLog {
             let space = segmentSizeBytes - Format.segmentHeaderSize
             // A body no larger than `space` has at most as many blocks as `space` would.
             let blockHeadersBytes = 4 * ((space + 65_535) / 65_536)
-            let body = min(Format.maximumBodyBytes, space - Format.recordHeaderSize - Format.bodyFrameOverhead - blockHeadersBytes)
+            let body = min(
+                Format.maximumBodyBytes, space - Format.recordHeaderSize - Format.bodyFrameOverhead - blockHeadersBytes)
             assert(Format.worstCaseRecordBytes(bodyBytes: body) <= space)
             return max(0, body)
         }
@@ -56,7 +57,9 @@ extension WriteAheadLog {
         /// Why these settings cannot make a log, or nil if they can.
         public var problem: String? {
             guard segmentSizeBytes >= Format.minimumSegmentBytes, segmentSizeBytes <= Format.maximumSegmentBytes else {
-                return "segmentSizeBytes is \(segmentSizeBytes); it must be from \(Format.minimumSegmentBytes) to \(Format.maximumSegmentBytes)"
+                return
+                    "segmentSizeBytes is \(segmentSizeBytes); it must be from \(Format.minimumSegmentBytes) to "
+                    + "\(Format.maximumSegmentBytes)"
             }
             if case .interval(let d) = syncPolicy, d <= .zero {
                 return "syncPolicy .interval(\(d)) must be positive"

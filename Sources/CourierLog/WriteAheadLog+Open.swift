@@ -6,7 +6,9 @@ struct Opener {
 
     /// Opens; with `visit`, also replays every valid record in the same pass, so the newest
     /// segment is read once, for recovery and replay together.
-    mutating func open(replaying visit: ((RecordView) -> Void)?) throws(LogError) -> (WriterState, RecoveryReport, ReplayReport?) {
+    mutating func open(replaying visit: ((RecordView) -> Void)?) throws(LogError) -> (
+        WriterState, RecoveryReport, ReplayReport?
+    ) {
         let reader = LogReader(directory: directory, fileSystem: fileSystem)
         var names = try reader.segmentNames().segments
         var report = RecoveryReport()
@@ -24,7 +26,11 @@ struct Opener {
         var nextSequence: UInt64 = 1
         if let newest = names.last {
             let scan: SegmentScanner.Result
-            if let newestScan { scan = newestScan } else { scan = try Self.scanAlone(newest, directory: directory, fileSystem: fileSystem) }
+            if let newestScan {
+                scan = newestScan
+            } else {
+                scan = try Self.scanAlone(newest, directory: directory, fileSystem: fileSystem)
+            }
             let recovered = try recoverNewest(newest, scan: scan, report: &report)
             nextSequence = recovered.nextSequence
             if recovered.removed { names.removeLast() }
@@ -34,8 +40,9 @@ struct Opener {
             let size = try fileSystem.fileSize(atPath: joinPath(directory, name))
             sealed.append(SegmentInfo(name: name, firstSequence: SegmentName.parse(name)!, sizeBytes: size))
         }
-        let active = try Self.createSegment(directory: directory, firstSequence: nextSequence,
-                                            configuration: configuration, fileSystem: fileSystem)
+        let active = try Self.createSegment(
+            directory: directory, firstSequence: nextSequence,
+            configuration: configuration, fileSystem: fileSystem)
         report.activeSegment = active.name
         report.nextSequence = nextSequence
         return (WriterState(active: active, sealed: sealed, nextSequence: nextSequence), report, replay)
@@ -44,12 +51,16 @@ struct Opener {
     /// The newest segment's scan when not replaying: the same scanner, with the same
     /// format-wide limits, as every reader, so recovery never cuts a record that replay or
     /// wal-dump would accept.
-    static func scanAlone(_ name: String, directory: String, fileSystem: any LogFileSystem) throws(LogError) -> SegmentScanner.Result {
+    static func scanAlone(_ name: String, directory: String, fileSystem: any LogFileSystem) throws(LogError)
+        -> SegmentScanner.Result
+    {
         let path = joinPath(directory, name)
         let window = SegmentWindow(size: try fileSystem.fileSize(atPath: path)) { offset, buffer throws(LogError) in
             try fileSystem.read(atPath: path, offset: offset, into: buffer)
         }
-        switch Result(catching: { () throws(any Error) in try SegmentScanner().scan(window, segment: name, after: nil) { _ in } }) {
+        switch Result(catching: { () throws(any Error) in
+            try SegmentScanner().scan(window, segment: name, after: nil) { _ in }
+        }) {
         case .success(let scan): return scan
         case .failure(let error as LogError): throw error
         case .failure(let error): throw LogError(.io, "reading \(name): \(error)")
@@ -58,7 +69,9 @@ struct Opener {
 
     /// Cuts an invalid tail off the newest segment (after saving it aside), or removes the
     /// segment if it holds no valid record. Returns the next sequence number.
-    private func recoverNewest(_ name: String, scan: SegmentScanner.Result, report: inout RecoveryReport) throws(LogError) -> (nextSequence: UInt64, removed: Bool) {
+    private func recoverNewest(_ name: String, scan: SegmentScanner.Result, report: inout RecoveryReport)
+        throws(LogError) -> (nextSequence: UInt64, removed: Bool)
+    {
         let path = joinPath(directory, name)
         if scan.recordCount == 0 {
             // Nothing valid: an unfinished segment creation, or a segment opened and closed
@@ -67,8 +80,9 @@ struct Opener {
             let bareHeader = scan.headerProblem == nil && scan.size == Format.segmentHeaderSize
             if scan.size > 0 && !bareHeader {
                 let bytes = try fileSystem.readFile(atPath: path)
-                let span = DamagedSpan(segment: name, offset: 0, length: scan.size,
-                                       reason: scan.trailing?.reason ?? scan.headerProblem ?? "no valid record")
+                let span = DamagedSpan(
+                    segment: name, offset: 0, length: scan.size,
+                    reason: scan.trailing?.reason ?? scan.headerProblem ?? "no valid record")
                 report.tornTail = span
                 report.tornCopyPath = try writeAside(bytes, of: path, at: 0)
             }
@@ -101,8 +115,10 @@ struct Opener {
     }
 
     /// Creates a segment file holding just its header, durable with its directory entry.
-    static func createSegment(directory: String, firstSequence: UInt64, configuration: WriteAheadLog.Configuration,
-                              fileSystem: any LogFileSystem) throws(LogError) -> ActiveSegment {
+    static func createSegment(
+        directory: String, firstSequence: UInt64, configuration: WriteAheadLog.Configuration,
+        fileSystem: any LogFileSystem
+    ) throws(LogError) -> ActiveSegment {
         let name = SegmentName.make(firstSequence: firstSequence)
         let path = joinPath(directory, name)
         let salt = configuration.makeSalt()
@@ -118,7 +134,8 @@ struct Opener {
             try? fileSystem.removeFile(atPath: path)
             throw error
         }
-        return ActiveSegment(name: name, firstSequence: firstSequence, file: file,
-                             sizeBytes: Format.segmentHeaderSize, salt: salt)
+        return ActiveSegment(
+            name: name, firstSequence: firstSequence, file: file,
+            sizeBytes: Format.segmentHeaderSize, salt: salt)
     }
 }

@@ -33,7 +33,9 @@ extension WriteAheadLog {
             saltValue = salt
         } else {
             let header = try readSegment(path, offset: 0, count: Format.segmentHeaderSize)
-            guard header.count == Format.segmentHeaderSize else { throw LogError(.corrupt, "segment header missing", path: path) }
+            guard header.count == Format.segmentHeaderSize else {
+                throw LogError(.corrupt, "segment header missing", path: path)
+            }
             saltValue = header.withUnsafeBytes { SegmentHeader.fields($0).salt }
         }
         let bytes = try readSegment(path, offset: Int(address.offset), count: Int(address.length))
@@ -46,7 +48,9 @@ extension WriteAheadLog {
     /// A positioned read; a segment that vanished (forgotten between the lookup and the read)
     /// is `.notFound`.
     private func readSegment(_ path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
-        switch Result(catching: { () throws(LogError) in try fileSystem.read(atPath: path, offset: offset, count: count) }) {
+        switch Result(catching: { () throws(LogError) in try fileSystem.read(atPath: path, offset: offset, count: count)
+        })
+        {
         case .success(let bytes): return bytes
         case .failure(let error) where error.errno == 2:
             throw LogError(.notFound, "the segment was forgotten", path: path)
@@ -59,7 +63,9 @@ extension WriteAheadLog {
     private func segment(holding sequence: UInt64) throws(LogError) -> (String, UInt32?) {
         try mutex.withLock { () throws(LogError) -> (String, UInt32?) in
             if sequence >= state.active.firstSequence {
-                guard sequence < state.nextSequence else { throw LogError(.invalidArgument, "no record \(sequence) yet") }
+                guard sequence < state.nextSequence else {
+                    throw LogError(.invalidArgument, "no record \(sequence) yet")
+                }
                 return (state.active.name, state.active.salt)
             }
             // The last sealed segment starting at or below `sequence` (binary search).
@@ -76,18 +82,19 @@ extension WriteAheadLog {
     static func verify(_ bytes: [UInt8], address: RecordAddress, salt: UInt32, segment: String) -> LogRecord? {
         bytes.withUnsafeBytes { raw -> LogRecord? in
             guard raw.count == Int(address.length), raw.count >= Format.recordHeaderSize + Format.minimumBodyFrameSize,
-                  raw.loadLE(UInt32.self, at: 0) == Format.recordMagic,
-                  raw.loadLE(UInt32.self, at: 4) == Format.recordFrameSize,
-                  Int(raw.loadLE(UInt32.self, at: 12)) == raw.count - Format.recordHeaderSize,
-                  raw.loadLE(UInt64.self, at: 16) == address.sequence
+                raw.loadLE(UInt32.self, at: 0) == Format.recordMagic,
+                raw.loadLE(UInt32.self, at: 4) == Format.recordFrameSize,
+                Int(raw.loadLE(UInt32.self, at: 12)) == raw.count - Format.recordHeaderSize,
+                raw.loadLE(UInt64.self, at: 16) == address.sequence
             else { return nil }
             let covered = UnsafeRawBufferPointer(rebasing: raw[12...])
             guard CRC32C.unmask(raw.loadLE(UInt32.self, at: 8)) == CRC32C.extend(salt, covered) else { return nil }
             let frame = UnsafeRawBufferPointer(rebasing: raw[Format.recordHeaderSize...])
             guard let body = LZ4Decoder().decompress(frame, limit: Format.maximumBodyBytes) else { return nil }
-            return LogRecord(sequence: address.sequence, kind: RecordKind(rawValue: raw[32]), flags: RecordFlags(rawValue: raw[33]),
-                             timestampMilliseconds: raw.loadLE(UInt64.self, at: 24), body: body,
-                             location: RecordLocation(segment: segment, offset: Int(address.offset), length: raw.count))
+            return LogRecord(
+                sequence: address.sequence, kind: RecordKind(rawValue: raw[32]), flags: RecordFlags(rawValue: raw[33]),
+                timestampMilliseconds: raw.loadLE(UInt64.self, at: 24), body: body,
+                location: RecordLocation(segment: segment, offset: Int(address.offset), length: raw.count))
         }
     }
 }

@@ -31,8 +31,10 @@ public final class WriteAheadLog {
     /// With `visit`, replays it in the same pass: each valid record is visited (its body valid
     /// only during the call), and `openingReplay` holds what the reading found.
     /// Throws `.locked` if the directory is open elsewhere, in this process or another.
-    public init(directory: String, configuration: Configuration = Configuration(),
-                fileSystem: any LogFileSystem = PosixFileSystem(), replaying visit: ((RecordView) -> Void)? = nil) throws(LogError) {
+    public init(
+        directory: String, configuration: Configuration = Configuration(),
+        fileSystem: any LogFileSystem = PosixFileSystem(), replaying visit: ((RecordView) -> Void)? = nil
+    ) throws(LogError) {
         if let problem = configuration.problem { throw LogError(.invalidArgument, problem) }
         self.directory = directory
         self.configuration = configuration
@@ -145,11 +147,14 @@ public struct RecoveryReport: Sendable, Equatable {
     public var summary: String {
         var parts: [String] = []
         if !damaged.isEmpty {
-            parts.append("\(damaged.count) damaged span(s): " + damaged.prefix(3).map(\.description).joined(separator: "; "))
+            parts.append(
+                "\(damaged.count) damaged span(s): " + damaged.prefix(3).map(\.description).joined(separator: "; "))
         }
         if missingSequences > 0 { parts.append("\(missingSequences) sequence number(s) missing") }
         if !undecodableRecords.isEmpty {
-            parts.append("\(undecodableRecords.count) record(s) not understood: " + undecodableRecords.prefix(3).map(\.description).joined(separator: ", "))
+            parts.append(
+                "\(undecodableRecords.count) record(s) not understood: "
+                    + undecodableRecords.prefix(3).map(\.description).joined(separator: ", "))
         }
         if let tornTail { parts.append("torn tail cut (\(tornTail))") }
         return parts.isEmpty ? "clean" : parts.joined(separator: "; ")

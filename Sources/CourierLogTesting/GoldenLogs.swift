@@ -8,7 +8,7 @@ public enum GoldenLogs {
     /// Names and the `wal-dump verify` status each must give.
     public static let expectedVerifyStatus: [String: Int32] = [
         "clean": 0, "torn-tail": 0, "zero-tail": 0, "flipped-byte": 1, "garbage-file": 1, "not-a-log": 1,
-        "large-record": 0,
+        "large-record": 0
     ]
 
     public static func configuration() -> WriteAheadLog.Configuration {
@@ -28,7 +28,8 @@ public enum GoldenLogs {
             let text = #"{"id":"m\#(i / 3)","event":"\#(kinds[i % kinds.count])","text":"hello number \#(i)"}"#
             try log.append(Array(text.utf8), kind: kinds[i % kinds.count])
         }
-        try log.append(batch: (45..<48).map { LogEntry(kind: .attempted, body: Array(#"{"id":"m\#($0)","batch":true}"#.utf8)) })
+        try log.append(
+            batch: (45..<48).map { LogEntry(kind: .attempted, body: Array(#"{"id":"m\#($0)","batch":true}"#.utf8)) })
         try log.close()
         try fileSystem.removeFile(atPath: directory + "/" + Format.lockFileName)  // empty; not part of the format
     }
@@ -40,7 +41,8 @@ public enum GoldenLogs {
         let log = try WriteAheadLog(directory: directory, configuration: configuration(), fileSystem: fileSystem)
         for i in 0..<3 {
             var text = #"{"id":"big-\#(i)","text":""#
-            text += String(repeating: "abcd", count: (20_000 - text.utf8.count - 2) / 4 + 1).prefix(20_000 - text.utf8.count - 2)
+            text += String(repeating: "abcd", count: (20_000 - text.utf8.count - 2) / 4 + 1).prefix(
+                20_000 - text.utf8.count - 2)
             text += #""}"#
             try log.append(Array(text.utf8), kind: .enqueued)
         }
@@ -89,7 +91,9 @@ public enum GoldenLogs {
         let file = try fileSystem.openFile(atPath: path, create: true)
         var done = 0
         while done < bytes.count {
-            done += try bytes.withUnsafeBytes { try file.write(UnsafeRawBufferPointer(rebasing: $0[done...]), at: done) }
+            done += try bytes.withUnsafeBytes {
+                try file.write(UnsafeRawBufferPointer(rebasing: $0[done...]), at: done)
+            }
         }
         try file.sync()
     }

@@ -32,7 +32,9 @@ extension SimulatedFileSystem {
 
     public func readFile(atPath path: String) throws(LogError) -> [UInt8] {
         try lock.withLock { () throws(LogError) -> [UInt8] in
-            guard let id = entries[path], let node = nodes[id] else { throw LogError(.io, "no such file", path: path, errno: 2) }
+            guard let id = entries[path], let node = nodes[id] else {
+                throw LogError(.io, "no such file", path: path, errno: 2)
+            }
             return node.bytes
         }
     }
@@ -40,7 +42,9 @@ extension SimulatedFileSystem {
     public func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
         try lock.withLock { () throws(LogError) -> [UInt8] in
             if case .error(let e)? = takeFault(.read) { throw Self.error(e, "read failed", path) }
-            guard let id = entries[path], let node = nodes[id] else { throw LogError(.io, "no such file", path: path, errno: 2) }
+            guard let id = entries[path], let node = nodes[id] else {
+                throw LogError(.io, "no such file", path: path, errno: 2)
+            }
             let start = min(offset, node.bytes.count)
             return Array(node.bytes[start..<min(node.bytes.count, start + count)])
         }
@@ -84,7 +88,9 @@ extension SimulatedFileSystem {
 
     public func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock {
         try lock.withLock { () throws(LogError) -> any DirectoryLock in
-            guard !heldLocks.contains(path) else { throw LogError(.locked, "log directory is already open", path: path) }
+            guard !heldLocks.contains(path) else {
+                throw LogError(.locked, "log directory is already open", path: path)
+            }
             heldLocks.insert(path)
             return SimulatedLock(fileSystem: self, path: path, generation: lockGeneration)
         }

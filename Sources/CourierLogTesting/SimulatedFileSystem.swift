@@ -79,7 +79,8 @@ public final class SimulatedFileSystem: LogFileSystem {
                 guard var node = nodes[id] else { continue }
                 var kept = node.durableBytes
                 if let keep = keepingUnsyncedBytes, node.bytes.count > node.durableBytes.count,
-                   node.bytes.starts(with: node.durableBytes) {
+                    node.bytes.starts(with: node.durableBytes)
+                {
                     let extra = node.bytes.count - node.durableBytes.count
                     let n = min(max(0, keep(path, extra)), extra)
                     kept = Array(node.bytes.prefix(node.durableBytes.count + n))

@@ -66,8 +66,8 @@ public struct CourierSampleView: View {
                     .font(.footnote)
                     .autocorrectionDisabled()
                     #if os(iOS)
-                    .keyboardType(.URL)
-                    .textInputAutocapitalization(.never)
+                .keyboardType(.URL)
+                .textInputAutocapitalization(.never)
                     #endif
                     .onSubmit { model.applyServer() }
             }

@@ -44,9 +44,13 @@ public struct SampleViewModel: Sendable, Equatable {
         self.server = server
         serverText = server.absoluteString
         rows = pending.reversed().map { message in
-            MessageRow(id: message.id, text: Self.text(of: message.body), sentAt: message.sentAt, resumed: true,
-                       state: message.attempts == 0 ? .queued : .failed(attempt: message.attempts, reason: "before restart",
-                                                                       nextAttemptAt: message.nextAttemptAt))
+            MessageRow(
+                id: message.id, text: Self.text(of: message.body), sentAt: message.sentAt, resumed: true,
+                state: message.attempts == 0
+                    ? .queued
+                    : .failed(
+                        attempt: message.attempts, reason: "before restart",
+                        nextAttemptAt: message.nextAttemptAt))
         }
     }
 
@@ -100,8 +104,10 @@ public struct SampleViewModel: Sendable, Equatable {
     /// An absolute http or https URL with a host, from text a person typed (spaces trimmed).
     public static func serverURL(from text: String) -> URL? {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty else { return nil }
+        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty
+        else { return nil }
         return url
     }
 
@@ -130,17 +136,24 @@ public struct SampleViewModel: Sendable, Equatable {
         case .attempt(let id, let number): update(id) { $0.state = .sending(attempt: number) }
         case .handedOff(let id, let attempt): update(id) { $0.state = .handedOff(attempt: attempt) }
         case .failed(let id, let attempt, let outcome, let retryIn):
-            update(id) { $0.state = .failed(attempt: attempt, reason: MessageRow.reason(outcome),
-                                            nextAttemptAt: now.addingTimeInterval(Double(retryIn.components.seconds) + Double(retryIn.components.attoseconds) / 1e18)) }
+            update(id) {
+                $0.state = .failed(
+                    attempt: attempt, reason: MessageRow.reason(outcome),
+                    nextAttemptAt: now.addingTimeInterval(
+                        Double(retryIn.components.seconds) + Double(retryIn.components.attoseconds) / 1e18))
+            }
         case .delivered(let id, let attempts):
             update(id) { $0.state = .delivered(attempts: attempts, after: now.timeIntervalSince($0.sentAt)) }
         case .abandoned(let id, _, let reason): update(id) { $0.state = .abandoned(reason: reason) }
         case .cancelled(let id): update(id) { $0.state = .abandoned(reason: "cancelled") }
         case .destinationDown(let origin, let failures):
-            serverStatus = "server down (\(failures) failures in a row at \(origin)): messages wait, one probe at a time"
+            serverStatus =
+                "server down (\(failures) failures in a row at \(origin)): messages wait, one probe at a time"
         case .destinationRecovered(let origin, let downFor, let released):
             let seconds = Double(downFor.components.seconds) + Double(downFor.components.attoseconds) / 1e18
-            serverStatus = "server back (\(origin), down \(String(format: "%.1f", seconds)) s): \(released) waiting messages resumed"
+            serverStatus =
+                "server back (\(origin), down \(String(format: "%.1f", seconds)) s): \(released) waiting messages "
+                + "resumed"
         }
     }
 
@@ -151,7 +164,9 @@ public struct SampleViewModel: Sendable, Equatable {
 
     /// The `text` of a `{"text": …}` body, or the body itself.
     static func text(of body: Data) -> String {
-        if let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any], let text = object["text"] as? String {
+        if let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+            let text = object["text"] as? String
+        {
             return text
         }
         return String(decoding: body, as: UTF8.self)

@@ -43,7 +43,9 @@ public struct ScreenRenderer {
             let mark = row.resumed ? "↻" : " "
             out.append(fit("  \(formatter.string(from: row.sentAt)) \(mark) \(text)  \(row.status(now: now))"))
         }
-        if model.rows.count > listHeight && listHeight > 0 { out[out.count - 1] = fit("  … \(model.rows.count - listHeight + 1) more") }
+        if model.rows.count > listHeight && listHeight > 0 {
+            out[out.count - 1] = fit("  … \(model.rows.count - listHeight + 1) more")
+        }
         while out.count < height - 2 { out.append("") }
         out.append(fit(" log: \(logDirectory) · \(model.pendingCount) pending · server: \(serverDescription)"))
         out.append(fit(" Tab: move · Enter/Space on [ Send ]: send · q on [ Send ] or Ctrl-C: quit"))

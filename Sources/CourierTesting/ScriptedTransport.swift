@@ -123,7 +123,9 @@ public final class SequentialMessageIDs: Sendable {
     private let issued = Locked<UInt64>(0)
     public init() {}
     public func next() -> MessageID {
-        let value = issued.withLock { n -> UInt64 in n += 1; return n }
+        let value = issued.withLock { n -> UInt64 in
+            n += 1; return n
+        }
         let hex = String(value, radix: 16)
         let padded = String(repeating: "0", count: 12 - hex.count) + hex
         return MessageID("00000000-0000-0000-0000-" + padded)!

@@ -20,8 +20,10 @@ public final class SimulatedApp {
     /// An app whose requests (foreground and background) go to `server`. `configuration`
     /// gives the app's settings; the clock, wall time, transport, file system and session are
     /// the simulation's.
-    public init(server: any DeliveryTransport, configuration: Courier.Configuration = Courier.Configuration(),
-                model: SimulatedBackgroundSystem.Model = SimulatedBackgroundSystem.Model()) {
+    public init(
+        server: any DeliveryTransport, configuration: Courier.Configuration = Courier.Configuration(),
+        model: SimulatedBackgroundSystem.Model = SimulatedBackgroundSystem.Model()
+    ) {
         let fileSystem = SimulatedFileSystem()
         self.fileSystem = fileSystem
         self.base = configuration
@@ -81,7 +83,11 @@ public final class SimulatedApp {
     }
 
     private func open(inBackground: Bool) async {
-        if let old = current.withLock({ c -> Courier? in defer { c = nil }; return c }) { await old.close() }
+        if let old = current.withLock({ c -> Courier? in
+            defer { c = nil }; return c
+        }) {
+            await old.close()
+        }
         fileSystem.killProcess()
         var configuration = base
         configuration.fileSystem = fileSystem

@@ -103,9 +103,10 @@ extension SimulatedBackgroundSystem {
         }
         let outcome: DeliveryOutcome
         if let body = readBody(task.request.bodyFile.path) {
-            outcome = await transport.deliver(DeliveryRequest(
-                url: task.request.url, headers: task.request.headers, body: Data(body), timeout: .seconds(60),
-                messageID: MessageID(key) ?? MessageID(), attempt: 0))
+            outcome = await transport.deliver(
+                DeliveryRequest(
+                    url: task.request.url, headers: task.request.headers, body: Data(body), timeout: .seconds(60),
+                    messageID: MessageID(key) ?? MessageID(), attempt: 0))
         } else {
             state.withLock { $0.statistics.missingBodies += 1 }
             outcome = .failure(TransportFailure(.other, "the body file is missing"))
@@ -172,7 +173,8 @@ extension SimulatedBackgroundSystem {
 
     /// Calls the handler, unless an armed kill happens at this interaction (then it is lost).
     private func hand(_ completion: BackgroundUploadCompletion) async {
-        let (handler, hook) = state.withLock { s -> ((@Sendable (BackgroundUploadCompletion) async -> Void)?, (@Sendable () -> Void)?) in
+        let (handler, hook) = state.withLock {
+            s -> ((@Sendable (BackgroundUploadCompletion) async -> Void)?, (@Sendable () -> Void)?) in
             if let hook = Self.tick(&s) {
                 s.statistics.completionsLost += 1
                 return (nil, hook)

@@ -23,10 +23,14 @@ extension SimulatedBackgroundSystem {
                 s.nextIdentifier += 1
                 let now = system.clock.now.offset
                 let begin = Duration.seconds(request.earliestBeginDate.timeIntervalSince(system.epoch))
-                let delay = s.appState == .foreground ? Duration.zero : s.rateLimiterDelay + system.model.discretionaryDelay
+                let delay =
+                    s.appState == .foreground ? Duration.zero : s.rateLimiterDelay + system.model.discretionaryDelay
                 let key = request.headers["Idempotency-Key"]
-                if s.tasks.values.contains(where: { $0.request.headers["Idempotency-Key"] == key }) { s.statistics.inFlightTwice += 1 }
-                s.tasks[task.identifier] = SystemTask(task: task, request: request, startOffset: max(begin, now) + delay, process: process)
+                if s.tasks.values.contains(where: { $0.request.headers["Idempotency-Key"] == key }) {
+                    s.statistics.inFlightTwice += 1
+                }
+                s.tasks[task.identifier] = SystemTask(
+                    task: task, request: request, startOffset: max(begin, now) + delay, process: process)
                 s.statistics.tasksCreated += 1
                 // The kill happens after the task exists: the process dies before it logs it.
                 return (task, SimulatedBackgroundSystem.tick(&s))
@@ -48,7 +52,8 @@ extension SimulatedBackgroundSystem {
                 let hook = SimulatedBackgroundSystem.tick(&s)
                 guard s.tasks.removeValue(forKey: task.identifier) != nil else { return (false, hook) }
                 s.statistics.tasksCancelled += 1
-                let completion = BackgroundUploadCompletion(task: task, outcome: .failure(TransportFailure(.cancelled, "cancelled")))
+                let completion = BackgroundUploadCompletion(
+                    task: task, outcome: .failure(TransportFailure(.cancelled, "cancelled")))
                 s.held.append(completion)
                 if s.wakeAt == nil { s.wakeAt = system.clock.now.offset + system.model.wakeDelay }
                 return (true, hook)
@@ -76,7 +81,9 @@ extension SimulatedBackgroundSystem {
             let alive = system.state.withLock { s -> Bool in
                 guard s.processAlive else { return false }
                 s.statistics.engineRequests += 1
-                if s.tasks.values.contains(where: { $0.request.headers["Idempotency-Key"] == key }) { s.statistics.inFlightTwice += 1 }
+                if s.tasks.values.contains(where: { $0.request.headers["Idempotency-Key"] == key }) {
+                    s.statistics.inFlightTwice += 1
+                }
                 s.engineInFlight[key, default: 0] += 1
                 return true
             }

@@ -124,9 +124,11 @@ public final class SimulatedBackgroundSystem {
 
     /// A system running tasks against `transport`, reading body files with `readBody`, on
     /// `clock` (wall time: `epoch` plus the clock's offset).
-    public init(transport: any DeliveryTransport, readBody: @escaping @Sendable (String) -> [UInt8]?,
-                clock: ManualClock = ManualClock(), epoch: Date = Date(timeIntervalSince1970: 1_790_000_000),
-                model: Model = Model()) {
+    public init(
+        transport: any DeliveryTransport, readBody: @escaping @Sendable (String) -> [UInt8]?,
+        clock: ManualClock = ManualClock(), epoch: Date = Date(timeIntervalSince1970: 1_790_000_000),
+        model: Model = Model()
+    ) {
         self.transport = transport
         self.readBody = readBody
         self.clock = clock
@@ -158,7 +160,9 @@ public final class SimulatedBackgroundSystem {
         configuration.clock = clock
         configuration.now = { [epoch, clock] in epoch.addingTimeInterval(clock.now.offset.timeInterval) }
         configuration.transport = EngineTransport(system: self)
-        var uploads = configuration.backgroundUploads ?? Courier.BackgroundUploads(session: Session(system: self, process: process))
+        var uploads =
+            configuration.backgroundUploads
+            ?? Courier.BackgroundUploads(session: Session(system: self, process: process))
         uploads.session = Session(system: self, process: process)
         configuration.backgroundUploads = uploads
     }

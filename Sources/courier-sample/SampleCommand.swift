@@ -21,7 +21,10 @@ struct SampleCommand: AsyncParsableCommand {
         commandName: "courier-sample",
         abstract: "Type a message, press Send, watch Courier deliver it to a flaky server.")
 
-    @Option(help: "Send to this server instead of the built-in flaky one (e.g. https://challenge.ronash.co/reliable-messaging).")
+    @Option(
+        help: ArgumentHelp(
+            "Send to this server instead of the built-in flaky one (e.g. "
+                + "https://challenge.ronash.co/reliable-messaging)."))
     var url: String?
     @Option(help: "Chance that the built-in server answers 500.") var failureRate = 0.5
     @Option(help: "Chance that the built-in server drops the connection.") var dropRate = 0.0
@@ -31,13 +34,18 @@ struct SampleCommand: AsyncParsableCommand {
     @Option(help: "Largest retry delay, seconds (short, so the demo is watchable).") var maxDelay = 8.0
 
     func validate() throws {
-        guard (0...1).contains(failureRate), (0...1).contains(dropRate) else { throw ValidationError("rates are between 0 and 1") }
+        guard (0...1).contains(failureRate), (0...1).contains(dropRate) else {
+            throw ValidationError("rates are between 0 and 1")
+        }
         if let url, URL(string: url)?.scheme == nil { throw ValidationError("--url must be an absolute http(s) URL") }
     }
 
     func run() async throws {
         guard Terminal.isInteractive else {
-            FileHandle.standardError.write(Data("courier-sample draws a full-screen UI and needs a terminal; standard input and output must be a TTY.\n".utf8))
+            let message =
+                "courier-sample draws a full-screen UI and needs a terminal; standard input and output "
+                + "must be a TTY.\n"
+            FileHandle.standardError.write(Data(message.utf8))
             throw ExitCode(1)
         }
         var server: FlakyServer?
@@ -54,8 +62,9 @@ struct SampleCommand: AsyncParsableCommand {
         var configuration = Courier.Configuration()
         configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(maxDelay))
         let courier = try Courier(directory: URL(fileURLWithPath: directory), configuration: configuration)
-        let app = await TerminalApp(gateway: CourierGateway(courier: courier), server: target,
-                              logDirectory: courier.directory.path, serverDescription: serverDescription)
+        let app = await TerminalApp(
+            gateway: CourierGateway(courier: courier), server: target,
+            logDirectory: courier.directory.path, serverDescription: serverDescription)
         await app.run()
         await server?.stop()
     }

@@ -72,8 +72,9 @@ final class TerminalApp: @unchecked Sendable {
             }
             if quit || lock.withLock({ terminationRequested }) { return }
             let size = terminal.size
-            let renderer = ScreenRenderer(width: size.width, height: size.height, styled: true,
-                                          logDirectory: logDirectory, serverDescription: serverDescription)
+            let renderer = ScreenRenderer(
+                width: size.width, height: size.height, styled: true,
+                logDirectory: logDirectory, serverDescription: serverDescription)
             terminal.draw(lock.withLock { renderer.lines(for: model, now: Date()) })
         }
     }

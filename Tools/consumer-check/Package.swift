@@ -11,7 +11,7 @@ let package = Package(
     platforms: [.iOS(.v16), .macOS(.v13)],
     dependencies: [.package(name: "Courier", path: "../..")],
     targets: [
-        .executableTarget(name: "consumer-check", dependencies: [.product(name: "Courier", package: "Courier")]),
+        .executableTarget(name: "consumer-check", dependencies: [.product(name: "Courier", package: "Courier")])
     ],
     swiftLanguageModes: [.v6]
 )

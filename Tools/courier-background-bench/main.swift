@@ -40,7 +40,9 @@ final class Server: @unchecked Sendable {
     }
 }
 
-func seconds(_ d: Duration) -> String { String(format: "%.1f", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18) }
+func seconds(_ d: Duration) -> String {
+    String(format: "%.1f", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+}
 
 func configuration() -> Courier.Configuration {
     var c = Courier.Configuration()
@@ -53,7 +55,9 @@ func configuration() -> Courier.Configuration {
 
 /// Replaced by the simulation's own session.
 struct Placeholder: BackgroundUploadSession {
-    func makeUploadTask(_ request: BackgroundUploadRequest) -> BackgroundUploadTask { BackgroundUploadTask(identifier: -1, taskDescription: "") }
+    func makeUploadTask(_ request: BackgroundUploadRequest) -> BackgroundUploadTask {
+        BackgroundUploadTask(identifier: -1, taskDescription: "")
+    }
     func outstandingTasks() async -> [BackgroundUploadTask] { [] }
     func cancel(_ task: BackgroundUploadTask) {}
     func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void) {}
@@ -83,15 +87,20 @@ func suspended(model: SimulatedBackgroundSystem.Model, label: String) async -> S
     let s = app.system.statistics
     let accepted = server.lock.withLock { server.accepted }
     let delivered = Set(ids).intersection(accepted).count
-    let last = server.lock.withLock { server.attempts.filter { accepted.contains($0.key) }.compactMap { $0.value.last }.max() }
+    let last = server.lock.withLock {
+        server.attempts.filter { accepted.contains($0.key) }.compactMap { $0.value.last }.max()
+    }
     let gaps = server.gaps.map { "\(seconds($0.0))–\(seconds($0.1)) s" } ?? "none"
     let lost = await drain(app, server, ids)
     let pending = ids.count - delivered
     return "\(label)suspended 30 min, \(ids.count) messages, server failing 50%: delivered \(delivered) while suspended"
-        + (pending == 0 ? " (the last at \(last.map { seconds($0) } ?? "?") s)" : ", \(pending) still pending (delivered once the app runs)")
+        + (pending == 0
+            ? " (the last at \(last.map { seconds($0) } ?? "?") s)"
+            : ", \(pending) still pending (delivered once the app runs)")
         + ", \(s.tasksCreated) tasks, \(s.wakes) wakes, \(s.relaunches) relaunches after the system ended the app, "
         + "gaps between attempts of one message \(gaps), \(lost) lost, \(s.inFlightTwice) in flight twice"
-        + " (simulated: wake \(seconds(model.wakeDelay)) s after a completion, rate limiter \(seconds(model.rateLimiterInitialDelay)) s doubling to \(seconds(model.rateLimiterMaximumDelay)) s)"
+        + " (simulated: wake \(seconds(model.wakeDelay)) s after a completion, rate limiter "
+        + "\(seconds(model.rateLimiterInitialDelay)) s doubling to \(seconds(model.rateLimiterMaximumDelay)) s)"
 }
 
 /// Brings the app back and runs it until every message is delivered (at most 2 virtual
@@ -115,13 +124,17 @@ func outage() async -> String {
     let times = server.lock.withLock { server.requestTimes }
     let duringOutage = times.filter { $0 < outageEnd }.count
     let first = times.filter { $0 < .seconds(1) }.count
-    let lastDelivery = server.lock.withLock { server.attempts.filter { server.accepted.contains($0.key) }.compactMap { $0.value.last }.max() }
+    let lastDelivery = server.lock.withLock {
+        server.attempts.filter { server.accepted.contains($0.key) }.compactMap { $0.value.last }.max()
+    }
     let delivered = Set(ids).intersection(server.lock.withLock { server.accepted }).count
-    let recovery = lastDelivery.map { "last delivery \(seconds($0 - outageEnd)) s after recovery" } ?? "nothing delivered"
+    let recovery =
+        lastDelivery.map { "last delivery \(seconds($0 - outageEnd)) s after recovery" } ?? "nothing delivered"
     let lost = await drain(app, server, ids)
     return "outage of 10 min while suspended, \(ids.count) messages: \(duringOutage) requests during the outage "
         + "(\(first) in its first second, before the destination was known down, then \(duringOutage - first) probes), "
-        + "\(recovery), delivered \(delivered) while suspended, \(lost) lost, \(app.system.statistics.inFlightTwice) in flight twice"
+        + "\(recovery), delivered \(delivered) while suspended, \(lost) lost, \(app.system.statistics.inFlightTwice) "
+        + "in flight twice"
 }
 
 print(await suspended(model: SimulatedBackgroundSystem.Model(), label: ""))

@@ -9,8 +9,12 @@ import Glibc
 /// SQLite through the system library, loaded at run time (no headers needed to build).
 struct SQLiteBaseline {
     typealias Open = @convention(c) (UnsafePointer<CChar>, UnsafeMutablePointer<OpaquePointer?>) -> Int32
-    typealias Exec = @convention(c) (OpaquePointer?, UnsafePointer<CChar>, OpaquePointer?, OpaquePointer?, OpaquePointer?) -> Int32
-    typealias Prepare = @convention(c) (OpaquePointer?, UnsafePointer<CChar>, Int32, UnsafeMutablePointer<OpaquePointer?>, OpaquePointer?) -> Int32
+    typealias Exec =
+        @convention(c) (OpaquePointer?, UnsafePointer<CChar>, OpaquePointer?, OpaquePointer?, OpaquePointer?) -> Int32
+    typealias Prepare =
+        @convention(c) (
+            OpaquePointer?, UnsafePointer<CChar>, Int32, UnsafeMutablePointer<OpaquePointer?>, OpaquePointer?
+        ) -> Int32
     typealias BindBlob = @convention(c) (OpaquePointer?, Int32, UnsafeRawPointer?, Int32, Int) -> Int32
     typealias BindInt = @convention(c) (OpaquePointer?, Int32, Int64) -> Int32
     typealias Step = @convention(c) (OpaquePointer?) -> Int32
@@ -25,10 +29,12 @@ struct SQLiteBaseline {
         guard let lib = dlopen("libsqlite3.so.0", RTLD_NOW) ?? dlopen("libsqlite3.dylib", RTLD_NOW) else { return nil }
         func symbol<T>(_ name: String, _: T.Type) -> T? { dlsym(lib, name).map { unsafeBitCast($0, to: T.self) } }
         guard let open = symbol("sqlite3_open", Open.self), let exec = symbol("sqlite3_exec", Exec.self),
-              let prepare = symbol("sqlite3_prepare_v2", Prepare.self), let bindBlob = symbol("sqlite3_bind_blob", BindBlob.self),
-              let bindInt = symbol("sqlite3_bind_int64", BindInt.self), let step = symbol("sqlite3_step", Step.self),
-              let reset = symbol("sqlite3_reset", Reset.self), let finalize = symbol("sqlite3_finalize", Finalize.self),
-              let close = symbol("sqlite3_close", Close.self) else { return nil }
+            let prepare = symbol("sqlite3_prepare_v2", Prepare.self),
+            let bindBlob = symbol("sqlite3_bind_blob", BindBlob.self),
+            let bindInt = symbol("sqlite3_bind_int64", BindInt.self), let step = symbol("sqlite3_step", Step.self),
+            let reset = symbol("sqlite3_reset", Reset.self), let finalize = symbol("sqlite3_finalize", Finalize.self),
+            let close = symbol("sqlite3_close", Close.self)
+        else { return nil }
         (self.open, self.exec, self.prepare, self.bindBlob, self.bindInt) = (open, exec, prepare, bindBlob, bindInt)
         (self.step, self.reset, self.finalize, self.close) = (step, reset, finalize, close)
     }
@@ -40,9 +46,17 @@ struct SQLiteBaseline {
         precondition(open(path, &db) == 0)
         defer { _ = close(db) }
         precondition(exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", nil, nil, nil) == 0)
-        precondition(exec(db, "CREATE TABLE outbox(seq INTEGER PRIMARY KEY, id BLOB, url BLOB, body BLOB, created INTEGER, attempts INTEGER, due INTEGER)", nil, nil, nil) == 0)
+        precondition(
+            exec(
+                db,
+                "CREATE TABLE outbox(seq INTEGER PRIMARY KEY, id BLOB, url BLOB, body BLOB, created INTEGER, attempts "
+                    + "INTEGER, due INTEGER)",
+                nil, nil, nil) == 0)
         var statement: OpaquePointer?
-        precondition(prepare(db, "INSERT INTO outbox(id, url, body, created, attempts, due) VALUES (?, ?, ?, ?, 0, ?)", -1, &statement, nil) == 0)
+        precondition(
+            prepare(
+                db, "INSERT INTO outbox(id, url, body, created, attempts, due) VALUES (?, ?, ?, ?, 0, ?)", -1,
+                &statement, nil) == 0)
         defer { _ = finalize(statement) }
         let url = Array("https://example.com/inbox".utf8)
         let transient = -1  // SQLITE_TRANSIENT: SQLite copies the bytes

@@ -35,17 +35,23 @@ func drainScenarios() -> [DrainScenario] {
     var down = FlakyServer.Behavior(failureRate: 0, seed: 24)
     down.unavailableRate = 1
     return [
-        DrainScenario(name: "1,000 messages, 0–400 ms latency", count: 1000, behavior: latency,
-                      ideal: .seconds(1000 * 0.2 / 64), idealReason: "mean latency × count / 64 in flight"),
-        DrainScenario(name: "500 messages, limiter 20/s burst 10, 503 no Retry-After", count: 500, behavior: limited503,
-                      ideal: limited503.limiter!.idealDuration(of: 500), idealReason: "the limiter's pace",
-                      plotTitle: "500 messages against a 20/s limiter (burst 10, 503): default settings"),
-        DrainScenario(name: "500 messages, limiter 20/s burst 10, 429 Retry-After: 1", count: 500, behavior: limited429,
-                      ideal: limited429.limiter!.idealDuration(of: 500), idealReason: "the limiter's pace"),
-        DrainScenario(name: "1,000 messages, 50% 500s (the challenge's server)", count: 1000,
-                      behavior: .init(failureRate: 0.5, seed: 24), ideal: nil, idealReason: "set by the retry policy: today's figure is the bar"),
-        DrainScenario(name: "500 messages, 30 s outage (503), then 200", count: 500, behavior: down,
-                      ideal: .seconds(30), idealReason: "the outage, then at once", outage: .seconds(30)),
+        DrainScenario(
+            name: "1,000 messages, 0–400 ms latency", count: 1000, behavior: latency,
+            ideal: .seconds(1000 * 0.2 / 64), idealReason: "mean latency × count / 64 in flight"),
+        DrainScenario(
+            name: "500 messages, limiter 20/s burst 10, 503 no Retry-After", count: 500, behavior: limited503,
+            ideal: limited503.limiter!.idealDuration(of: 500), idealReason: "the limiter's pace",
+            plotTitle: "500 messages against a 20/s limiter (burst 10, 503): default settings"),
+        DrainScenario(
+            name: "500 messages, limiter 20/s burst 10, 429 Retry-After: 1", count: 500, behavior: limited429,
+            ideal: limited429.limiter!.idealDuration(of: 500), idealReason: "the limiter's pace"),
+        DrainScenario(
+            name: "1,000 messages, 50% 500s (the challenge's server)", count: 1000,
+            behavior: .init(failureRate: 0.5, seed: 24), ideal: nil,
+            idealReason: "set by the retry policy: today's figure is the bar"),
+        DrainScenario(
+            name: "500 messages, 30 s outage (503), then 200", count: 500, behavior: down,
+            ideal: .seconds(30), idealReason: "the outage, then at once", outage: .seconds(30))
     ]
 }
 
@@ -58,7 +64,8 @@ func drainBenchmark(root: URL, only: Set<Int> = [], plot: URL? = nil) async thro
         let trace = try await runDrain(scenario, directory: root.appendingPathComponent("drain-\(index)"))
         if let plot, let title = scenario.plotTitle {
             let limit = scenario.behavior.limiter?.ratePerSecond
-            try drainPlotSVG(trace, title: title, limitPerSecond: limit).write(to: plot, atomically: true, encoding: .utf8)
+            try drainPlotSVG(trace, title: title, limitPerSecond: limit).write(
+                to: plot, atomically: true, encoding: .utf8)
             say("   (wrote \(plot.path))")
         }
     }
@@ -86,13 +93,16 @@ private func runDrain(_ scenario: DrainScenario, directory: URL) async throws ->
     let elapsed = seconds(start.duration(to: .now))
     let stats = server.statistics
     let delivered = scenario.count - courier.pendingCount
-    let time = delivered == scenario.count ? String(format: "%.1f", elapsed)
+    let time =
+        delivered == scenario.count
+        ? String(format: "%.1f", elapsed)
         : String(format: "not drained: %d of %d after %.0f", delivered, scenario.count, elapsed)
     let refused = stats.refused + (scenario.outage == nil ? 0 : stats.answered[503, default: 0])
     let ideal = scenario.ideal.map { String(format: "%.1f s", seconds($0)) } ?? "—"
     var extra = ""
     if let outage = scenario.outage {
-        extra = String(format: "; %d requests during the outage, drained %.1f s after it", during, elapsed - seconds(outage))
+        extra = String(
+            format: "; %d requests during the outage, drained %.1f s after it", during, elapsed - seconds(outage))
     }
     line(scenario.name, "\(time) s | \(stats.requests) | \(refused) | \(ideal) (\(scenario.idealReason))\(extra)")
     await courier.close()

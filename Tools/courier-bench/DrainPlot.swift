@@ -57,7 +57,8 @@ func drainPlotSVG(_ trace: DrainTrace, title: String, limitPerSecond: Double? = 
     let maxInFlight = Double(max(1, buckets.map(\.inFlight).max() ?? 1))
     let barW = plotW / Double(max(1, buckets.count))
     var svg = """
-        <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(w))" height="\(Int(h))" font-family="sans-serif" font-size="11">
+        <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(w))" height="\(Int(h))" font-family="sans-serif" \
+        font-size="11">
         <rect width="100%" height="100%" fill="white"/>
         <text x="\(Int(left))" y="18" font-size="13">\(title)</text>
 
@@ -66,30 +67,41 @@ func drainPlotSVG(_ trace: DrainTrace, title: String, limitPerSecond: Double? = 
         let x = left + Double(i) * barW
         let acceptedH = Double(b.accepted) / maxCount * plotH
         let refusedH = Double(b.refused) / maxCount * plotH
-        svg += String(format: "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#7fb3d5\"/>\n",
-                      x, top + plotH - acceptedH, barW * 0.9, acceptedH)
-        svg += String(format: "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#e74c3c\"/>\n",
-                      x, top + plotH - acceptedH - refusedH, barW * 0.9, refusedH)
+        svg += String(
+            format: "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#7fb3d5\"/>\n",
+            x, top + plotH - acceptedH, barW * 0.9, acceptedH)
+        svg += String(
+            format: "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#e74c3c\"/>\n",
+            x, top + plotH - acceptedH - refusedH, barW * 0.9, refusedH)
     }
     let points = buckets.enumerated().map { i, b in
-        String(format: "%.1f,%.1f", left + (Double(i) + 0.5) * barW, top + plotH - Double(b.inFlight) / maxInFlight * plotH)
+        String(
+            format: "%.1f,%.1f", left + (Double(i) + 0.5) * barW, top + plotH - Double(b.inFlight) / maxInFlight * plotH
+        )
     }.joined(separator: " ")
     svg += "<polyline points=\"\(points)\" fill=\"none\" stroke=\"#1d3557\" stroke-width=\"2\"/>\n"
     if let limit = limitPerSecond {
         let y = top + plotH - limit * width / maxCount * plotH
-        svg += String(format: "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"5,4\"/>\n",
-                      left, y, left + plotW, y)
-        svg += String(format: "<text x=\"%.1f\" y=\"%.1f\" fill=\"#555\">limiter: %.0f/s</text>\n", left + plotW + 4, y + 4, limit)
+        svg += String(
+            format:
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"5,4\"/>\n",
+            left, y, left + plotW, y)
+        svg += String(
+            format: "<text x=\"%.1f\" y=\"%.1f\" fill=\"#555\">limiter: %.0f/s</text>\n", left + plotW + 4, y + 4, limit
+        )
     }
     let seconds = Double(buckets.count) * width
     svg += """
-        <line x1="\(Int(left))" y1="\(Int(top + plotH))" x2="\(Int(left + plotW))" y2="\(Int(top + plotH))" stroke="black"/>
+        <line x1="\(Int(left))" y1="\(Int(top + plotH))" x2="\(Int(left + plotW))" y2="\(Int(top + plotH))" \
+        stroke="black"/>
         <text x="\(Int(left))" y="\(Int(h - 20))">0 s</text>
         <text x="\(Int(left + plotW) - 30)" y="\(Int(h - 20))">\(String(format: "%.0f", seconds)) s</text>
         <text x="4" y="\(Int(top + 10))" fill="#2874a6">\(Int(maxCount))/\(width) s</text>
-        <text x="\(Int(w) - 4)" y="\(Int(top + 10))" fill="#1d3557" text-anchor="end">\(Int(maxInFlight)) in flight</text>
+        <text x="\(Int(w) - 4)" y="\(Int(top + 10))" fill="#1d3557" text-anchor="end">\(Int(maxInFlight)) in \
+        flight</text>
         <text x="\(Int(left))" y="\(Int(h - 6))"><tspan fill="#2874a6">■ accepted</tspan> \
-        <tspan fill="#e74c3c">■ refused (503)</tspan> <tspan fill="#1d3557">— most in flight</tspan>, per 0.5 s</text>
+        <tspan fill="#e74c3c">■ refused (503)</tspan> \
+        <tspan fill="#1d3557">— most in flight</tspan>, per 0.5 s</text>
         </svg>
 
         """

@@ -30,7 +30,8 @@ final class HTTP2Responder: ChannelInboundHandler, @unchecked Sendable {
         guard case .end = unwrapInboundIn(data) else { return }
         var headers = HTTPHeaders()
         headers.add(name: "content-length", value: "0")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: .ok, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: .ok, headers: headers))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 }
@@ -41,9 +42,11 @@ func http2Benchmark(root: URL, count: Int) async throws {
     try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
     let openssl = Process()
     openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                         "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                         "-addext", "subjectAltName=IP:127.0.0.1"]
+    openssl.arguments = [
+        "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+        "-addext", "subjectAltName=IP:127.0.0.1"
+    ]
     openssl.standardError = FileHandle.nullDevice
     try openssl.run()
     openssl.waitUntilExit()
@@ -62,8 +65,10 @@ func http2Benchmark(root: URL, count: Int) async throws {
                 channel.configureHTTP2Pipeline(mode: .server) { stream in
                     counts.stream()
                     return stream.eventLoop.makeCompletedFuture {
-                        try stream.pipeline.syncOperations.addHandlers([HTTP2FramePayloadToHTTP1ServerCodec(),
-                                                                        HTTP2Responder()])
+                        try stream.pipeline.syncOperations.addHandlers([
+                            HTTP2FramePayloadToHTTP1ServerCodec(),
+                            HTTP2Responder()
+                        ])
                     }
                 }.map { _ in }
             }
@@ -92,7 +97,10 @@ func http2Benchmark(root: URL, count: Int) async throws {
     try await client.shutdown()
     try await server.close()
     let seen = counts.snapshot
-    line("\(count) messages over h2", String(format: "%.1f s | %d delivered | %d connection(s) | %d streams",
-                                                 elapsed, delivered, seen.connections, seen.streams))
+    line(
+        "\(count) messages over h2",
+        String(
+            format: "%.1f s | %d delivered | %d connection(s) | %d streams",
+            elapsed, delivered, seen.connections, seen.streams))
 }
 #endif

@@ -28,7 +28,9 @@ func outageScenarios(seconds outage: Int, root: URL) async throws {
         let recovered = ContinuousClock.now
         await courier.waitUntilIdle()
         let drain = seconds(recovered.duration(to: .now))
-        line("\(label): \(outage) s of 503s, 500 messages", "\(during) requests during the outage; last delivered \(String(format: "%.1f", drain)) s after recovery")
+        line(
+            "\(label): \(outage) s of 503s, 500 messages",
+            "\(during) requests during the outage; last delivered \(String(format: "%.1f", drain)) s after recovery")
         await courier.close()
         await server.stop()
     }
@@ -37,7 +39,8 @@ func outageScenarios(seconds outage: Int, root: URL) async throws {
         let server = try await FlakyServer(behavior: .init(failureRate: 0, seed: 12))
         var config = Courier.Configuration()
         config.destinationBackoff = backoff
-        let courier = try Courier(directory: root.appendingPathComponent("dead-\(backoff.isEnabled)"), configuration: config)
+        let courier = try Courier(
+            directory: root.appendingPathComponent("dead-\(backoff.isEnabled)"), configuration: config)
         let live = await server.url
         let dead = URL(string: "http://127.0.0.1:\(try FlakyServer.unusedLoopbackPort())/inbox")!
         let start = ContinuousClock.now
@@ -48,12 +51,15 @@ func outageScenarios(seconds outage: Int, root: URL) async throws {
             try await Task.sleep(for: .milliseconds(50))
         }
         let all = seconds(start.duration(to: .now))
-        line("\(label): live server beside a dead port", "\(early) of 200 accepted within 2 s; \(server.statistics.acceptedKeys) after \(String(format: "%.1f", all)) s")
+        line(
+            "\(label): live server beside a dead port",
+            "\(early) of 200 accepted within 2 s; \(server.statistics.acceptedKeys) after "
+                + "\(String(format: "%.1f", all)) s"
+        )
         await courier.close()
         await server.stop()
     }
 }
-
 
 /// `courier-bench --flaky N`: N messages to a server failing half of all requests at random
 /// (the first user's), default retry policy, destination backoff off then on: seconds until
@@ -64,7 +70,8 @@ func flakyScenario(_ count: Int, root: URL) async throws {
         let server = try await FlakyServer(behavior: .init(failureRate: 0.5, seed: 13))
         var config = Courier.Configuration()
         config.destinationBackoff = backoff
-        let courier = try Courier(directory: root.appendingPathComponent("flaky-\(backoff.isEnabled)"), configuration: config)
+        let courier = try Courier(
+            directory: root.appendingPathComponent("flaky-\(backoff.isEnabled)"), configuration: config)
         let downs = DownCounter()
         let listener = Task { for await event in courier.events { if case .destinationDown = event { downs.add() } } }
         let url = await server.url
@@ -72,7 +79,11 @@ func flakyScenario(_ count: Int, root: URL) async throws {
         for i in 0..<count { try courier.send(["n": i, "text": "hello"], to: url) }
         await courier.waitUntilIdle()
         let elapsed = seconds(start.duration(to: .now))
-        line("\(label): \(count) messages, 50% random 500s", "all delivered in \(String(format: "%.1f", elapsed)) s; \(server.statistics.requests) requests; down \(downs.value) times")
+        line(
+            "\(label): \(count) messages, 50% random 500s",
+            "all delivered in \(String(format: "%.1f", elapsed)) s; \(server.statistics.requests) requests; down "
+                + "\(downs.value) times"
+        )
         await courier.close()
         listener.cancel()
         await server.stop()

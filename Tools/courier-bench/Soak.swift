@@ -36,8 +36,12 @@ func soak(_ total: Int, directory: URL) async throws {
     defer { child.terminate() }
     var urlLine = Data()
     // One byte a turn until the newline: bounded by the URL's length.
-    while urlLine.count < 200, let byte = try pipe.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([10]) { urlLine += byte }
-    guard let url = URL(string: String(decoding: urlLine, as: UTF8.self)) else { say("soak: the server did not start"); exit(1) }
+    while urlLine.count < 200, let byte = try pipe.fileHandleForReading.read(upToCount: 1), !byte.isEmpty,
+        byte != Data([10])
+    { urlLine += byte }
+    guard let url = URL(string: String(decoding: urlLine, as: UTF8.self)) else {
+        say("soak: the server did not start"); exit(1)
+    }
     var config = Courier.Configuration()
     config.segmentSizeBytes = 256 << 10
     config.maximumMessageBytes = 64 << 10
@@ -59,18 +63,25 @@ func soak(_ total: Int, directory: URL) async throws {
         maxDisk = max(maxDisk, disk)
         rss.append(residentBytes())
         if rss.count == 1 || sent % (10 * batch) == 0 || sent == total {
-            line("\(sent) sent, all delivered", String(format: "disk %7.0f KiB  RSS %6.1f MiB  compactions %5d  %5.0f s",
-                                                     Double(disk) / 1024, Double(rss.last!) / 1048576,
-                                                     courier.compactionCountForTesting, seconds(start.duration(to: clock.now))))
+            line(
+                "\(sent) sent, all delivered",
+                String(
+                    format: "disk %7.0f KiB  RSS %6.1f MiB  compactions %5d  %5.0f s",
+                    Double(disk) / 1024, Double(rss.last!) / 1048576,
+                    courier.compactionCountForTesting, seconds(start.duration(to: clock.now))))
         }
     }
     await courier.close()
     let s = try await serverStatistics(url)
     let accepted = s["accepted_keys"] as? Int ?? 0
-    line("server (another process)", "\(s["requests"] ?? 0) requests, \(accepted) keys accepted, \(s["duplicate_accepts"] ?? 0) duplicate accepts")
+    line(
+        "server (another process)",
+        "\(s["requests"] ?? 0) requests, \(accepted) keys accepted, \(s["duplicate_accepts"] ?? 0) duplicate accepts")
     line("largest log on disk", String(format: "%.0f KiB", Double(maxDisk) / 1024))
     let settled = rss.dropFirst(rss.count / 10)  // after warm-up
-    line("RSS after the first tenth → at the end", String(format: "%.1f → %.1f MiB", Double(settled.first ?? 0) / 1048576, Double(rss.last ?? 0) / 1048576))
+    line(
+        "RSS after the first tenth → at the end",
+        String(format: "%.1f → %.1f MiB", Double(settled.first ?? 0) / 1048576, Double(rss.last ?? 0) / 1048576))
     guard accepted == total else {
         say("soak: FAILED: \(total - accepted) messages never reached the server")
         exit(1)

@@ -111,7 +111,8 @@ if arguments.count == 3 && arguments[1] == "--outage" {
     exit(0)
 }
 
-let sizes = arguments.count > 1 ? arguments[1].split(separator: ",").compactMap { Int($0) } : [10_000, 100_000, 1_000_000]
+let sizes =
+    arguments.count > 1 ? arguments[1].split(separator: ",").compactMap { Int($0) } : [10_000, 100_000, 1_000_000]
 let deliverCount = arguments.count > 2 ? Int(arguments[2]) ?? 4_000 : 4_000
 let idleSeconds = arguments.count > 3 ? Double(arguments[3]) ?? 20 : 20
 let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-bench-\(getpid())")
@@ -120,7 +121,11 @@ defer { try? FileManager.default.removeItem(at: root) }
 
 func diskBytes(_ dir: URL) throws -> Int {
     let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wal") }
-    return try names.reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($1).path)[.size] as? Int) ?? 0) }
+    return try names.reduce(0) {
+        $0
+            + ((try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($1).path)[.size] as? Int)
+                ?? 0)
+    }
 }
 
 // Profiling aid: `--deliver N RATE courier|ahc` runs one side of the delivery comparison alone
@@ -147,12 +152,20 @@ say("-- pending messages: memory and open time (each in a fresh process; ~150-by
 var sendSecondsPerMessage = 0.0, recordBytes = 0
 for size in sizes {
     let dir = root.appendingPathComponent("pending-\(size)")
-    let fill = try runChild(["--fill", dir.path, String(size)]).split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-    let open = try runChild(["--open", dir.path, String(size)]).split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    let fill = try runChild(["--fill", dir.path, String(size)]).split(separator: " ").compactMap {
+        Double($0.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+    let open = try runChild(["--open", dir.path, String(size)]).split(separator: " ").compactMap {
+        Double($0.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
     let disk = try diskBytes(dir)
     line("\(size) pending: open (replay included)", String(format: "%8.3f s", open[0]))
-    line("\(size) pending: memory after open (RSS growth)", String(format: "%8.0f bytes/message", open[1] / Double(size)))
-    line("\(size) pending: memory while sending (RSS growth)", String(format: "%8.0f bytes/message", fill[1] / Double(size)))
+    line(
+        "\(size) pending: memory after open (RSS growth)", String(format: "%8.0f bytes/message", open[1] / Double(size))
+    )
+    line(
+        "\(size) pending: memory while sending (RSS growth)",
+        String(format: "%8.0f bytes/message", fill[1] / Double(size)))
     line("\(size) pending: log on disk", String(format: "%8.0f bytes/message", Double(disk) / Double(size)))
     if sendSecondsPerMessage == 0 || size == 100_000 {
         sendSecondsPerMessage = fill[0] / Double(size)
@@ -175,15 +188,23 @@ do {
     let sqlite = SQLiteBaseline()
     // The row alone (body and id made beforehand), and the row as an app makes it (JSON with
     // JSONSerialization and a UUID per message, the work Courier's send also does).
-    let rowAlone = sqlite?.insertEachInItsOwnTransaction(count: sqliteCount, path: root.appendingPathComponent("rows.sqlite").path) { _ in (id, body) }
-    let rowAsApp = sqlite?.insertEachInItsOwnTransaction(count: sqliteCount, path: root.appendingPathComponent("app.sqlite").path) { i in
+    let rowAlone = sqlite?.insertEachInItsOwnTransaction(
+        count: sqliteCount, path: root.appendingPathComponent("rows.sqlite").path
+    ) { _ in (id, body) }
+    let rowAsApp = sqlite?.insertEachInItsOwnTransaction(
+        count: sqliteCount, path: root.appendingPathComponent("app.sqlite").path
+    ) { i in
         (Array(UUID().uuidString.utf8), Array((try? JSONSerialization.data(withJSONObject: benchMessage(i))) ?? Data()))
     }
     let bare = bareWrites(count: count, recordBytes: recordBytes, path: root.appendingPathComponent("bare.bin").path)
-    line("Courier send (default durability, returns after write(2))", String(format: "%8.0f sends/s  %6.2f µs", 1 / perSend, perSend * 1e6))
+    line(
+        "Courier send (default durability, returns after write(2))",
+        String(format: "%8.0f sends/s  %6.2f µs", 1 / perSend, perSend * 1e6))
     if let rowAlone, let rowAsApp {
-        for (label, total) in [("SQLite row per transaction, alone (WAL, sync=NORMAL)", rowAlone),
-                               ("SQLite row per transaction + JSONSerialization + UUID", rowAsApp)] {
+        for (label, total) in [
+            ("SQLite row per transaction, alone (WAL, sync=NORMAL)", rowAlone),
+            ("SQLite row per transaction + JSONSerialization + UUID", rowAsApp)
+        ] {
             let perRow = total / Double(sqliteCount)
             line(label, String(format: "%8.0f rows/s   %6.2f µs", 1 / perRow, perRow * 1e6))
             line("  ratio: Courier send is", String(format: "%8.1fx faster", perRow / perSend))
@@ -191,7 +212,9 @@ do {
     } else {
         line("SQLite", "libsqlite3 not found: skipped")
     }
-    line("bare write(2) of \(recordBytes) bytes (the floor)", String(format: "%8.0f writes/s %6.2f µs", Double(count) / bare, bare / Double(count) * 1e6))
+    line(
+        "bare write(2) of \(recordBytes) bytes (the floor)",
+        String(format: "%8.0f writes/s %6.2f µs", Double(count) / bare, bare / Double(count) * 1e6))
     line("  ratio Courier / write(2)", String(format: "%8.1fx the floor's cost", perSend / (bare / Double(count))))
 }
 
@@ -228,13 +251,18 @@ func courierRun(_ count: Int, to url: URL, round: String) async throws -> Double
 }
 
 for failureRate in [0.0, 0.5] {
-    say("-- delivery to the loopback flaky server, \(Int(failureRate * 100))% 500s, 8 wide (best of 2 runs, interleaved)")
+    say(
+        "-- delivery to the loopback flaky server, \(Int(failureRate * 100))% 500s, 8 wide (best of 2 runs, "
+            + "interleaved)"
+    )
     let server = try await FlakyServer(behavior: .init(failureRate: failureRate, seed: 7))
     let url = await server.url
     #if canImport(AsyncHTTPClient)
     let client = HTTPClient(eventLoopGroupProvider: .singleton)
     func ahcRun(_ round: Int) async -> Double {
-        await hammer(deliverCount, width: 8) { i in await barePost(client, to: url, n: i, key: "ahc-\(failureRate)-\(round)-\(i)") }
+        await hammer(deliverCount, width: 8) { i in
+            await barePost(client, to: url, n: i, key: "ahc-\(failureRate)-\(round)-\(i)")
+        }
     }
     // Interleaved, so neither side gains from running second (warm server, warm caches).
     var ahcSeconds = await ahcRun(1)
@@ -245,9 +273,13 @@ for failureRate in [0.0, 0.5] {
     #else
     let courierSeconds = try await courierRun(deliverCount, to: url, round: "\(failureRate)-1")
     #endif
-    line("Courier (AsyncHTTPClient), retries with backoff", String(format: "%8.0f delivered/s", Double(deliverCount) / courierSeconds))
+    line(
+        "Courier (AsyncHTTPClient), retries with backoff",
+        String(format: "%8.0f delivered/s", Double(deliverCount) / courierSeconds))
     #if canImport(AsyncHTTPClient)
-    line("bare AsyncHTTPClient, immediate retries", String(format: "%8.0f delivered/s", Double(deliverCount) / ahcSeconds))
+    line(
+        "bare AsyncHTTPClient, immediate retries",
+        String(format: "%8.0f delivered/s", Double(deliverCount) / ahcSeconds))
     line("  ratio Courier / bare AsyncHTTPClient", String(format: "%8.2f", ahcSeconds / courierSeconds))
     #endif
     let session = URLSession(configuration: .ephemeral)
@@ -261,10 +293,14 @@ for failureRate in [0.0, 0.5] {
         guard let (_, response) = try? await session.data(for: request) else { return false }
         return (response as? HTTPURLResponse)?.statusCode == 200
     }
-    line("bare URLSession, immediate retries", String(format: "%8.0f delivered/s", Double(deliverCount) / urlSessionSeconds))
+    line(
+        "bare URLSession, immediate retries",
+        String(format: "%8.0f delivered/s", Double(deliverCount) / urlSessionSeconds))
     await server.stop()
     let s = server.statistics
-    line("  server saw", "\(s.requests) requests, \(s.acceptedKeys) keys accepted, \(s.duplicateAccepts) duplicate accepts")
+    line(
+        "  server saw",
+        "\(s.requests) requests, \(s.acceptedKeys) keys accepted, \(s.duplicateAccepts) duplicate accepts")
 }
 
 say("-- idle: a fresh process with an open courier and nothing due (\(Int(idleSeconds)) s measured)")

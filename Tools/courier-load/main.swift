@@ -27,7 +27,10 @@ func emit(_ line: String) {
 }
 
 func usage() -> Never {
-    print("usage: courier-load DIR URL COUNT [PAUSE_MICROSECONDS] [--segment-size N] [--max-message N] [--durability never|interval|always] [--bodies SEED] [--idle SECONDS]")
+    print(
+        "usage: courier-load DIR URL COUNT [PAUSE_MICROSECONDS] [--segment-size N] [--max-message N] [--durability "
+            + "never|interval|always] [--bodies SEED] [--idle SECONDS]"
+    )
     exit(2)
 }
 
@@ -43,7 +46,9 @@ while let arg = rest.popFirst() {
         positional.append(arg)
     }
 }
-guard positional.count == 3 || positional.count == 4, let url = URL(string: positional[1]), let count = Int(positional[2]) else { usage() }
+guard positional.count == 3 || positional.count == 4, let url = URL(string: positional[1]),
+    let count = Int(positional[2])
+else { usage() }
 let pause = positional.count == 4 ? UInt32(positional[3]) ?? 0 : 0
 
 var config = Courier.Configuration()

@@ -26,7 +26,9 @@ extension Result {
 
 @available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 extension String {
-    init?<Encoding: Unicode.Encoding>(validating codeUnits: some Sequence<Encoding.CodeUnit>, as encoding: Encoding.Type) {
+    init?<Encoding: Unicode.Encoding>(
+        validating codeUnits: some Sequence<Encoding.CodeUnit>, as encoding: Encoding.Type
+    ) {
         fatalError("declaration for type-checking only")
     }
 

@@ -9,8 +9,10 @@ import CLZ4
 import Foundation
 
 let count = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 200_000 : 200_000
-let words = ["hello", "world", "order", "shipped", "payment", "received", "ok", "retry", "later", "courier",
-             "message", "delivered", "status", "update", "user", "signed", "in", "cart", "item", "added"]
+let words = [
+    "hello", "world", "order", "shipped", "payment", "received", "ok", "retry", "later", "courier",
+    "message", "delivered", "status", "update", "user", "signed", "in", "cart", "item", "added"
+]
 
 /// ~150 bytes of JSON with some entropy (an id and random words), like a real message body.
 func makeBody(_ i: Int, _ rng: inout SystemRandomNumberGenerator) -> [UInt8] {
@@ -35,7 +37,9 @@ func row(_ name: String, _ n: Int, _ elapsed: Duration, _ extra: String = "") {
 }
 
 /// Appends `n` records (from `threads` threads) under `policy`; returns the directory.
-func appendRun(_ name: String, policy: WriteAheadLog.SyncPolicy, n: Int, threads: Int = 1, batch: Int = 1) throws -> String {
+func appendRun(_ name: String, policy: WriteAheadLog.SyncPolicy, n: Int, threads: Int = 1, batch: Int = 1) throws
+    -> String
+{
     let dir = root + "/" + name.replacingOccurrences(of: " ", with: "-")
     var config = WriteAheadLog.Configuration()
     config.syncPolicy = policy
@@ -69,7 +73,9 @@ func appendRun(_ name: String, policy: WriteAheadLog.SyncPolicy, n: Int, threads
     }
     let onDisk = log.sizeBytes
     try log.close()
-    row(name, perThread * threads, elapsed, String(format: "%5.1f bytes/record on disk", Double(onDisk) / Double(perThread * threads)))
+    row(
+        name, perThread * threads, elapsed,
+        String(format: "%5.1f bytes/record on disk", Double(onDisk) / Double(perThread * threads)))
     return dir
 }
 
@@ -92,12 +98,17 @@ func barePwrite(n: Int) throws {
     row("baseline: bare pwrite(213 bytes), no log", n, elapsed)
 }
 
-print("wal-bench: \(count) records, mean body \(bodyBytes / count) bytes, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print(
+    "wal-bench: \(count) records, mean body \(bodyBytes / count) bytes, "
+        + "\(ProcessInfo.processInfo.activeProcessorCount) cores"
+)
 print("-- append (each returns after write(2); sync as the policy says; a final sync is timed too)")
 try barePwrite(n: count)
-let defaultDir = try appendRun("append, default .interval(100 ms)", policy: WriteAheadLog.Configuration().syncPolicy, n: count)
+let defaultDir = try appendRun(
+    "append, default .interval(100 ms)", policy: WriteAheadLog.Configuration().syncPolicy, n: count)
 _ = try appendRun("append, .never", policy: .never, n: count)
-_ = try appendRun("append, batches of 100, .interval(100 ms)", policy: .interval(.milliseconds(100)), n: count, batch: 100)
+_ = try appendRun(
+    "append, batches of 100, .interval(100 ms)", policy: .interval(.milliseconds(100)), n: count, batch: 100)
 let alwaysN = min(count, 5_000)
 _ = try appendRun("append, .always, 1 thread", policy: .always, n: alwaysN)
 _ = try appendRun("append, .always, 8 threads (group commit)", policy: .always, n: alwaysN * 4, threads: 8)
@@ -109,7 +120,9 @@ do {
     var replayBytes = 0
     let elapsed = try clock.measure {
         let log = try WriteAheadLog(directory: defaultDir)
-        _ = try log.replay { replayed += 1; replayBytes += $0.body.count }
+        _ = try log.replay {
+            replayed += 1; replayBytes += $0.body.count
+        }
         try log.close()
     }
     precondition(replayed == count && replayBytes == bodyBytes, "replay lost records")
@@ -123,7 +136,9 @@ func frameBytes(_ chunk: [[UInt8]]) -> Int {
     prefs.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled
     prefs.frameInfo.contentSize = UInt64(joined.count)
     var out = [UInt8](repeating: 0, count: LZ4F_compressFrameBound(joined.count, &prefs))
-    return out.withUnsafeMutableBytes { o in joined.withUnsafeBytes { LZ4F_compressFrame(o.baseAddress, o.count, $0.baseAddress, $0.count, &prefs) } }
+    return out.withUnsafeMutableBytes { o in
+        joined.withUnsafeBytes { LZ4F_compressFrame(o.baseAddress, o.count, $0.baseAddress, $0.count, &prefs) }
+    }
 }
 for perFrame in [1, 10, 100] {
     let sample = Array(bodies.prefix(10_000))
@@ -135,7 +150,10 @@ for perFrame in [1, 10, 100] {
     }
     // Each record keeps its 36-byte header either way (it carries seq, kind, CRC).
     let perRecord = Double(total) / Double(sample.count) + Double(Format.recordHeaderSize)
-    print(String(format: "%3d bodies per frame: %6.1f bytes/record on disk (body %d bytes)", perFrame, perRecord, bodyBytes / count))
+    print(
+        String(
+            format: "%3d bodies per frame: %6.1f bytes/record on disk (body %d bytes)", perFrame, perRecord,
+            bodyBytes / count))
 }
 
 print("-- LZ4 frame codec, per ~150-byte record: liblz4's frame API (before) vs Swift frame over the block API (now)")
@@ -192,7 +210,9 @@ do {
         for i in 0..<n {
             var dst = scratch.count
             var src = frames[i].count
-            _ = scratch.withUnsafeMutableBytes { o in frames[i].withUnsafeBytes { LZ4F_decompress(dctx, o.baseAddress, &dst, $0.baseAddress, &src, nil) } }
+            _ = scratch.withUnsafeMutableBytes { o in
+                frames[i].withUnsafeBytes { LZ4F_decompress(dctx, o.baseAddress, &dst, $0.baseAddress, &src, nil) }
+            }
             sink &+= dst
         }
     }
@@ -202,9 +222,14 @@ do {
     LZ4F_freeCompressionContext(cctx)
     LZ4F_freeDecompressionContext(dctx)
     func ns(_ d: Duration) -> Double { seconds(d) / Double(n) * 1e9 }
-    print(String(format: "encode: LZ4F %6.0f ns, Swift frame %6.0f ns (ratio %.2f); %d of %d frames byte-identical",
-                 ns(oldEncode), ns(newEncode), ns(newEncode) / ns(oldEncode), identical, n))
-    print(String(format: "decode: LZ4F %6.0f ns, Swift frame %6.0f ns (ratio %.2f)", ns(oldDecode), ns(newDecode), ns(newDecode) / ns(oldDecode)))
+    print(
+        String(
+            format: "encode: LZ4F %6.0f ns, Swift frame %6.0f ns (ratio %.2f); %d of %d frames byte-identical",
+            ns(oldEncode), ns(newEncode), ns(newEncode) / ns(oldEncode), identical, n))
+    print(
+        String(
+            format: "decode: LZ4F %6.0f ns, Swift frame %6.0f ns (ratio %.2f)", ns(oldDecode), ns(newDecode),
+            ns(newDecode) / ns(oldDecode)))
     if sink == 42 { print("") }
 }
 
@@ -215,7 +240,10 @@ do {
     var sink: UInt32 = 0
     let crc = clock.measure { for i in 0..<n { sink &+= CRC32C.checksum(bodies[i]) } }
     let table = clock.measure { for i in 0..<n { sink &+= bodies[i].withUnsafeBytes { CRC32C.software(0, $0) } } }
-    print(String(format: "CRC32C, in use (hardware: %@): %6.0f ns", CRC32C.usesHardware ? "yes" : "no", seconds(crc) / Double(n) * 1e9))
+    print(
+        String(
+            format: "CRC32C, in use (hardware: %@): %6.0f ns", CRC32C.usesHardware ? "yes" : "no",
+            seconds(crc) / Double(n) * 1e9))
     print(String(format: "CRC32C, Swift slicing-by-8 table: %6.0f ns", seconds(table) / Double(n) * 1e9))
     if sink == 42 { print("") }  // keep the work observable
 }

@@ -20,8 +20,10 @@ do {
         for i in 0..<5 {
             try log.append(Array(#"{"id":"demo-\#(i)","text":"hello \#(i)"}"#.utf8), kind: .enqueued)
         }
-        try log.append(batch: [LogEntry(kind: .attempted, body: Array(#"{"id":"demo-0","status":500}"#.utf8)),
-                               LogEntry(kind: .delivered, body: Array(#"{"id":"demo-1"}"#.utf8))])
+        try log.append(batch: [
+            LogEntry(kind: .attempted, body: Array(#"{"id":"demo-0","status":500}"#.utf8)),
+            LogEntry(kind: .delivered, body: Array(#"{"id":"demo-1"}"#.utf8))
+        ])
         try log.close()
         print("wrote a demo log to \(arguments[2])")
     }

@@ -86,7 +86,9 @@ extension Courier {
             state.scheduler.mode.stopping -= 1
             state.scheduler.mode.forcedRuns -= 1
         }
-        let summary = core.read { DeliverySummary(delivered: $0.deliveredCount - before, remaining: $0.projection.count) }
+        let summary = core.read {
+            DeliverySummary(delivered: $0.deliveredCount - before, remaining: $0.projection.count)
+        }
         pump()
         return summary
     }

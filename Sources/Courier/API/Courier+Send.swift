@@ -22,43 +22,60 @@ extension Courier {
     ///   Callbacks live in memory: after a restart, follow messages with `delivered(_:)` or
     ///   `events` instead.
     @discardableResult
-    public func send(_ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-                     onDelivered: (@Sendable (MessageID) -> Void)? = nil,
-                     onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil) throws(CourierError) -> MessageID {
+    public func send(
+        _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
+        onDelivered: (@Sendable (MessageID) -> Void)? = nil,
+        onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
+    ) throws(CourierError) -> MessageID {
         let body = try JSONBody.serialize(json)
-        return try enqueue(body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
-                           callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
+        return try enqueue(
+            body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
+            callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
     /// Sends any `Encodable` value, encoded with `JSONEncoder` (sorted keys).
     @discardableResult
-    public func send(_ value: some Encodable, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-                     onDelivered: (@Sendable (MessageID) -> Void)? = nil,
-                     onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil) throws(CourierError) -> MessageID {
+    public func send(
+        _ value: some Encodable, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
+        onDelivered: (@Sendable (MessageID) -> Void)? = nil,
+        onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
+    ) throws(CourierError) -> MessageID {
         let body = try JSONBody.encode(value)
-        return try enqueue(body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
-                           callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
+        return try enqueue(
+            body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
+            callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
     /// Sends bytes as they are, with the given `Content-Type` (required: bytes carry no type).
     @discardableResult
-    public func send(data: Data, contentType: String, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-                     onDelivered: (@Sendable (MessageID) -> Void)? = nil,
-                     onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil) throws(CourierError) -> MessageID {
-        try enqueue(body: Array(data), contentType: contentType, url: url, orderingKey: orderingKey, headers: headers,
-                    callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
+    public func send(
+        data: Data, contentType: String, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
+        onDelivered: (@Sendable (MessageID) -> Void)? = nil,
+        onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
+    ) throws(CourierError) -> MessageID {
+        try enqueue(
+            body: Array(data), contentType: contentType, url: url, orderingKey: orderingKey, headers: headers,
+            callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
-    private func enqueue(body: [UInt8], contentType: String, url: URL, orderingKey: String?, headers: [String: String],
-                         callbacks: Callbacks) throws(CourierError) -> MessageID {
+    private func enqueue(
+        body: [UInt8], contentType: String, url: URL, orderingKey: String?, headers: [String: String],
+        callbacks: Callbacks
+    ) throws(CourierError) -> MessageID {
         let target = try validatedTarget(url)
         if let orderingKey, orderingKey.isEmpty || orderingKey.utf8.count > 1024 {
-            throw CourierError(.invalidOrderingKey, "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
+            throw CourierError(
+                .invalidOrderingKey,
+                "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
         }
         if !headers.isEmpty { try Self.validate(headers) }
         try Self.validate(contentType: contentType)
         guard body.count <= configuration.maximumMessageBytes else {
-            throw CourierError(.messageTooLarge, "\(body.count) bytes; the limit is \(configuration.maximumMessageBytes) (Configuration.maximumMessageBytes)")
+            throw CourierError(
+                .messageTooLarge,
+                "\(body.count) bytes; the limit is \(configuration.maximumMessageBytes) "
+                    + "(Configuration.maximumMessageBytes)"
+            )
         }
         let id = configuration.makeMessageID()
         let instant = currentInstant()
@@ -67,8 +84,9 @@ extension Courier {
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             allHeaders.append(Header(name: name, value: value))
         }
-        let message = MessageState(id: id, url: target, headers: allHeaders, body: body,
-                                   createdMilliseconds: now, nextDueMilliseconds: now, orderingKey: orderingKey)
+        let message = MessageState(
+            id: id, url: target, headers: allHeaders, body: body,
+            createdMilliseconds: now, nextDueMilliseconds: now, orderingKey: orderingKey)
         let event = Event.enqueued(message)
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
@@ -95,9 +113,18 @@ extension Courier {
         } catch {
             let thrown: CourierError
             if error.code == .closed {
-                thrown = CourierError(.closed, "the courier closed before the message was confirmed durable; close() syncs the log, so it is delivered after reopening unless that sync failed", messageID: id)
+                thrown = CourierError(
+                    .closed,
+                    "the courier closed before the message was confirmed durable; close() syncs the log, so it is "
+                        + "delivered after reopening unless that sync failed",
+                    messageID: id)
             } else {
-                thrown = CourierError(.storageFailed, "the message was written but the fsync failed, so it may or may not survive a power loss (\(error)); close and reopen the Courier: if pendingMessages lists \(id) it will be delivered, otherwise send it again", messageID: id)
+                thrown = CourierError(
+                    .storageFailed,
+                    "the message was written but the fsync failed, so it may or may not survive a power loss "
+                        + "(\(error)); close and reopen the Courier: if pendingMessages lists \(id) it will be "
+                        + "delivered, otherwise send it again",
+                    messageID: id)
             }
             core.discard(id, error: thrown).run()
             pump()  // in FIFO mode the next message of its URL may be schedulable now
@@ -114,10 +141,15 @@ extension Courier {
         guard headers.count <= 200 else { throw CourierError(.invalidHeaders, "\(headers.count) headers; at most 200") }
         for (name, value) in headers {
             if reservedHeaders.contains(name.lowercased()) {
-                throw CourierError(.invalidHeaders, "header \"\(name)\" is set by Courier: the content type comes from send(data:contentType:to:) (application/json for JSON sends), and Idempotency-Key is always the message id")
+                throw CourierError(
+                    .invalidHeaders,
+                    "header \"\(name)\" is set by Courier: the content type comes from send(data:contentType:to:) "
+                        + "(application/json for JSON sends), and Idempotency-Key is always the message id"
+                )
             }
             guard !name.isEmpty, name.utf8.count <= 8192, value.utf8.count <= 8192 else {
-                throw CourierError(.invalidHeaders, "header \"\(name.prefix(40))\": empty name, or name or value over 8 KiB")
+                throw CourierError(
+                    .invalidHeaders, "header \"\(name.prefix(40))\": empty name, or name or value over 8 KiB")
             }
             // Scalars, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
             guard !(name + value).unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else {
@@ -128,8 +160,10 @@ extension Courier {
 
     static func validate(contentType: String) throws(CourierError) {
         guard !contentType.isEmpty, contentType.utf8.count <= 8192,
-              !contentType.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else {
-            throw CourierError(.invalidHeaders, "contentType must be a non-empty header value of at most 8 KiB without line breaks")
+            !contentType.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" })
+        else {
+            throw CourierError(
+                .invalidHeaders, "contentType must be a non-empty header value of at most 8 KiB without line breaks")
         }
     }
 
@@ -159,12 +193,17 @@ extension Courier {
 extension Courier {
     /// Sends bytes as JSON (`Content-Type: application/json`). Kept so code written before the
     /// content type became explicit still compiles; say `contentType:` instead.
-    @available(*, deprecated, message: "pass contentType: explicitly, e.g. send(data:contentType: \"application/json\", to:)")
+    @available(
+        *, deprecated, message: "pass contentType: explicitly, e.g. send(data:contentType: \"application/json\", to:)"
+    )
     @discardableResult
-    public func send(data: Data, to url: URL, headers: [String: String] = [:],
-                     onDelivered: (@Sendable (MessageID) -> Void)? = nil,
-                     onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil) throws(CourierError) -> MessageID {
-        try send(data: data, contentType: "application/json", to: url, headers: headers,
-                 onDelivered: onDelivered, onAbandoned: onAbandoned)
+    public func send(
+        data: Data, to url: URL, headers: [String: String] = [:],
+        onDelivered: (@Sendable (MessageID) -> Void)? = nil,
+        onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
+    ) throws(CourierError) -> MessageID {
+        try send(
+            data: data, contentType: "application/json", to: url, headers: headers,
+            onDelivered: onDelivered, onAbandoned: onAbandoned)
     }
 }

@@ -27,28 +27,42 @@ extension Courier.Configuration {
         let log = logConfiguration()
         if let problem = log.problem { problems.append(problem) }
         if let uploads = backgroundUploads {
-            require(uploads.maximumOutstandingTasks >= 1 && uploads.maximumOutstandingTasks <= 10_000,
-                    "backgroundUploads.maximumOutstandingTasks is \(uploads.maximumOutstandingTasks); it must be from 1 to 10000")
+            require(
+                uploads.maximumOutstandingTasks >= 1 && uploads.maximumOutstandingTasks <= 10_000,
+                "backgroundUploads.maximumOutstandingTasks is \(uploads.maximumOutstandingTasks); it must be from 1 to "
+                    + "10000"
+            )
         }
-        require(maximumConcurrentDeliveries >= 1 && maximumConcurrentDeliveries <= 1_000,
-                "maximumConcurrentDeliveries is \(maximumConcurrentDeliveries); it must be from 1 to 1000")
+        require(
+            maximumConcurrentDeliveries >= 1 && maximumConcurrentDeliveries <= 1_000,
+            "maximumConcurrentDeliveries is \(maximumConcurrentDeliveries); it must be from 1 to 1000")
         let limit = concurrencyLimit
-        require(limit.initialLimit >= 1 && limit.minimumLimit >= 1,
-                "concurrencyLimit's initialLimit (\(limit.initialLimit)) and minimumLimit "
-                    + "(\(limit.minimumLimit)) must be at least 1")
-        require(limit.backoffRatio > 0 && limit.backoffRatio < 1,
-                "concurrencyLimit.backoffRatio is \(limit.backoffRatio); it must be between 0 and 1")
-        require(limit.latencyTolerance > 1,
-                "concurrencyLimit.latencyTolerance is \(limit.latencyTolerance); it must be above 1")
+        require(
+            limit.initialLimit >= 1 && limit.minimumLimit >= 1,
+            "concurrencyLimit's initialLimit (\(limit.initialLimit)) and minimumLimit "
+                + "(\(limit.minimumLimit)) must be at least 1")
+        require(
+            limit.backoffRatio > 0 && limit.backoffRatio < 1,
+            "concurrencyLimit.backoffRatio is \(limit.backoffRatio); it must be between 0 and 1")
+        require(
+            limit.latencyTolerance > 1,
+            "concurrencyLimit.latencyTolerance is \(limit.latencyTolerance); it must be above 1")
         require(requestTimeout > .zero, "requestTimeout must be positive (it is \(requestTimeout))")
         require(maximumMessageBytes >= 0, "maximumMessageBytes must not be negative")
         if log.problem == nil {
             let largest = log.maximumRecordBytes - Event.stateOverheadBytes - Self.envelopeAllowanceBytes
-            require(maximumMessageBytes <= largest,
-                    "maximumMessageBytes (\(maximumMessageBytes)) does not fit segmentSizeBytes (\(segmentSizeBytes)): a segment of that size holds messages of at most \(max(0, largest)) bytes; raise segmentSizeBytes or lower maximumMessageBytes")
+            require(
+                maximumMessageBytes <= largest,
+                "maximumMessageBytes (\(maximumMessageBytes)) does not fit segmentSizeBytes (\(segmentSizeBytes)): a "
+                    + "segment of that size holds messages of at most \(max(0, largest)) bytes; raise segmentSizeBytes "
+                    + "or lower maximumMessageBytes"
+            )
         }
-        require(maximumStorageBytes >= 2 * segmentSizeBytes,
-                "maximumStorageBytes (\(maximumStorageBytes)) must be at least twice segmentSizeBytes (\(segmentSizeBytes)): compaction frees space a whole sealed segment at a time")
+        require(
+            maximumStorageBytes >= 2 * segmentSizeBytes,
+            "maximumStorageBytes (\(maximumStorageBytes)) must be at least twice segmentSizeBytes "
+                + "(\(segmentSizeBytes)): compaction frees space a whole sealed segment at a time"
+        )
         require(compactionThreshold >= 1, "compactionThreshold must be at least 1")
         require(resolvedMemoryCount >= 0, "resolvedMemoryCount must not be negative")
         problems += retry.problems
@@ -62,8 +76,12 @@ extension RetryPolicy {
         var problems: [String] = []
         if initialDelay < .zero { problems.append("retry.initialDelay must not be negative") }
         if maximumDelay < .zero { problems.append("retry.maximumDelay must not be negative") }
-        if !(multiplier.isFinite && multiplier >= 1) { problems.append("retry.multiplier must be a finite number of at least 1 (it is \(multiplier))") }
-        if let attempts = maximumAttempts, attempts < 1 { problems.append("retry.maximumAttempts must be at least 1 (or nil)") }
+        if !(multiplier.isFinite && multiplier >= 1) {
+            problems.append("retry.multiplier must be a finite number of at least 1 (it is \(multiplier))")
+        }
+        if let attempts = maximumAttempts, attempts < 1 {
+            problems.append("retry.maximumAttempts must be at least 1 (or nil)")
+        }
         if let expiry, expiry <= .zero { problems.append("retry.expiry must be positive (or nil)") }
         if retryAfterLimit < .zero { problems.append("retry.retryAfterLimit must not be negative") }
         return problems
@@ -76,7 +94,12 @@ extension Courier {
     /// meet a record the writer did not accept.
     func checkRecordSize(_ encoded: [UInt8], bodyBytes: Int) throws(CourierError) {
         guard encoded.count <= maximumRecordBytes else {
-            throw CourierError(.messageTooLarge, "the message (body \(bodyBytes) bytes, with its URL and headers \(encoded.count) bytes) does not fit one record of a \(configuration.segmentSizeBytes)-byte segment (at most \(maximumRecordBytes) bytes); raise Configuration.segmentSizeBytes")
+            throw CourierError(
+                .messageTooLarge,
+                "the message (body \(bodyBytes) bytes, with its URL and headers \(encoded.count) bytes) does not fit "
+                    + "one record of a \(configuration.segmentSizeBytes)-byte segment (at most \(maximumRecordBytes) "
+                    + "bytes); raise Configuration.segmentSizeBytes"
+            )
         }
     }
 }
@@ -84,7 +107,8 @@ extension Courier {
 extension Courier.Configuration {
     /// What the core enforces of this configuration.
     var coreLimits: CourierCore.Limits {
-        CourierCore.Limits(maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
-                      compactionThreshold: compactionThreshold)
+        CourierCore.Limits(
+            maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
+            compactionThreshold: compactionThreshold)
     }
 }

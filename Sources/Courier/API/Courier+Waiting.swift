@@ -10,7 +10,9 @@ extension Courier {
         let key = core.makeWaiterKey()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: DeliveryWaiter) in
-                if let immediate = core.waitForResolution(of: id, key: key, continuation, cancelled: { Task.isCancelled }) {
+                if let immediate = core.waitForResolution(
+                    of: id, key: key, continuation, cancelled: { Task.isCancelled })
+                {
                     continuation.resume(returning: immediate)
                 }
             }
@@ -33,7 +35,8 @@ extension Courier {
     /// If opening the log found damage, every stream begins with a `.storageFailed` saying so
     /// (details in `recovery`).
     public var events: AsyncStream<CourierEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         guard let key = core.subscribe(continuation) else {
             continuation.finish()
             return stream
@@ -61,8 +64,10 @@ extension Courier {
     }
 
     /// Under the core's lock: the settle waiters to resume, if the engine is settled at `instant`.
-    func takeSettleWaitersIfSettled(_ state: inout CoreState,
-                                    at instant: EngineInstant) -> [CheckedContinuation<Void, Never>] {
+    func takeSettleWaitersIfSettled(
+        _ state: inout CoreState,
+        at instant: EngineInstant
+    ) -> [CheckedContinuation<Void, Never>] {
         guard !state.scheduler.settleWaiters.isEmpty, Scheduler.isSettled(state, at: instant) else { return [] }
         defer { state.scheduler.settleWaiters.removeAll() }
         return state.scheduler.settleWaiters

@@ -67,9 +67,10 @@ public final class Courier {
         self.configuration = configuration
         self.clock = EngineClock(configuration.clock)
         let uploads = configuration.backgroundUploads
-        self.schedulerLimits = Scheduler.Limits(maximumConcurrentDeliveries: configuration.maximumConcurrentDeliveries,
-                                                maximumHandOffs: uploads?.maximumOutstandingTasks ?? 0,
-                                                isExcludedFromHandOff: { uploads?.isExcluded($0) ?? true })
+        self.schedulerLimits = Scheduler.Limits(
+            maximumConcurrentDeliveries: configuration.maximumConcurrentDeliveries,
+            maximumHandOffs: uploads?.maximumOutstandingTasks ?? 0,
+            isExcludedFromHandOff: { uploads?.isExcluded($0) ?? true })
         let wallStart = UInt64(max(0, configuration.now().timeIntervalSince1970 * 1000))
         self.wallStartMilliseconds = wallStart
         let wallTime = WallTimeCache(wallStart)
@@ -78,22 +79,25 @@ public final class Courier {
         logConfiguration.now = { wallTime.value }
         self.maximumRecordBytes = logConfiguration.maximumRecordBytes
         let replayer = Replayer(configuration: configuration, directory: directory.path)
-        let log = try MessageLog.open(directory: directory, configuration: configuration,
-                                      logConfiguration: logConfiguration, replayer: replayer)
+        let log = try MessageLog.open(
+            directory: directory, configuration: configuration,
+            logConfiguration: logConfiguration, replayer: replayer)
         let ioQueue = DispatchQueue(label: "courier.io", qos: .utility)
         self.ioQueue = ioQueue
         // A hand-off that ends with its message: its task is cancelled (the session may still
         // be uploading it) and its body file removed, on the I/O queue, never the caller's thread.
         let session = configuration.backgroundUploads?.session
-        let (core, report) = replayer.makeCore(log, configuration: configuration, nowMilliseconds: wallStart) { id, handOff in
+        let (core, report) = replayer.makeCore(log, configuration: configuration, nowMilliseconds: wallStart) {
+            id, handOff in
             session?.cancel(handOff.task(of: id))
             ioQueue.async { log.removeBody(of: id, ticket: handOff.ticket) }
         }
         self.core = core
         recovery = report
         if !report.isClean {
-            configuration.logger.warning("opening the log found damage; messages may be missing (see Courier.recovery)",
-                                         metadata: ["courier.recovery": "\(report.summary)", "courier.directory": "\(directory.path)"])
+            configuration.logger.warning(
+                "opening the log found damage; messages may be missing (see Courier.recovery)",
+                metadata: ["courier.recovery": "\(report.summary)", "courier.directory": "\(directory.path)"])
         }
         // Made last: a transport Courier creates must be shut down, and an init that threw
         // earlier never has to.
@@ -124,8 +128,10 @@ public final class Courier {
         let (attempts, passes, timer, integration) = core.write { state, _ in
             state.scheduler.mode.phase = .closed
             defer { state.lifecycle = nil }
-            return (Array(state.scheduler.attempts.values), Array(state.scheduler.passes.values),
-                    state.scheduler.timer?.task, state.lifecycle)
+            return (
+                Array(state.scheduler.attempts.values), Array(state.scheduler.passes.values),
+                state.scheduler.timer?.task, state.lifecycle
+            )
         }.0
         timer?.cancel()
         if let integration { await integration.stop() }
@@ -160,10 +166,16 @@ extension Courier {
     /// thread. Throws what `init` throws.
     ///
     ///     let courier = try await Courier.open(directory: outbox)
-    public static func open(directory: URL, configuration: Configuration = Configuration()) async throws(CourierError) -> Courier {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Courier, CourierError>, Never>) in
+    public static func open(directory: URL, configuration: Configuration = Configuration()) async throws(CourierError)
+        -> Courier
+    {
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Courier, CourierError>, Never>) in
             DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(returning: Result { () throws(CourierError) in try Courier(directory: directory, configuration: configuration) })
+                continuation.resume(
+                    returning: Result { () throws(CourierError) in
+                        try Courier(directory: directory, configuration: configuration)
+                    })
             }
         }
         return try result.get()

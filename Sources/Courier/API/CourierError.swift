@@ -80,8 +80,10 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible,
     /// of the app's class open only after the first unlock since the device restarted.
     init(opening error: LogError, dataProtection: Bool) {
         if dataProtection, let number = error.errno, number == EPERM || number == EACCES {
-            self.init(.protectedDataUnavailable, "the device has not been unlocked since it restarted, so the log "
-                      + "cannot be read yet; open again once protected data is available (\(error))")
+            self.init(
+                .protectedDataUnavailable,
+                "the device has not been unlocked since it restarted, so the log "
+                    + "cannot be read yet; open again once protected data is available (\(error))")
         } else {
             self.init(error)
         }

@@ -23,7 +23,8 @@ public enum FuzzEntryPoints {
         let object = builder.object()
         switch Result(catching: { () throws(CourierError) in try JSONBody.serialize(object) }) {
         case .success(let bytes):
-            precondition((try? JSONSerialization.jsonObject(with: Data(bytes))) != nil, "wrote JSON Foundation cannot parse")
+            precondition(
+                (try? JSONSerialization.jsonObject(with: Data(bytes))) != nil, "wrote JSON Foundation cannot parse")
         case .failure(let error):
             precondition(error.code == .invalidJSON, "a refused value gave \(error.code)")
         }

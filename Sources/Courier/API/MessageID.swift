@@ -42,7 +42,8 @@ public struct MessageID: Hashable, Sendable, Codable, CustomStringConvertible, C
     public init(from decoder: any Decoder) throws {
         let string = try decoder.singleValueContainer().decode(String.self)
         guard let id = MessageID(string) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a message id: \(string)"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "not a message id: \(string)"))
         }
         self = id
     }
@@ -59,7 +60,9 @@ public struct MessageID: Hashable, Sendable, Codable, CustomStringConvertible, C
     init?(bytes: ArraySlice<UInt8>) {
         guard bytes.count == 16 else { return nil }
         let b = Array(bytes)
-        uuid = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        uuid = UUID(
+            uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
+        )
     }
 }
 

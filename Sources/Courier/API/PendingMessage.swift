@@ -18,8 +18,10 @@ public struct PendingMessage: Sendable, Hashable {
     public var orderingKey: String?
 
     /// A pending message with these fields (tests build them; Courier reports them).
-    public init(id: MessageID, url: URL, body: Data, attempts: Int, sentAt: Date, nextAttemptAt: Date,
-                orderingKey: String? = nil) {
+    public init(
+        id: MessageID, url: URL, body: Data, attempts: Int, sentAt: Date, nextAttemptAt: Date,
+        orderingKey: String? = nil
+    ) {
         self.orderingKey = orderingKey
         self.id = id
         self.url = url
@@ -48,7 +50,8 @@ extension Courier {
     ///     rows = pending.map(Row.init)
     ///     for await event in events { apply(event) }
     public func pendingMessagesAndEvents() async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
-        let (stream, continuation) = AsyncStream.makeStream(of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         let (key, ids) = core.subscribeWithPendingIDs(continuation)
         if let key {
             continuation.onTermination = { [weak core] _ in core?.unsubscribe(key) }
@@ -69,10 +72,11 @@ extension Courier {
     private func loadPendingMessages(_ ids: [MessageID]) -> [PendingMessage] {
         ids.compactMap { id in
             guard let s = try? core.loadState(id), let url = URL(string: s.url) else { return nil }
-            return PendingMessage(id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
-                                  sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
-                                  nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000),
-                                  orderingKey: s.orderingKey)
+            return PendingMessage(
+                id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
+                sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
+                nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000),
+                orderingKey: s.orderingKey)
         }
     }
 }

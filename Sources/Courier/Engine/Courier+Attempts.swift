@@ -58,8 +58,9 @@ extension Courier {
             core.release(attempt.id)
             return endAttempt(token, continuing: false)
         }
-        let ending = Ending(attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
-                            runner: .engine(token: token), url: state.url)
+        let ending = Ending(
+            attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
+            runner: .engine(token: token), url: state.url)
         let recorded = await record(ending)
         if let compaction = recorded.compaction { await runCompaction(compaction) }
         return recorded.next

@@ -40,9 +40,11 @@ extension Courier {
     /// cancelled), it makes the first itself (`next`), in the task it runs in, rather than
     /// ending while a new task starts: a runner per delivery slot, as a pool of workers would
     /// be, and a thread wake-up less per attempt.
-    func schedule(_ state: inout CoreState, _ effects: inout Effects, at instant: EngineInstant,
-                  handOffAsked: Bool, freeing token: UInt64? = nil, continuing: Bool = true,
-                  tellSettleWaiters: Bool = true) -> Scheduled {
+    func schedule(
+        _ state: inout CoreState, _ effects: inout Effects, at instant: EngineInstant,
+        handOffAsked: Bool, freeing token: UInt64? = nil, continuing: Bool = true,
+        tellSettleWaiters: Bool = true
+    ) -> Scheduled {
         let runner = token.flatMap { state.scheduler.attempts.removeValue(forKey: $0) }
         let plan = Scheduler.plan(&state, at: instant, limits: schedulerLimits, handOffAsked: handOffAsked)
         var scheduled = Scheduled()

@@ -44,8 +44,9 @@ extension Courier {
         var headers: [String: String] = [:]
         for h in state.headers { headers[h.name] = h.value }
         headers["Idempotency-Key"] = state.id.description
-        return DeliveryRequest(url: URL(string: state.url)!, headers: headers, body: Data(state.body),
-                               timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt)
+        return DeliveryRequest(
+            url: URL(string: state.url)!, headers: headers, body: Data(state.body),
+            timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt)
     }
 
     /// The request after `prepareRequest` (if any). A throw is a failed attempt that sent
@@ -111,8 +112,9 @@ extension Courier {
     private func judge(_ ending: Ending, continuing: Bool) -> JudgedEnding {
         let instant = currentInstant()
         let now = instant.wallMilliseconds, attempt = ending.attempt, outcome = ending.outcome
-        let (judged, decision, random) = judge(outcome, attempt: attempt.number,
-                                               createdMilliseconds: ending.createdMilliseconds, nowMilliseconds: now)
+        let (judged, decision, random) = judge(
+            outcome, attempt: attempt.number,
+            createdMilliseconds: ending.createdMilliseconds, nowMilliseconds: now)
         var verdict = judged
         var started: UInt64?
         switch ending.runner {
@@ -120,8 +122,9 @@ extension Courier {
         case .upload: if outcome.isUnauthorized { verdict = .retry(dueMilliseconds: now, delay: .zero) }
         }
         let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
-        configuration.logger.debug("\(what) ended: \(outcome) → \(decision)",
-                                   metadata: Self.metadata(attempt, url: ending.url))
+        configuration.logger.debug(
+            "\(what) ended: \(outcome) → \(decision)",
+            metadata: Self.metadata(attempt, url: ending.url))
         let report = destinationReport(outcome, nowMilliseconds: now, random: random, startedMilliseconds: started)
         // Fixed fields (id, attempt, status, due) take under 64 bytes; the rest is text.
         var bodyBytes = 128
@@ -130,8 +133,9 @@ extension Courier {
         case .failure(let failure): bodyBytes += failure.message.utf8.count
         }
         if case .giveUp(let reason) = verdict { bodyBytes += reason.utf8.count }
-        return JudgedEnding(ending: ending, instant: instant, verdict: verdict, report: report, bodyBytes: bodyBytes,
-                            continuing: continuing)
+        return JudgedEnding(
+            ending: ending, instant: instant, verdict: verdict, report: report, bodyBytes: bodyBytes,
+            continuing: continuing)
     }
 
     /// The critical section of `record`; nil, having done nothing, if its append could block
@@ -146,15 +150,17 @@ extension Courier {
         let compacts = configuration.isCompactionEnabled
         let (recorded, effects) = core.write { state, effects -> Recorded? in
             if !mayBlock && log.appendMayBlock(bodyBytes: judged.bodyBytes) { return nil }
-            core.record(judged.verdict, of: ending.attempt, outcome: ending.outcome, destination: judged.report,
-                        handOff: ticket, in: &state, &effects)
+            core.record(
+                judged.verdict, of: ending.attempt, outcome: ending.outcome, destination: judged.report,
+                handOff: ticket, in: &state, &effects)
             if ticket != nil, ending.outcome.isUnauthorized, state.projection.slot(of: id) != nil {
                 state.foregroundOnly.insert(id)  // no hand-off takes it again in this process
             }
             let compaction = compacts ? core.planCompaction(&state, force: false) : nil
-            let scheduled = schedule(&state, &effects, at: judged.instant, handOffAsked: ticket != nil,
-                                     freeing: token, continuing: judged.continuing,
-                                     tellSettleWaiters: compaction == nil)
+            let scheduled = schedule(
+                &state, &effects, at: judged.instant, handOffAsked: ticket != nil,
+                freeing: token, continuing: judged.continuing,
+                tellSettleWaiters: compaction == nil)
             return Recorded(compaction: compaction, pass: scheduled.pass, next: scheduled.next)
         }
         effects.run()
@@ -163,8 +169,10 @@ extension Courier {
 
     /// The retry policy's verdict on an attempt's outcome, decided outside any lock, with a
     /// random value for the destination's probe delay.
-    func judge(_ outcome: DeliveryOutcome, attempt: Int, createdMilliseconds: UInt64,
-               nowMilliseconds now: UInt64) -> (AttemptVerdict, RetryPolicy.Decision, UInt64) {
+    func judge(
+        _ outcome: DeliveryOutcome, attempt: Int, createdMilliseconds: UInt64,
+        nowMilliseconds now: UInt64
+    ) -> (AttemptVerdict, RetryPolicy.Decision, UInt64) {
         var random = ClosureRandom(source: configuration.random)
         let decision = configuration.retry.decide(
             outcome, attempt: attempt, sinceSend: .milliseconds(Int64(now - min(now, createdMilliseconds))),
@@ -186,21 +194,25 @@ extension Courier {
     /// the core's lock (the random value is drawn here, outside it).
     /// With `startedMilliseconds`, the outcome is an engine attempt's, taken then: its latency
     /// is measured (a background upload's is not: the system chose when it ran).
-    func destinationReport(_ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64,
-                           startedMilliseconds: UInt64? = nil) -> DestinationReport {
+    func destinationReport(
+        _ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64,
+        startedMilliseconds: UInt64? = nil
+    ) -> DestinationReport {
         let backoff = configuration.destinationBackoff
         let policy = configuration.retry
         var retryAfter: UInt64?
         if case .response(let status, let header?) = outcome, DeliveryOutcome.honoursRetryAfter(status: status),
-           let asked = RetryAfter.parse(header, now: Date(timeIntervalSince1970: Double(now) / 1000)) {
+            let asked = RetryAfter.parse(header, now: Date(timeIntervalSince1970: Double(now) / 1000))
+        {
             retryAfter = UInt64(max(0, min(asked, policy.retryAfterLimit).seconds * 1000))
         }
         return DestinationReport(
             signal: DestinationBackoff.signal(for: outcome), nowMilliseconds: now,
             failuresBeforeDown: backoff.isEnabled ? backoff.failuresBeforeDown : 0,
             probeDelayMilliseconds: { failedProbes in
-                let delay = DestinationBackoff.probeDelay(policy, failedProbes: failedProbes, outcome: outcome,
-                                                          now: Double(now) / 1000, random: random)
+                let delay = DestinationBackoff.probeDelay(
+                    policy, failedProbes: failedProbes, outcome: outcome,
+                    now: Double(now) / 1000, random: random)
                 return UInt64(max(0, delay.seconds * 1000))
             },
             latencyMilliseconds: startedMilliseconds.map { now - min(now, $0) },

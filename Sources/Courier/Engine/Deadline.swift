@@ -6,14 +6,17 @@
 /// The operation runs in a child task; a second child sleeps on `clock` until the deadline.
 /// Whichever ends first decides; the other is cancelled. When the deadline wins, the
 /// operation is cancelled and its (cancelled) outcome is replaced by `.timeout`.
-func withDeadline(_ timeout: Duration, clock: any Clock<Duration>,
-                  _ operation: @escaping @Sendable () async -> DeliveryOutcome) async -> DeliveryOutcome {
+func withDeadline(
+    _ timeout: Duration, clock: any Clock<Duration>,
+    _ operation: @escaping @Sendable () async -> DeliveryOutcome
+) async -> DeliveryOutcome {
     let sleep = deadlineSleeper(clock)
     return await withTaskGroup(of: DeliveryOutcome?.self) { group in
         group.addTask { await operation() }
         group.addTask {
             do { try await sleep(timeout) } catch { return nil }  // cancelled: the operation ended first
-            return .failure(TransportFailure(.timeout, "no complete response within \(timeout) (Configuration.requestTimeout)"))
+            return .failure(
+                TransportFailure(.timeout, "no complete response within \(timeout) (Configuration.requestTimeout)"))
         }
         // At most two results: the loop ends.
         for await result in group {

@@ -47,14 +47,17 @@ extension Effects {
         case .storageFailed(let what):
             logger.error("storage failure: \(what)")
         case .abandoned(let id, let attempts, let reason):
-            logger.warning("message abandoned: \(reason)",
-                           metadata: ["courier.message-id": "\(id)", "courier.attempt": "\(attempts)"])
+            logger.warning(
+                "message abandoned: \(reason)",
+                metadata: ["courier.message-id": "\(id)", "courier.attempt": "\(attempts)"])
         case .destinationDown(let origin, let failures):
-            logger.warning("destination down after \(failures) failing attempts in a row: one probe at a time",
-                           metadata: ["courier.destination": "\(origin)"])
+            logger.warning(
+                "destination down after \(failures) failing attempts in a row: one probe at a time",
+                metadata: ["courier.destination": "\(origin)"])
         case .destinationRecovered(let origin, let downFor, let released):
-            logger.info("destination recovered after \(downFor): \(released) waiting messages due now",
-                        metadata: ["courier.destination": "\(origin)"])
+            logger.info(
+                "destination recovered after \(downFor): \(released) waiting messages due now",
+                metadata: ["courier.destination": "\(origin)"])
         case .enqueued, .attempt, .failed, .delivered, .cancelled, .handedOff:
             break  // the engine logs attempts itself, with their destination (debug)
         }

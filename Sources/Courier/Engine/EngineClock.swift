@@ -11,7 +11,9 @@ struct EngineClock: Sendable {
         self = Self.open(clock)
     }
 
-    private init(elapsed: @escaping @Sendable () -> Duration, sleep: @escaping @Sendable (Duration) async throws -> Void) {
+    private init(
+        elapsed: @escaping @Sendable () -> Duration, sleep: @escaping @Sendable (Duration) async throws -> Void
+    ) {
         self.elapsed = elapsed
         self.sleep = sleep
     }

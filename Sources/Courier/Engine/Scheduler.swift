@@ -91,8 +91,9 @@ enum Scheduler {
         let mode = state.scheduler.mode
         guard mode.phase == .running else { return plan }
         if limits.maximumHandOffs > 0, mode.place == .background || (handOffAsked && mode.mayHandOff) {
-            plan.uploads = takeUploads(&state, bound: limits.maximumHandOffs, nowMilliseconds: now.wallMilliseconds,
-                                       isExcluded: limits.isExcludedFromHandOff)
+            plan.uploads = takeUploads(
+                &state, bound: limits.maximumHandOffs, nowMilliseconds: now.wallMilliseconds,
+                isExcluded: limits.isExcludedFromHandOff)
         }
         guard mode.mayStartAttempts else { return plan }
         let free = limits.maximumConcurrentDeliveries - state.scheduler.attempts.count
@@ -120,9 +121,11 @@ enum Scheduler {
     private static func takeAttempts(_ state: inout CoreState, nowMilliseconds now: UInt64, limit: Int) -> [Attempt] {
         var attempts: [Attempt] = []
         // Each turn takes one message: bounded by `limit`.
-        while attempts.count < limit, let slot = state.projection.takeProbe(nowMilliseconds: now)
-            ?? state.projection.takeHeld(nowMilliseconds: now)
-            ?? state.projection.takeDue(nowMilliseconds: now) {
+        while attempts.count < limit,
+            let slot = state.projection.takeProbe(nowMilliseconds: now)
+                ?? state.projection.takeHeld(nowMilliseconds: now)
+                ?? state.projection.takeDue(nowMilliseconds: now)
+        {
             attempts.append(Attempt(id: slot.id, number: Int(slot.attempts) + 1, startedMilliseconds: now))
         }
         return attempts
@@ -130,8 +133,10 @@ enum Scheduler {
 
     /// Up to `bound` handed off or starting in all; messages sent back to the foreground (a
     /// 401) and excluded destinations stay with the engine.
-    private static func takeUploads(_ state: inout CoreState, bound: Int, nowMilliseconds now: UInt64,
-                                    isExcluded: (String) -> Bool) -> [Projection.HandOffCandidate] {
+    private static func takeUploads(
+        _ state: inout CoreState, bound: Int, nowMilliseconds now: UInt64,
+        isExcluded: (String) -> Bool
+    ) -> [Projection.HandOffCandidate] {
         let free = bound - state.handOffs.count - state.handOffsStarting
         guard free > 0 else { return [] }
         let foregroundOnly = state.foregroundOnly

@@ -61,8 +61,10 @@ public struct BackgroundUploadRequest: Sendable, Hashable {
 
     /// A request to upload `bodyFile` (`bodyByteCount` bytes) to `url` no earlier than
     /// `earliestBeginDate`, over any network until told otherwise.
-    public init(url: URL, headers: [String: String], bodyFile: URL, bodyByteCount: Int, earliestBeginDate: Date,
-                taskDescription: String) {
+    public init(
+        url: URL, headers: [String: String], bodyFile: URL, bodyByteCount: Int, earliestBeginDate: Date,
+        taskDescription: String
+    ) {
         self.url = url
         self.headers = headers
         self.bodyFile = bodyFile

@@ -78,7 +78,8 @@ struct HandOff: Sendable, Hashable {
     static func parse(taskDescription: String) -> (id: MessageID, attempt: UInt32, ticket: UInt64)? {
         let parts = taskDescription.split(separator: " ")
         guard parts.count == 4, parts[0] == "courier", let id = MessageID(String(parts[1])),
-              let attempt = UInt32(parts[2]), parts[3].count == 16, let ticket = UInt64(parts[3], radix: 16) else { return nil }
+            let attempt = UInt32(parts[2]), parts[3].count == 16, let ticket = UInt64(parts[3], radix: 16)
+        else { return nil }
         return (id, attempt, ticket)
     }
 
@@ -94,7 +95,8 @@ struct HandOff: Sendable, Hashable {
         guard name.hasSuffix(".body") else { return nil }
         let stem = name.dropLast(5)
         guard stem.count == 36 + 1 + 16, let id = MessageID(String(stem.prefix(36))), stem.dropFirst(36).first == "-",
-              let ticket = UInt64(stem.suffix(16), radix: 16) else { return nil }
+            let ticket = UInt64(stem.suffix(16), radix: 16)
+        else { return nil }
         return (id, ticket)
     }
     static let directoryName = "bodies"

@@ -69,9 +69,12 @@ extension Courier {
         }
         for task in result.stale { uploads.session.cancel(task) }
         if !result.orphaned.isEmpty || !result.adopted.isEmpty {
-            configuration.logger.info("background hand-off reconciled",
-                                      metadata: ["courier.orphaned": "\(result.orphaned.count)", "courier.adopted": "\(result.adopted.count)",
-                                                 "courier.stale-tasks": "\(result.stale.count)"])
+            configuration.logger.info(
+                "background hand-off reconciled",
+                metadata: [
+                    "courier.orphaned": "\(result.orphaned.count)", "courier.adopted": "\(result.adopted.count)",
+                    "courier.stale-tasks": "\(result.stale.count)"
+                ])
         }
         _ = core.write { state, _ in
             if state.scheduler.mode.phase == .reconciling { state.scheduler.mode.phase = .running }
@@ -82,8 +85,10 @@ extension Courier {
     /// One hand-off pass, started by the pump with the messages the scheduler took: hands
     /// them off, then frees its place and pumps (a message taken and not handed off after all
     /// is the engine's again).
-    func handOffPass(_ candidates: [Projection.HandOffCandidate], _ uploads: BackgroundUploads,
-                     token: UInt64) async -> Int {
+    func handOffPass(
+        _ candidates: [Projection.HandOffCandidate], _ uploads: BackgroundUploads,
+        token: UInt64
+    ) async -> Int {
         let handedOff = await handOff(candidates, uploads)
         let instant = currentInstant()
         core.write { state, effects in
@@ -133,7 +138,8 @@ extension Courier {
             core.abortHandOff(id, foregroundOnly: true)
             return nil
         }
-        guard case .success(let request) = await prepared(request(for: state, attempt: Int(candidate.slot.attempts + 1)))
+        guard
+            case .success(let request) = await prepared(request(for: state, attempt: Int(candidate.slot.attempts + 1)))
         else {
             // `prepareRequest` threw: left to the engine, which prepares each attempt afresh.
             core.abortHandOff(id, foregroundOnly: true)
@@ -147,8 +153,9 @@ extension Courier {
             core.abortHandOff(id, foregroundOnly: true)
             return nil
         }
-        return PreparedHandOff(candidate: candidate, request: request, ticket: ticket, path: path,
-                               createdMilliseconds: state.createdMilliseconds)
+        return PreparedHandOff(
+            candidate: candidate, request: request, ticket: ticket, path: path,
+            createdMilliseconds: state.createdMilliseconds)
     }
 
     /// Registers the hand-off, makes the task, then logs its record. Registered first, so a
@@ -159,15 +166,17 @@ extension Courier {
         let id = ready.candidate.slot.id, attempt = ready.candidate.slot.attempts + 1
         let now = currentInstant().wallMilliseconds
         let begin = max(ready.candidate.beginMilliseconds, now)
-        let handOff = HandOff(attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
-                              earliestBeginMilliseconds: begin, createdMilliseconds: ready.createdMilliseconds)
+        let handOff = HandOff(
+            attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
+            earliestBeginMilliseconds: begin, createdMilliseconds: ready.createdMilliseconds)
         guard core.beginHandOff(id, handOff) else {
             await onIOQueue { [log] in log.removeBody(at: ready.path) }  // cancelled meanwhile
             return false
         }
         var upload = BackgroundUploadRequest(
             url: ready.request.url, headers: ready.request.headers, bodyFile: URL(fileURLWithPath: ready.path),
-            bodyByteCount: ready.request.body.count, earliestBeginDate: Date(timeIntervalSince1970: Double(begin) / 1000),
+            bodyByteCount: ready.request.body.count,
+            earliestBeginDate: Date(timeIntervalSince1970: Double(begin) / 1000),
             taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ready.ticket))
         // The app's network policy holds for uploads as for the engine's attempts.
         upload.allowsCellularAccess = configuration.allowsCellularAccess
@@ -196,7 +205,8 @@ extension Courier {
 extension HandOff {
     /// The session's task carrying message `id`.
     func task(of id: MessageID) -> BackgroundUploadTask {
-        BackgroundUploadTask(identifier: Int(Int64(bitPattern: taskIdentifier)),
-                             taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ticket))
+        BackgroundUploadTask(
+            identifier: Int(Int64(bitPattern: taskIdentifier)),
+            taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ticket))
     }
 }

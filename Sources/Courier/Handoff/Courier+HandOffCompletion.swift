@@ -36,8 +36,9 @@ extension Courier {
                 return
             }
         }
-        let ending = Ending(attempt: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
-                            createdMilliseconds: created, runner: .upload(ticket: handOff.ticket))
+        let ending = Ending(
+            attempt: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
+            createdMilliseconds: created, runner: .upload(ticket: handOff.ticket))
         // The same outcome path as the engine's; the body file's removal is file work, so the
         // I/O queue has work to do anyway.
         let recorded = await onIOQueue { [self] in
@@ -55,8 +56,10 @@ extension Courier {
     /// policy cannot judge it (it would be judged as if just sent, and `expiry` would never
     /// give up). As for an engine attempt whose message cannot be read, the message waits
     /// `maximumDelay` and is read again then; `.storageFailed` reports it.
-    private func hearUnreadable(_ id: MessageID, _ handOff: HandOff, error: LogError,
-                                nowMilliseconds now: UInt64) async {
+    private func hearUnreadable(
+        _ id: MessageID, _ handOff: HandOff, error: LogError,
+        nowMilliseconds now: UInt64
+    ) async {
         guard core.endHandOff(id, ticket: handOff.ticket, dueAtLatest: now) else { return }
         let due = now + UInt64(configuration.retry.maximumDelay.seconds * 1000)
         await onIOQueue { [self] in

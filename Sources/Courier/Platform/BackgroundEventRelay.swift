@@ -38,8 +38,10 @@ final class BackgroundEventRelay {
     static let answerLimit: Duration = .seconds(20)
     private let clock: any Clock<Duration>
 
-    init(clock: any Clock<Duration> = ContinuousClock(),
-         callOnMain: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+    init(
+        clock: any Clock<Duration> = ContinuousClock(),
+        callOnMain: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
+    ) {
         self.clock = clock
         self.callOnMain = callOnMain
     }
@@ -135,7 +137,8 @@ final class BackgroundEventRelay {
             }
             // Completions still held (no courier listens yet) keep the system waiting:
             // `setHandler` settles again once one does, and the deadline answers if none does.
-            let (answer, finished) = state.withLock { s -> ([UncheckedSendable<() -> Void>], (@Sendable () async -> Void)?) in
+            let (answer, finished) = state.withLock {
+                s -> ([UncheckedSendable<() -> Void>], (@Sendable () async -> Void)?) in
                 guard s.finishedBatches > 0, !s.systemHandlers.isEmpty, s.held.isEmpty, s.running.isEmpty else {
                     return ([], nil)
                 }
@@ -161,7 +164,9 @@ final class BackgroundEventRelay {
 extension BackgroundEventRelay {
     /// Runs `work`, returning when it ends or when `limit` has passed on `clock`, whichever
     /// comes first (the work goes on; only the wait ends).
-    static func run(_ work: @escaping @Sendable () async -> Void, within limit: Duration, on clock: any Clock<Duration>) async {
+    static func run(_ work: @escaping @Sendable () async -> Void, within limit: Duration, on clock: any Clock<Duration>)
+        async
+    {
         let once = OnceFlag()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resume = UncheckedSendable(value: continuation)
@@ -188,7 +193,8 @@ extension BackgroundEventRelay {
 
     /// The relay of session `identifier`, made on first use (by the configuration naming it).
     static func named(_ identifier: String, callOnMain: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void)
-        -> BackgroundEventRelay {
+        -> BackgroundEventRelay
+    {
         sessions.withLock { sessions in
             if let existing = sessions[identifier] { return existing }
             let made = BackgroundEventRelay(callOnMain: callOnMain)
@@ -222,11 +228,16 @@ extension BackgroundUploadCompletion {
     /// background session follows redirects by itself (its delegate is not asked), where
     /// Courier refuses them: an upload whose final URL is not the one it was made for is a
     /// failure, whatever it was answered (a 302 or 303 turns a POST into a GET elsewhere).
-    static func outcome(statusCode: Int?, retryAfter: String?, error: (any Error)?,
-                        requestedURL: URL? = nil, finalURL: URL? = nil) -> DeliveryOutcome {
+    static func outcome(
+        statusCode: Int?, retryAfter: String?, error: (any Error)?,
+        requestedURL: URL? = nil, finalURL: URL? = nil
+    ) -> DeliveryOutcome {
         if let error { return .failure(URLSessionTransport.classify(error)) }
         if let requestedURL, let finalURL, requestedURL != finalURL {
-            return .failure(TransportFailure(.other, "redirected to \(finalURL.absoluteString): background uploads follow redirects, Courier does not"))
+            return .failure(
+                TransportFailure(
+                    .other,
+                    "redirected to \(finalURL.absoluteString): background uploads follow redirects, Courier does not"))
         }
         guard let statusCode else { return .failure(TransportFailure(.other, "not an HTTP response")) }
         return .response(status: statusCode, retryAfter: retryAfter)

@@ -67,10 +67,14 @@ extension Courier {
     /// `open(directory:configuration:)` throws, and `.protectedDataUnavailable` if the calling
     /// task is cancelled while it waits.
     @MainActor
-    public static func openWithAppLifecycleIntegration(directory: URL, configuration: Configuration = Configuration())
-        async throws(CourierError) -> Courier {
-        let courier = try await open(directory: directory, configuration: configuration,
-                                     waitingForProtectedData: { await protectedDataBecameAvailable() })
+    public static func openWithAppLifecycleIntegration(
+        directory: URL, configuration: Configuration = Configuration()
+    )
+        async throws(CourierError) -> Courier
+    {
+        let courier = try await open(
+            directory: directory, configuration: configuration,
+            waitingForProtectedData: { await protectedDataBecameAvailable() })
         courier.enableAppLifecycleIntegration()
         return courier
     }
@@ -85,8 +89,10 @@ extension Courier {
     private static func protectedDataBecameAvailable() async -> Bool {
         let signal = OneShotSignal()
         let center = NotificationCenter.default
-        let observers = [UIApplication.protectedDataDidBecomeAvailableNotification, UIApplication.didBecomeActiveNotification]
-            .map { center.addObserver(forName: $0, object: nil, queue: .main) { _ in signal.fire() } }
+        let observers = [
+            UIApplication.protectedDataDidBecomeAvailableNotification, UIApplication.didBecomeActiveNotification
+        ]
+        .map { center.addObserver(forName: $0, object: nil, queue: .main) { _ in signal.fire() } }
         defer { for observer in observers { center.removeObserver(observer) } }
         if UIApplication.shared.isProtectedDataAvailable { return true }
         return await signal.wait()
@@ -128,20 +134,26 @@ final class AppLifecycleIntegration: PlatformIntegration {
 
     func start() {
         let center = NotificationCenter.default
-        observers.append(center.addObserver(forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: .main) { [weak self] _ in
-            MainActor.assumeIsolated { self?.didEnterBackground() }
-        })
+        observers.append(
+            center.addObserver(forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: .main) {
+                [weak self] _ in
+                MainActor.assumeIsolated { self?.didEnterBackground() }
+            })
         // Also on becoming active: a hand-off that finished after `willEnterForeground` must
         // not leave the courier handing off while the app is on screen.
-        observers.append(center.addObserver(forName: UIApplication.didBecomeActiveNotification, object: nil, queue: .main) { [weak self] _ in
-            MainActor.assumeIsolated { self?.courier?.returnToForeground() }
-        })
-        observers.append(center.addObserver(forName: UIApplication.willEnterForegroundNotification, object: nil, queue: .main) { [weak self] _ in
-            MainActor.assumeIsolated {
-                self?.courier?.returnToForeground()  // nothing without background uploads
-                self?.courier?.retryNow()
-            }
-        })
+        observers.append(
+            center.addObserver(forName: UIApplication.didBecomeActiveNotification, object: nil, queue: .main) {
+                [weak self] _ in
+                MainActor.assumeIsolated { self?.courier?.returnToForeground() }
+            })
+        observers.append(
+            center.addObserver(forName: UIApplication.willEnterForegroundNotification, object: nil, queue: .main) {
+                [weak self] _ in
+                MainActor.assumeIsolated {
+                    self?.courier?.returnToForeground()  // nothing without background uploads
+                    self?.courier?.retryNow()
+                }
+            })
         let courier = self.courier
         connectBackgroundUploads()
         // @Sendable: called on the monitor's queue (serial), never on the main actor.
@@ -163,10 +175,14 @@ final class AppLifecycleIntegration: PlatformIntegration {
     /// (Not at enable time: a scene-based app launches in the background state even when the
     /// user opens it.)
     private func connectBackgroundUploads() {
-        guard let courier, let uploads = courier.configuration.backgroundUploads?.session as? URLSessionBackgroundUploads else { return }
+        guard let courier,
+            let uploads = courier.configuration.backgroundUploads?.session as? URLSessionBackgroundUploads
+        else { return }
         relay = uploads.relay
         uploads.relay.eventsFinished = { [weak courier] in
-            guard await MainActor.run(body: { UIApplication.shared.applicationState == .background }) else { return }
+            guard await MainActor.run(body: { UIApplication.shared.applicationState == .background }) else {
+                return
+            }
             await courier?.handOffPendingMessages()
         }
         // Enabled while the app is on screen (after `didBecomeActive` fired): messages an

@@ -22,7 +22,9 @@ extension Courier {
     static func applyPlatformDataProtection(to directory: URL) {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         let manager = FileManager.default
-        let attributes: [FileAttributeKey: Any] = [.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication]
+        let attributes: [FileAttributeKey: Any] = [
+            .protectionKey: FileProtectionType.completeUntilFirstUserAuthentication
+        ]
         try? manager.setAttributes(attributes, ofItemAtPath: directory.path)
         for name in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
             try? manager.setAttributes(attributes, ofItemAtPath: directory.appendingPathComponent(name).path)

@@ -17,16 +17,19 @@ extension Courier {
     /// data may have become available, false if the calling task was cancelled) and tries
     /// again. Any other error is thrown at once; so is the last refusal after the limit, or on
     /// cancellation.
-    static func open(directory: URL, configuration: Configuration,
-                     waitingForProtectedData available: @escaping @Sendable () async -> Bool) async throws(CourierError) -> Courier {
+    static func open(
+        directory: URL, configuration: Configuration,
+        waitingForProtectedData available: @escaping @Sendable () async -> Bool
+    ) async throws(CourierError) -> Courier {
         var refusal: CourierError?
         for _ in 0..<protectedDataOpenLimit {
             do throws(CourierError) {
                 return try await open(directory: directory, configuration: configuration)
-            } catch where error.code == .protectedDataUnavailable {
+            } catch  where error.code == .protectedDataUnavailable {
                 refusal = error
-                configuration.logger.info("the log is locked until the device is first unlocked; waiting",
-                                          metadata: ["courier.directory": "\(directory.path)"])
+                configuration.logger.info(
+                    "the log is locked until the device is first unlocked; waiting",
+                    metadata: ["courier.directory": "\(directory.path)"])
                 guard await available() else { throw error }
             }
         }

@@ -36,7 +36,8 @@ public final class URLSessionBackgroundUploads: NSObject {
 
     private init(identifier: String) {
         self.identifier = identifier
-        relay = BackgroundEventRelay.named(identifier, callOnMain: { work in DispatchQueue.main.async(execute: work) })
+        relay = BackgroundEventRelay.named(
+            identifier, callOnMain: { work in DispatchQueue.main.async(execute: work) })
         super.init()
         let configuration = URLSessionConfiguration.background(withIdentifier: identifier)
         configuration.sessionSendsLaunchEvents = true
@@ -107,13 +108,16 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
     /// retrying after a timeout may read 0 again: `Idempotency-Key` covers that rare case.)
     public func cancelUnlessSending(_ task: BackgroundUploadTask) {
         session?.getAllTasks { tasks in
-            guard let found = tasks.first(where: { Self.matches($0, task) }), found.countOfBytesSent == 0 else { return }
+            guard let found = tasks.first(where: { Self.matches($0, task) }), found.countOfBytesSent == 0 else {
+                return
+            }
             found.cancel()
         }
     }
 
     private static func matches(_ candidate: URLSessionTask, _ task: BackgroundUploadTask) -> Bool {
-        candidate.taskIdentifier == task.identifier && (candidate.taskDescription ?? task.taskDescription) == task.taskDescription
+        candidate.taskIdentifier == task.identifier
+            && (candidate.taskDescription ?? task.taskDescription) == task.taskDescription
     }
 
     public func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void) {
@@ -130,8 +134,11 @@ extension URLSessionBackgroundUploads: URLSessionTaskDelegate {
         let outcome = BackgroundUploadCompletion.outcome(
             statusCode: http?.statusCode, retryAfter: http?.value(forHTTPHeaderField: "Retry-After"), error: error,
             requestedURL: task.originalRequest?.url, finalURL: task.currentRequest?.url)
-        relay.completed(BackgroundUploadCompletion(
-            task: BackgroundUploadTask(identifier: task.taskIdentifier, taskDescription: task.taskDescription ?? ""), outcome: outcome))
+        relay.completed(
+            BackgroundUploadCompletion(
+                task: BackgroundUploadTask(
+                    identifier: task.taskIdentifier, taskDescription: task.taskDescription ?? ""), outcome: outcome)
+        )
     }
 
     public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {

@@ -10,11 +10,20 @@ import Foundation
 /// | signal | concurrency limit | pace of new requests |
 /// |---|---|---|
 /// | a new destination | `initialLimit` (4): starts low | none |
-/// | 2xx, with latency holding | +1 per success until the first cut (doubles each round trip: slow start), then +1 per round trip | +0.5 request/s per success until the first cut (50 % a second), then +0.04 (4 %) up to 10 % past the pace of the last cut, +0.1 (10 %) beyond |
-/// | 429 or 503 from a destination that answered 2xx in the last 10 s | × `backoffRatio` (0.5), never below what the pace needs | starts at the rate the server served over the last second, then × 0.8, never below that rate (at once down to it, if far above); `Retry-After` holds the whole destination that long |
+/// | 2xx, with latency holding | grows (1) | grows (2) |
+/// | 429 or 503 from a destination that answered 2xx in the last 10 s | × `backoffRatio` (0.5) (3) | set (4) |
 /// | a timeout from such a destination | × `backoffRatio` | unchanged |
 /// | latency (short-term average) above `latencyTolerance` (2) × its long-term average | × 0.9 | unchanged |
 /// | 429, 503, timeouts with no 2xx in 10 s | unchanged: it is an outage (`DestinationBackoff`) | unchanged |
+///
+/// 1. +1 per success until the first cut (doubles each round trip: slow start), then +1 per
+///    round trip.
+/// 2. +0.5 request/s per success until the first cut (50 % a second), then +0.04 (4 %) up to
+///    10 % past the pace of the last cut, +0.1 (10 %) beyond.
+/// 3. Never below what the pace needs.
+/// 4. At the rate the server served over the last second, then × 0.8 per refusal, never below
+///    that rate (at once down to it, if far above); `Retry-After` holds the whole destination
+///    that long.
 ///
 /// Without `Retry-After`, refusals cut only when they are at least 1 in 10 answers over the
 /// last second or two: a server that refuses now and then at random is not a limiter.
@@ -48,8 +57,10 @@ public struct ConcurrencyLimit: Sendable, Hashable {
 
     /// A limit with the given settings (the defaults: adaptive, from 4, at least 1, × 0.5, 2×).
     /// `Courier.init` checks them (`CourierError.Code.invalidConfiguration`).
-    public init(isAdaptive: Bool = true, initialLimit: Int = 4, minimumLimit: Int = 1,
-                backoffRatio: Double = 0.5, latencyTolerance: Double = 2) {
+    public init(
+        isAdaptive: Bool = true, initialLimit: Int = 4, minimumLimit: Int = 1,
+        backoffRatio: Double = 0.5, latencyTolerance: Double = 2
+    ) {
         self.isAdaptive = isAdaptive
         self.initialLimit = initialLimit
         self.minimumLimit = minimumLimit
@@ -128,8 +139,10 @@ extension ConcurrencyLimit {
 
     /// A 2xx: count it toward the accepted rate, grow, and watch latency. `sending` counts the
     /// deliveries under way, this one included.
-    func succeeded(_ flow: inout Flow, latencyMilliseconds: UInt64?, startedMilliseconds: UInt64, sending: Int,
-                   nowMilliseconds now: UInt64, maximum: Int) {
+    func succeeded(
+        _ flow: inout Flow, latencyMilliseconds: UInt64?, startedMilliseconds: UInt64, sending: Int,
+        nowMilliseconds now: UInt64, maximum: Int
+    ) {
         countSuccess(&flow, nowMilliseconds: now)
         guard isAdaptive else { return }
         if let latency = latencyMilliseconds.map({ Double($0) }) {
@@ -142,7 +155,8 @@ extension ConcurrencyLimit {
                 flow.longLatencyMilliseconds += (latency - flow.longLatencyMilliseconds) * 0.02
             }
             if flow.latencySamples >= 20, isFresh(flow, startedMilliseconds),
-               flow.shortLatencyMilliseconds > latencyTolerance * max(1, flow.longLatencyMilliseconds) {
+                flow.shortLatencyMilliseconds > latencyTolerance * max(1, flow.longLatencyMilliseconds)
+            {
                 cut(&flow, by: Self.latencyCutRatio, nowMilliseconds: now, maximum: maximum)
                 return
             }
@@ -158,8 +172,10 @@ extension ConcurrencyLimit {
 
     /// A 429 or 503 from a destination that is answering: cut the limit and the pace (once per
     /// round trip), and hold the destination for `Retry-After`.
-    func refused(_ flow: inout Flow, retryAfterMilliseconds: UInt64?, startedMilliseconds: UInt64,
-                 nowMilliseconds now: UInt64, maximum: Int) {
+    func refused(
+        _ flow: inout Flow, retryAfterMilliseconds: UInt64?, startedMilliseconds: UInt64,
+        nowMilliseconds now: UInt64, maximum: Int
+    ) {
         guard isAdaptive else { return }
         roll(&flow, nowMilliseconds: now)
         flow.refusedThisWindow += 1

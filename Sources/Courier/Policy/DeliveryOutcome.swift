@@ -20,7 +20,8 @@ public enum DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .response(let status, let retryAfter): return "HTTP \(status)" + (retryAfter.map { " (Retry-After: \($0))" } ?? "")
+        case .response(let status, let retryAfter):
+            return "HTTP \(status)" + (retryAfter.map { " (Retry-After: \($0))" } ?? "")
         case .failure(let failure): return failure.description
         }
     }
@@ -33,7 +34,9 @@ extension DeliveryOutcome {
     /// Whether the answer carried a `Retry-After` the policy honours, so the next due time may
     /// be the server's rather than backoff's.
     var carriesRetryAfter: Bool {
-        if case .response(let status, let header?) = self { return Self.honoursRetryAfter(status: status) && !header.isEmpty }
+        if case .response(let status, let header?) = self {
+            return Self.honoursRetryAfter(status: status) && !header.isEmpty
+        }
         return false
     }
 }

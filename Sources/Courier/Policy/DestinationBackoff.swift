@@ -19,7 +19,7 @@ import Foundation
 ///
 /// | outcome | destination |
 /// |---|---|
-/// | 2xx, 1xx, 3xx, 4xx other than 408 and 429 | up (the server answered; 401 or 400 is about the message, not the server) |
+/// | 2xx, 1xx, 3xx, 4xx other than 408 and 429 | up (it answered: a 401 or 400 is the message's) |
 /// | 429, 503 from a destination that answered 2xx in the last 10 s | busy, not failing: paced (`ConcurrencyLimit`) |
 /// | 429, 503 otherwise; other 5xx, 408 | failing |
 /// | timeout, connection refused or dropped, TLS | failing (a timeout also cuts the concurrency limit) |
@@ -65,8 +65,10 @@ public struct DestinationBackoff: Sendable, Hashable {
     /// The delay before the next probe after `failedProbes` failed ones: the retry policy's,
     /// for that attempt number, with `Retry-After` honoured and no give-up rules (a
     /// destination is never abandoned; its messages are, by their own policy).
-    static func probeDelay(_ policy: RetryPolicy, failedProbes: Int, outcome: DeliveryOutcome,
-                           now: Double, random: UInt64) -> Duration {
+    static func probeDelay(
+        _ policy: RetryPolicy, failedProbes: Int, outcome: DeliveryOutcome,
+        now: Double, random: UInt64
+    ) -> Duration {
         var probing = policy
         probing.maximumAttempts = nil
         probing.expiry = nil
@@ -75,7 +77,9 @@ public struct DestinationBackoff: Sendable, Hashable {
         // under the core's lock never calls the app's random source.
         var source = SplitMix64(seed: random)
         let failure: DeliveryOutcome = outcome.isSuccess ? .response(status: 503) : outcome
-        switch probing.decide(failure, attempt: failedProbes, sinceSend: .zero, now: .init(timeIntervalSince1970: now), using: &source) {
+        switch probing.decide(
+            failure, attempt: failedProbes, sinceSend: .zero, now: .init(timeIntervalSince1970: now), using: &source)
+        {
         case .retry(let delay): return delay
         case .delivered, .giveUp: return policy.maximumDelay
         }

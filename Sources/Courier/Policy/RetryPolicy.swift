@@ -21,7 +21,7 @@ import Foundation
 /// |---|---|---|
 /// | 2xx | delivered | delivered |
 /// | 408, 425, 429 | retry | retry (the server asks for it) |
-/// | 401 | retry | retry while `retriesUnauthorized` (the default): `prepareRequest` gives each attempt fresh credentials |
+/// | 401 | retry | retry while `retriesUnauthorized` (the default; fresh credentials: `prepareRequest`) |
 /// | other 4xx | retry | give up (resending the same bytes cannot fix them) |
 /// | 5xx, 1xx, 3xx | retry | retry (server trouble is transient) |
 /// | timeout, connection dropped/refused, TLS, other | retry | retry (the network heals) |
@@ -83,9 +83,11 @@ public struct RetryPolicy: Sendable, Hashable {
     public var retriesUnauthorized = true
 
     /// A policy; every parameter defaults to the documented default of its property.
-    public init(initialDelay: Duration = .seconds(1), multiplier: Double = 2, maximumDelay: Duration = .seconds(300),
-                jitter: Jitter = .full, maximumAttempts: Int? = nil, expiry: Duration? = nil,
-                retryAfterLimit: Duration = .seconds(3600), classifier: Classifier = .retryEverything) {
+    public init(
+        initialDelay: Duration = .seconds(1), multiplier: Double = 2, maximumDelay: Duration = .seconds(300),
+        jitter: Jitter = .full, maximumAttempts: Int? = nil, expiry: Duration? = nil,
+        retryAfterLimit: Duration = .seconds(3600), classifier: Classifier = .retryEverything
+    ) {
         self.initialDelay = initialDelay
         self.multiplier = multiplier
         self.maximumDelay = maximumDelay
@@ -112,11 +114,14 @@ public struct RetryPolicy: Sendable, Hashable {
     ///   - sinceSend: how long ago the message was sent (for `expiry`).
     ///   - now: the wall time, to read a `Retry-After` HTTP date.
     ///   - random: the source of jitter.
-    public func decide(_ outcome: DeliveryOutcome, attempt: Int, sinceSend: Duration, now: Date,
-                       using random: inout some RandomNumberGenerator) -> Decision {
+    public func decide(
+        _ outcome: DeliveryOutcome, attempt: Int, sinceSend: Duration, now: Date,
+        using random: inout some RandomNumberGenerator
+    ) -> Decision {
         if outcome.isSuccess { return .delivered }
         if classifier == .giveUpOnClientErrors, case .response(let status, _) = outcome,
-           (400..<500).contains(status), ![408, 425, 429].contains(status), !(status == 401 && retriesUnauthorized) {
+            (400..<500).contains(status), ![408, 425, 429].contains(status), !(status == 401 && retriesUnauthorized)
+        {
             return .giveUp(reason: "HTTP \(status) is a client error (policy gives up on 4xx)")
         }
         if let maximumAttempts, attempt >= maximumAttempts {
@@ -124,7 +129,8 @@ public struct RetryPolicy: Sendable, Hashable {
         }
         var delay = jittered(backoff(attempt: attempt), using: &random)
         if case .response(let status, let header?) = outcome, DeliveryOutcome.honoursRetryAfter(status: status),
-           let asked = RetryAfter.parse(header, now: now) {
+            let asked = RetryAfter.parse(header, now: now)
+        {
             delay = max(delay, min(asked, retryAfterLimit))
         }
         if let expiry, sinceSend + delay > expiry {

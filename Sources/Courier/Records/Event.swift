@@ -77,7 +77,8 @@ enum Event: Sendable, Equatable {
         switch self {
         case .enqueued(let s), .snapshot(let s): s.id
         case .attempted(let id, _, _, _), .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id),
-             .handedOff(let id, _): id
+            .handedOff(let id, _):
+            id
         }
     }
 
@@ -164,12 +165,16 @@ extension MessageState {
         var r = ByteReader(view.headers)
         // Bounded: the parser counted exactly `headerCount` valid pairs here.
         for _ in 0..<view.headerCount {
-            guard let name = r.string(), let value = r.string() else { preconditionFailure("headers the parser checked") }
+            guard let name = r.string(), let value = r.string() else {
+                preconditionFailure("headers the parser checked")
+            }
             headers.append(Header(name: name, value: value))
         }
-        self.init(id: view.id, url: String(decoding: view.url, as: UTF8.self), headers: headers, body: Array(view.body),
-                  createdMilliseconds: view.createdMilliseconds, attempts: view.attempts,
-                  nextDueMilliseconds: view.dueMilliseconds, orderingKey: view.orderingKey.map { String(decoding: $0, as: UTF8.self) })
+        self.init(
+            id: view.id, url: String(decoding: view.url, as: UTF8.self), headers: headers, body: Array(view.body),
+            createdMilliseconds: view.createdMilliseconds, attempts: view.attempts,
+            nextDueMilliseconds: view.dueMilliseconds,
+            orderingKey: view.orderingKey.map { String(decoding: $0, as: UTF8.self) })
     }
 }
 
@@ -178,7 +183,8 @@ extension DeliveryOutcome {
     init(_ view: EventView.Outcome) {
         switch view {
         case .response(let status, let retryAfter):
-            self = .response(status: Int(status), retryAfter: retryAfter.isEmpty ? nil : String(decoding: retryAfter, as: UTF8.self))
+            self = .response(
+                status: Int(status), retryAfter: retryAfter.isEmpty ? nil : String(decoding: retryAfter, as: UTF8.self))
         case .failure(let kind, let message):
             self = .failure(TransportFailure(kind, String(decoding: message, as: UTF8.self)))
         }

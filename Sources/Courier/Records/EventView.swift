@@ -28,7 +28,9 @@ enum EventView {
 
         /// Whether the next due time may be the server's (see `DeliveryOutcome.carriesRetryAfter`).
         var carriesRetryAfter: Bool {
-            if case .response(let status, let header) = self { return DeliveryOutcome.honoursRetryAfter(status: Int(status)) && header.count > 0 }
+            if case .response(let status, let header) = self {
+                return DeliveryOutcome.honoursRetryAfter(status: Int(status)) && header.count > 0
+            }
             return false
         }
     }
@@ -63,8 +65,11 @@ enum EventView {
         case .cancelled:
             view = .cancelled(id)
         case .handedOff:
-            guard let attempt = r.u32(), let ticket = r.u64(), let task = r.u64(), let begin = r.u64() else { return nil }
-            view = .handedOff(id, HandOff(attempt: attempt, ticket: ticket, taskIdentifier: task, earliestBeginMilliseconds: begin))
+            guard let attempt = r.u32(), let ticket = r.u64(), let task = r.u64(), let begin = r.u64() else {
+                return nil
+            }
+            view = .handedOff(
+                id, HandOff(attempt: attempt, ticket: ticket, taskIdentifier: task, earliestBeginMilliseconds: begin))
         default:
             return nil
         }
@@ -79,14 +84,17 @@ enum EventView {
             guard r.utf8() != nil, r.utf8() != nil else { return nil }
         }
         let headers = UnsafeRawBufferPointer(rebasing: r.bytes[headersStart..<r.offset])
-        guard let body = r.blobBytes(), let created = r.u64(), let attempts = r.u32(), let due = r.u64() else { return nil }
+        guard let body = r.blobBytes(), let created = r.u64(), let attempts = r.u32(), let due = r.u64() else {
+            return nil
+        }
         var key: UnsafeRawBufferPointer?
         if !r.isAtEnd {
             guard let k = r.utf8() else { return nil }
             key = k
         }
-        return State(id: id, url: url, headerCount: Int(count), headers: headers, body: body, createdMilliseconds: created,
-                     attempts: attempts, dueMilliseconds: due, orderingKey: key)
+        return State(
+            id: id, url: url, headerCount: Int(count), headers: headers, body: body, createdMilliseconds: created,
+            attempts: attempts, dueMilliseconds: due, orderingKey: key)
     }
 
     private static func parseOutcome(_ r: inout ByteReader) -> Outcome? {
@@ -95,7 +103,9 @@ enum EventView {
             guard let status = r.u16(), let retryAfter = r.utf8() else { return nil }
             return .response(status: status, retryAfter: retryAfter)
         case 2:
-            guard let raw = r.u8(), let kind = TransportFailure.Kind(rawValue: raw), let message = r.utf8() else { return nil }
+            guard let raw = r.u8(), let kind = TransportFailure.Kind(rawValue: raw), let message = r.utf8() else {
+                return nil
+            }
             return .failure(kind, message: message)
         default:
             return nil

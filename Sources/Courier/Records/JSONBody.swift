@@ -39,7 +39,9 @@ struct JSONWriter {
     static let maximumDepth = 100
 
     mutating func write(_ value: Any, path: String, depth: Int) throws(CourierError) {
-        guard depth <= Self.maximumDepth else { throw CourierError(.invalidJSON, "\(path): nested deeper than \(Self.maximumDepth) levels") }
+        guard depth <= Self.maximumDepth else {
+            throw CourierError(.invalidJSON, "\(path): nested deeper than \(Self.maximumDepth) levels")
+        }
         // Fast path: the exact Swift types of literals, matched by type identity (a chain of
         // `as?` casts on `Any`, bridging included, cost more than writing the value).
         switch ObjectIdentifier(type(of: value)) {

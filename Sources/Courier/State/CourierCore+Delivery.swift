@@ -77,9 +77,11 @@ extension CourierCore {
     /// path frees the attempt's slot or the hand-off and plans what runs next).
     /// With `handOff`, the attempt was a background upload task with that ticket: its outcome
     /// counts only while the message is still handed off to that task; the hand-off ends.
-    func record(_ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome,
-                destination: DestinationReport, handOff ticket: UInt64?,
-                in state: inout CoreState, _ effects: inout Effects) {
+    func record(
+        _ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome,
+        destination: DestinationReport, handOff ticket: UInt64?,
+        in state: inout CoreState, _ effects: inout Effects
+    ) {
         let id = attempt.id, number = UInt32(attempt.number)
         // Cancelled while its attempt was in flight: the message is done, and its outcome is
         // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
@@ -99,13 +101,15 @@ extension CourierCore {
             // message's own backoff.
             if case .retry = verdict {
                 let wait = destination.retryAfterMilliseconds ?? 0
-                verdict = .retry(dueMilliseconds: destination.nowMilliseconds + wait,
-                                 delay: .milliseconds(Int64(wait)))
+                verdict = .retry(
+                    dueMilliseconds: destination.nowMilliseconds + wait,
+                    delay: .milliseconds(Int64(wait)))
             }
         case .wentDown(let origin, let failures):
             effects.emit(.destinationDown(origin, consecutiveFailures: failures))
         case .recovered(let origin, let downMilliseconds, let released):
-            effects.emit(.destinationRecovered(origin, downFor: .milliseconds(Int64(downMilliseconds)), released: released))
+            effects.emit(
+                .destinationRecovered(origin, downFor: .milliseconds(Int64(downMilliseconds)), released: released))
         }
         switch verdict {
         case .delivered(let status):
@@ -147,8 +151,9 @@ extension CourierCore {
             // Says nothing about its destination; but if it was a down destination's probe, the
             // next probe waits too (or an unreadable probe would be taken again at once, forever:
             // found by the hand-off property test, a disk failing under a down destination).
-            let neutral = DestinationReport(signal: .neutral, nowMilliseconds: dueMilliseconds, failuresBeforeDown: 0,
-                                            probeDelayMilliseconds: { _ in 0 })
+            let neutral = DestinationReport(
+                signal: .neutral, nowMilliseconds: dueMilliseconds, failuresBeforeDown: 0,
+                probeDelayMilliseconds: { _ in 0 })
             _ = state.projection.observe(neutral, slot: i)
             state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
             effects.emit(.storageFailed("could not read message \(id) back from the log: \(error)"))
@@ -171,8 +176,10 @@ extension CourierCore {
     }
 
     /// Under `lock`: the message is done; release everyone waiting for it.
-    static func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout CoreState,
-                                _ effects: inout Effects) {
+    static func resolve(
+        _ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout CoreState,
+        _ effects: inout Effects
+    ) {
         if let order = state.projection.slot(of: id)?.order { state.recent.remove(id, order: order) }
         state.projection.remove(id)
         state.foregroundOnly.remove(id)

@@ -125,13 +125,16 @@ extension CourierCore {
             }
             for (id, entry) in outstanding where state.handOffs[id]?.ticket != entry.ticket {
                 guard !state.closed, let slot = state.projection.slot(of: id), state.handOffs[id] == nil,
-                      !slot.flags.contains(.inFlight) else {
+                    !slot.flags.contains(.inFlight)
+                else {
                     result.stale.append(entry.task)
                     continue
                 }
                 state.projection.hold(id)
-                let handOff = HandOff(attempt: entry.attempt, ticket: entry.ticket, taskIdentifier: UInt64(bitPattern: Int64(entry.task.identifier)),
-                                      earliestBeginMilliseconds: slot.dueMilliseconds)
+                let handOff = HandOff(
+                    attempt: entry.attempt, ticket: entry.ticket,
+                    taskIdentifier: UInt64(bitPattern: Int64(entry.task.identifier)),
+                    earliestBeginMilliseconds: slot.dueMilliseconds)
                 append(.handedOff(id, handOff), &effects)
                 state.handOffs[id] = handOff
                 result.adopted.append((id, handOff))

@@ -2,8 +2,10 @@
 extension CourierCore {
     /// Registers `continuation` under `key` to be resumed when `id` resolves, or returns at
     /// once what is already known (or that the waiting task is already `cancelled`).
-    func waitForResolution(of id: MessageID, key: Int, _ continuation: DeliveryWaiter,
-                           cancelled: () -> Bool) -> Result<Void, CourierError>? {
+    func waitForResolution(
+        of id: MessageID, key: Int, _ continuation: DeliveryWaiter,
+        cancelled: () -> Bool
+    ) -> Result<Void, CourierError>? {
         write { state, _ -> Result<Void, CourierError>? in
             if state.projection.slotIndex(of: id) != nil {
                 guard !state.closed else { return .failure(CourierError(.closed, "the courier is closed")) }
@@ -69,7 +71,9 @@ extension CourierCore {
 
     /// Subscribes and lists the pending messages in one critical section: every event after
     /// the list reaches `continuation`, and none before it.
-    func subscribeWithPendingIDs(_ continuation: AsyncStream<CourierEvent>.Continuation) -> (key: Int?, pending: [MessageID]) {
+    func subscribeWithPendingIDs(_ continuation: AsyncStream<CourierEvent>.Continuation) -> (
+        key: Int?, pending: [MessageID]
+    ) {
         write { state, _ -> (Int?, [MessageID]) in
             let pending = state.projection.liveSlotsInOrder().map(\.id)
             guard !state.closed else { return (nil, pending) }

@@ -38,8 +38,10 @@ final class CourierCore {
     /// given to every write's effects, which run it after the lock, with the rest.
     let endHandOff: @Sendable (MessageID, HandOff) -> Void
 
-    init(log: MessageLog, limits: Limits, state: CoreState, logger: Logger,
-         endHandOff: @escaping @Sendable (MessageID, HandOff) -> Void) {
+    init(
+        log: MessageLog, limits: Limits, state: CoreState, logger: Logger,
+        endHandOff: @escaping @Sendable (MessageID, HandOff) -> Void
+    ) {
         self.log = log
         self.endHandOff = endHandOff
         self.limits = limits
@@ -69,7 +71,8 @@ final class CourierCore {
             // builds, to stall the test suite's timed scenarios).
             state.debugMutations &+= 1
             if state.debugMutations % UInt64(max(1, state.projection.count / 16)) == 0,
-               let broken = state.brokenInvariant() {
+                let broken = state.brokenInvariant()
+            {
                 assertionFailure("core invariant broken: \(broken)")
             }
             #endif
@@ -100,14 +103,20 @@ extension CourierCore {
     /// section. With `hold`, it stays out of delivery (as `.always` needs until its fsync
     /// succeeded, `confirm`) but in the projection (the compactor must see it); otherwise it is
     /// accepted at once.
-    func enqueue(_ encoded: [UInt8], state message: MessageState, hold: Bool,
-                 callbacks: Callbacks) throws(CourierError) -> Effects {
+    func enqueue(
+        _ encoded: [UInt8], state message: MessageState, hold: Bool,
+        callbacks: Callbacks
+    ) throws(CourierError) -> Effects {
         let id = message.id
         let (_, effects) = try write { (state, effects) throws(CourierError) in
             guard !state.closed else { throw CourierError(.closed, "the courier is closed") }
             let size = log.sizeBytes
             guard size + encoded.count <= limits.maximumStorageBytes else {
-                throw CourierError(.storageFull, "the log holds \(size) bytes; the limit is \(limits.maximumStorageBytes) (Configuration.maximumStorageBytes)")
+                throw CourierError(
+                    .storageFull,
+                    "the log holds \(size) bytes; the limit is \(limits.maximumStorageBytes) "
+                        + "(Configuration.maximumStorageBytes)"
+                )
             }
             let address: RecordAddress
             do throws(LogError) {
@@ -116,8 +125,9 @@ extension CourierCore {
                 throw CourierError(error)
             }
             let change = message.withKeys { url, key in
-                state.projection.applyFullState(id: id, url: url, orderingKey: key, attempts: 0,
-                                                dueMilliseconds: message.nextDueMilliseconds, address: address)
+                state.projection.applyFullState(
+                    id: id, url: url, orderingKey: key, attempts: 0,
+                    dueMilliseconds: message.nextDueMilliseconds, address: address)
             }
             if change == .added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
             if hold {
@@ -150,7 +160,9 @@ extension CourierCore {
         }.1
     }
 
-    private static func accept(_ id: MessageID, _ callbacks: Callbacks, _ state: inout CoreState, _ effects: inout Effects) {
+    private static func accept(
+        _ id: MessageID, _ callbacks: Callbacks, _ state: inout CoreState, _ effects: inout Effects
+    ) {
         if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
         effects.emit(.enqueued(id))
     }

@@ -39,11 +39,13 @@ struct DestinationTable {
             entries[Int(index)]!.references += 1
         } else if let reused = freeIndices.popLast() {
             index = reused
-            entries[Int(index)] = Entry(url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self)))
+            entries[Int(index)] = Entry(
+                url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self)))
             indexByURL[key] = index
         } else {
             index = UInt32(entries.count)
-            entries.append(Entry(url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self))))
+            entries.append(
+                Entry(url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self))))
             indexByURL[key] = index
         }
         lastInterned = index

@@ -22,7 +22,8 @@ extension MessageLog {
     /// Writes `body` to `path`, replacing what is there, and syncs it. False on failure.
     func writeBody(_ body: [UInt8], to path: String) -> Bool {
         guard (try? fileSystem.removeFile(atPath: path)) != nil,
-              let file = try? fileSystem.openFile(atPath: path, create: true) else { return false }
+            let file = try? fileSystem.openFile(atPath: path, create: true)
+        else { return false }
         let written = body.withUnsafeBytes { raw -> Bool in
             var done = 0
             // Each turn writes at least one byte or stops.

@@ -5,12 +5,15 @@ extension MessageLog {
     /// Opens (or creates) the log in `directory`, feeding every valid record to `replayer` in
     /// the same pass that recovers the newest segment, and applies the platform's data
     /// protection to the directory. Throws what `Courier.init` documents.
-    static func open(directory: URL, configuration: Courier.Configuration, logConfiguration: WriteAheadLog.Configuration,
-                     replayer: Replayer) throws(CourierError) -> MessageLog {
+    static func open(
+        directory: URL, configuration: Courier.Configuration, logConfiguration: WriteAheadLog.Configuration,
+        replayer: Replayer
+    ) throws(CourierError) -> MessageLog {
         let log: WriteAheadLog
         do {
-            log = try WriteAheadLog(directory: directory.path, configuration: logConfiguration,
-                                    fileSystem: configuration.fileSystem, replaying: replayer.visit)
+            log = try WriteAheadLog(
+                directory: directory.path, configuration: logConfiguration,
+                fileSystem: configuration.fileSystem, replaying: replayer.visit)
         } catch {
             throw CourierError(opening: error, dataProtection: configuration.hasDataProtection)
         }
@@ -58,16 +61,20 @@ final class Replayer {
                 undecodable.append(record.location)  // beyond 4 GiB into a segment: damage
                 return
             }
-            projection.applyFullState(id: s.id, url: s.url, orderingKey: s.orderingKey, attempts: s.attempts,
-                                      dueMilliseconds: s.dueMilliseconds, address: address)
+            projection.applyFullState(
+                id: s.id, url: s.url, orderingKey: s.orderingKey, attempts: s.attempts,
+                dueMilliseconds: s.dueMilliseconds, address: address)
         case .attempted(let id, let attempt, let outcome, let due)?:
-            projection.applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
+            projection.applyAttempt(
+                id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
             if !handOffs.isEmpty { handOffs[id] = nil }
         case .delivered(let id, _, _)?:
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .delivered) }
             if !handOffs.isEmpty { handOffs[id] = nil }
         case .abandoned(let id, _, let reason)?:
-            if projection.applyEnd(id: id) == .ended { resolved.record(id, .abandoned(String(decoding: reason, as: UTF8.self))) }
+            if projection.applyEnd(id: id) == .ended {
+                resolved.record(id, .abandoned(String(decoding: reason, as: UTF8.self)))
+            }
             if !handOffs.isEmpty { handOffs[id] = nil }
         case .cancelled(let id)?:
             if projection.applyEnd(id: id) == .ended { resolved.record(id, .cancelled) }
@@ -84,17 +91,22 @@ final class Replayer {
     /// the core must hold the only reference to the projection's buffers, or its first change
     /// would copy them all. Scoping does what a `consume` did, which the iOS type-check's
     /// compiler crashed on (`make ios-check`).
-    func makeCore(_ log: MessageLog, configuration: Courier.Configuration, nowMilliseconds now: UInt64,
-                  endHandOff: @escaping @Sendable (MessageID, HandOff) -> Void) -> (CourierCore, RecoveryReport) {
+    func makeCore(
+        _ log: MessageLog, configuration: Courier.Configuration, nowMilliseconds now: UInt64,
+        endHandOff: @escaping @Sendable (MessageID, HandOff) -> Void
+    ) -> (CourierCore, RecoveryReport) {
         let (state, report) = finish(log, configuration: configuration, nowMilliseconds: now)
-        let core = CourierCore(log: log, limits: configuration.coreLimits, state: state, logger: configuration.logger,
-                               endHandOff: endHandOff)
+        let core = CourierCore(
+            log: log, limits: configuration.coreLimits, state: state, logger: configuration.logger,
+            endHandOff: endHandOff)
         return (core, report)
     }
 
     /// The core's state, and what opening found: the log's recovery plus what replay found.
-    func finish(_ log: MessageLog, configuration: Courier.Configuration,
-                nowMilliseconds now: UInt64) -> (CoreState, RecoveryReport) {
+    func finish(
+        _ log: MessageLog, configuration: Courier.Configuration,
+        nowMilliseconds now: UInt64
+    ) -> (CoreState, RecoveryReport) {
         // Moved out, not copied: the core must hold the only reference to the projection's
         // buffers, or its first change would copy them all.
         var taken = Projection(fifoPerDestination: projection.fifoPerDestination)
@@ -104,10 +116,13 @@ final class Replayer {
         // `retryAfterLimit` (an app that lowers its delays in an update, or a wall clock that
         // went backwards since the record was written).
         let retry = configuration.retry
-        taken.clampDue(backoffAtMost: now + UInt64(retry.maximumDelay.seconds * 1000),
-                       retryAfterAtMost: now + UInt64(retry.retryAfterLimit.seconds * 1000))
+        taken.clampDue(
+            backoffAtMost: now + UInt64(retry.maximumDelay.seconds * 1000),
+            retryAfterAtMost: now + UInt64(retry.retryAfterLimit.seconds * 1000))
         #if DEBUG
-        if let broken = taken.brokenInvariant() { assertionFailure("projection invariant broken after replay: \(broken)") }
+        if let broken = taken.brokenInvariant() {
+            assertionFailure("projection invariant broken after replay: \(broken)")
+        }
         #endif
         var report = log.recovery
         if let replay = log.openingReplay { report.absorb(replay) }
@@ -118,7 +133,8 @@ final class Replayer {
         var state = CoreState(projection: taken, resolved: resolved)
         state.handOffs = handOffs
         if !report.isClean {
-            state.openingDamage = "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"
+            state.openingDamage =
+                "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"
         }
         return (state, report)
     }

@@ -57,8 +57,10 @@ final class MessageLog: Sendable {
     /// `snapshot` record (one positioned read, checksum verified), and the size of that
     /// record's body. `.notFound` if the address is gone (a compaction moved the record);
     /// `.corrupt` if it holds anything else.
-    func readState(at address: RecordAddress,
-                   of id: MessageID) throws(LogError) -> (state: MessageState, bodyBytes: Int) {
+    func readState(
+        at address: RecordAddress,
+        of id: MessageID
+    ) throws(LogError) -> (state: MessageState, bodyBytes: Int) {
         let record = try log.read(address)
         guard let state = Event.decode(kind: record.kind, body: record.body)?.fullState, state.id == id else {
             throw LogError(.corrupt, "the record at \(address) is not message \(id)'s state")

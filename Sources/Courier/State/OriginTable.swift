@@ -69,7 +69,8 @@ struct OriginTable {
     /// `https://A.example/x` and `https://a.example:443/y` are one destination.
     static func origin(of url: String) -> String {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              let host = components.host?.lowercased() else { return url }
+            let host = components.host?.lowercased()
+        else { return url }
         let port = components.port ?? (scheme == "https" ? 443 : 80)
         return "\(scheme)://\(host):\(port)"
     }
@@ -100,7 +101,8 @@ struct OriginTable {
     var earliestProbe: UInt64? {
         down.lazy.compactMap { o -> UInt64? in
             guard let outage = entries[Int(o)].outage, outage.probe == nil,
-                  entries[Int(o)].parkedCount > 0 else { return nil }
+                entries[Int(o)].parkedCount > 0
+            else { return nil }
             return outage.nextProbeMilliseconds
         }.min()
     }

@@ -108,7 +108,8 @@ extension Projection {
     mutating func takeProbe(nowMilliseconds now: UInt64) -> Slot? {
         for o in origins.down {
             guard let outage = origins[o].outage, outage.probe == nil, origins[o].parkedCount > 0,
-                  outage.nextProbeMilliseconds <= now, let i = popParked(o) else { continue }
+                outage.nextProbeMilliseconds <= now, let i = popParked(o)
+            else { continue }
             startSending(i, nowMilliseconds: now)
             origins[o].outage!.probe = i
             return slots[Int(i)]
@@ -132,31 +133,37 @@ extension Projection {
     /// Records what an attempt of slot `i` said about its destination.
     mutating func observe(_ report: DestinationReport, slot i: UInt32) -> DestinationChange {
         let o = origin(ofSlot: i), now = report.nowMilliseconds
-        let answering = origins[o].outage == nil && origins[o].lastHealthyMilliseconds.map {
-            now <= $0 + ConcurrencyLimit.answeredWithinMilliseconds
-        } ?? false
+        let answering =
+            origins[o].outage == nil
+            && origins[o].lastHealthyMilliseconds.map {
+                now <= $0 + ConcurrencyLimit.answeredWithinMilliseconds
+            } ?? false
         let policy = origins.concurrency, maximum = origins.maximumConcurrency
         switch report.signal {
         case .healthy:
             origins[o].consecutiveFailures = 0
             origins[o].lastHealthyMilliseconds = now
             guard let outage = origins.markUp(o) else {
-                policy.succeeded(&origins[o].flow, latencyMilliseconds: report.latencyMilliseconds,
-                                 startedMilliseconds: report.startedMilliseconds, sending: origins[o].sending,
-                                 nowMilliseconds: now, maximum: maximum)
+                policy.succeeded(
+                    &origins[o].flow, latencyMilliseconds: report.latencyMilliseconds,
+                    startedMilliseconds: report.startedMilliseconds, sending: origins[o].sending,
+                    nowMilliseconds: now, maximum: maximum)
                 return .none
             }
             policy.recovered(&origins[o].flow, maximum: maximum)
             let released = unparkAll(of: o, nowMilliseconds: now)
-            return .recovered(origin: origins[o].name, downMilliseconds: now - min(now, outage.sinceMilliseconds),
-                              released: released)
+            return .recovered(
+                origin: origins[o].name, downMilliseconds: now - min(now, outage.sinceMilliseconds),
+                released: released)
         case .overloaded where answering:
-            policy.refused(&origins[o].flow, retryAfterMilliseconds: report.retryAfterMilliseconds,
-                           startedMilliseconds: report.startedMilliseconds, nowMilliseconds: now, maximum: maximum)
+            policy.refused(
+                &origins[o].flow, retryAfterMilliseconds: report.retryAfterMilliseconds,
+                startedMilliseconds: report.startedMilliseconds, nowMilliseconds: now, maximum: maximum)
             return policy.isAdaptive ? .limited : .none
         case .timedOut where answering:
-            policy.timedOut(&origins[o].flow, startedMilliseconds: report.startedMilliseconds, nowMilliseconds: now,
-                            maximum: maximum)
+            policy.timedOut(
+                &origins[o].flow, startedMilliseconds: report.startedMilliseconds, nowMilliseconds: now,
+                maximum: maximum)
             return fail(slot: i, origin: o, report)
         case .failing where answering && report.wasAnswered:
             policy.served(&origins[o].flow, nowMilliseconds: now)
@@ -189,8 +196,11 @@ extension Projection {
         let failures = origins[o].consecutiveFailures
         guard report.failuresBeforeDown > 0, failures >= report.failuresBeforeDown else { return .none }
         // The failure that tipped it counts as the first failed probe.
-        origins.markDown(o, outage: OriginTable.Outage(sinceMilliseconds: now, failedProbes: 1,
-                                                      nextProbeMilliseconds: now + report.probeDelayMilliseconds(1)))
+        origins.markDown(
+            o,
+            outage: OriginTable.Outage(
+                sinceMilliseconds: now, failedProbes: 1,
+                nextProbeMilliseconds: now + report.probeDelayMilliseconds(1)))
         return .wentDown(origin: origins[o].name, consecutiveFailures: failures)
     }
 

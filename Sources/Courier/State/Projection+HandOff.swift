@@ -14,12 +14,15 @@ extension Projection {
     /// uploads at once than its concurrency limit allows. Messages for which `skip`
     /// is true stay where they are (a down destination whose next message is skipped sends no
     /// probe from the background).
-    mutating func takeForHandOff(limit: Int, nowMilliseconds now: UInt64,
-                                 skip: (Slot, String) -> Bool) -> [HandOffCandidate] {
+    mutating func takeForHandOff(
+        limit: Int, nowMilliseconds now: UInt64,
+        skip: (Slot, String) -> Bool
+    ) -> [HandOffCandidate] {
         var taken: [HandOffCandidate] = []
         for o in origins.down where taken.count < limit {
             guard let outage = origins[o].outage, outage.probe == nil, let i = firstParked(o),
-                  !skip(slots[Int(i)], url(of: slots[Int(i)])) else { continue }
+                !skip(slots[Int(i)], url(of: slots[Int(i)]))
+            else { continue }
             unparked(i)
             startSending(i, nowMilliseconds: now)
             origins[o].outage!.probe = i
@@ -30,7 +33,8 @@ extension Projection {
         for o in origins.holding where !origins.isDown(o) {
             // Each turn parks nothing new and takes one slot: bounded by the queue.
             while taken.count < limit, origins[o].sending < origins[o].flow.count, let i = firstParked(o),
-                  !skip(slots[Int(i)], url(of: slots[Int(i)])) {
+                !skip(slots[Int(i)], url(of: slots[Int(i)]))
+            {
                 unparked(i)
                 taken.append(start(i, forHandOffAt: now))
             }

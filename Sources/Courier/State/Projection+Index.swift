@@ -9,7 +9,9 @@ extension Projection {
     // (lookups were a quarter of opening a million messages before the tags).
 
     private static func hash(_ id: MessageID) -> UInt64 {
-        let (hi, lo) = withUnsafeBytes(of: id.uuid) { ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+        let (hi, lo) = withUnsafeBytes(of: id.uuid) {
+            ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        }
         // Both halves: ids from a generator that varies only one half still spread.
         return (lo ^ (hi << 32 | hi >> 32)) &* 0x9E37_79B9_7F4A_7C15
     }
@@ -179,16 +181,20 @@ extension Projection {
         for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
             live += 1
             guard lookup(slot.id) == UInt32(i) else { return "the id table finds slot \(i) by its id" }
-            let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked) && isLaneHead(UInt32(i))
-            guard !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i)))
-                    || origins.holding.contains(origin(ofSlot: UInt32(i))) else {
+            let schedulable =
+                !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked) && isLaneHead(UInt32(i))
+            guard
+                !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i)))
+                    || origins.holding.contains(origin(ofSlot: UInt32(i)))
+            else {
                 return "slot \(i) is parked only while its origin is down or holding"
             }
             guard !slot.flags.contains(.sending) || slot.flags.contains(.inFlight) else {
                 return "slot \(i) is sending only while in flight"
             }
             guard schedulable == (slot.heapIndex != Self.notInHeap) else {
-                return "slot \(i) is in the heap exactly when schedulable (not in flight, not parked, its lane's head)"
+                return
+                    "slot \(i) is in the heap exactly when schedulable (not in flight, not parked, its lane's head)"
             }
         }
         // Each origin's counts of parked and sending slots are exact (its queue may hold stale
@@ -199,7 +205,9 @@ extension Projection {
             if slot.flags.contains(.sending) { sending[origin(ofSlot: UInt32(i)), default: 0] += 1 }
         }
         for o in origins.entries.indices.map(UInt32.init) {
-            if origins[o].parkedCount != parked[o, default: 0] { return "origin \(o) counts its parked slots exactly" }
+            if origins[o].parkedCount != parked[o, default: 0] {
+                return "origin \(o) counts its parked slots exactly"
+            }
             if origins[o].sending != sending[o, default: 0] { return "origin \(o) counts its deliveries exactly" }
         }
         for (p, i) in heap.enumerated() {

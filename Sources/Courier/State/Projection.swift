@@ -87,8 +87,10 @@ struct Projection {
 
     /// A full state was logged at `address`: add the message, or replace what is known of it.
     @discardableResult
-    mutating func applyFullState(id: MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer? = nil,
-                                 attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress) -> Change {
+    mutating func applyFullState(
+        id: MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer? = nil,
+        attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress
+    ) -> Change {
         if let i = lookup(id) {
             slots[Int(i)].address = address
             slots[Int(i)].attempts = attempts
@@ -100,12 +102,15 @@ struct Projection {
             return .updated
         }
         let destination = destinations.intern(url, origins: &origins)
-        let slot = Slot(id: id, address: address, dueMilliseconds: dueMilliseconds, order: nextOrder, attempts: attempts,
-                        destination: destination, lane: LaneTable.none, heapIndex: Self.notInHeap, flags: .live)
+        let slot = Slot(
+            id: id, address: address, dueMilliseconds: dueMilliseconds, order: nextOrder, attempts: attempts,
+            destination: destination, lane: LaneTable.none, heapIndex: Self.notInHeap, flags: .live)
         nextOrder += 1
         let i = allocate(slot)
         insertIntoIndex(i)
-        if let key = LaneTable.key(orderingKey: orderingKey, destination: destination, fifoPerDestination: fifoPerDestination) {
+        if let key = LaneTable.key(
+            orderingKey: orderingKey, destination: destination, fifoPerDestination: fifoPerDestination)
+        {
             slots[Int(i)].lane = lanes.join(i, key: key)
             guard lanes.head(of: slots[Int(i)].lane) == i else { return .added }
         }
@@ -116,11 +121,17 @@ struct Projection {
     /// An attempt was logged: its count, the next due time, and whether the answer carried a
     /// `Retry-After` the policy honours (429 or 503).
     @discardableResult
-    mutating func applyAttempt(id: MessageID, attempt: UInt32, dueMilliseconds: UInt64, retryAfter: Bool = false) -> Change {
+    mutating func applyAttempt(id: MessageID, attempt: UInt32, dueMilliseconds: UInt64, retryAfter: Bool = false)
+        -> Change
+    {
         guard let i = lookup(id) else { return .ignored }
         slots[Int(i)].attempts = max(slots[Int(i)].attempts, attempt)
         slots[Int(i)].dueMilliseconds = dueMilliseconds
-        if retryAfter { slots[Int(i)].flags.insert(.dueFromRetryAfter) } else { slots[Int(i)].flags.remove(.dueFromRetryAfter) }
+        if retryAfter {
+            slots[Int(i)].flags.insert(.dueFromRetryAfter)
+        } else {
+            slots[Int(i)].flags.remove(.dueFromRetryAfter)
+        }
         reschedule(i)
         return .updated
     }
@@ -139,8 +150,9 @@ struct Projection {
         switch event {
         case .enqueued(let s), .snapshot(let s):
             return s.withKeys { url, key in
-                applyFullState(id: s.id, url: url, orderingKey: key, attempts: s.attempts,
-                               dueMilliseconds: s.nextDueMilliseconds, address: address)
+                applyFullState(
+                    id: s.id, url: url, orderingKey: key, attempts: s.attempts,
+                    dueMilliseconds: s.nextDueMilliseconds, address: address)
             }
         case .attempted(let id, let attempt, let outcome, let due):
             return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
@@ -172,8 +184,9 @@ struct Projection {
     /// the pace of a destination holding parked messages.
     var earliestDue: UInt64? {
         func earlier(_ a: UInt64?, _ b: UInt64?) -> UInt64? { a.map { min($0, b ?? $0) } ?? b }
-        return earlier(earlier(heap.first.map { slots[Int($0)].dueMilliseconds }, origins.earliestProbe),
-                       origins.earliestHeldStart)
+        return earlier(
+            earlier(heap.first.map { slots[Int($0)].dueMilliseconds }, origins.earliestProbe),
+            origins.earliestHeldStart)
     }
 
     /// An attempt ended without resolving the message: record it and schedule the next one.
@@ -218,7 +231,8 @@ struct Projection {
         if slot.lane != LaneTable.none {
             lanes.leave(i, lane: slot.lane)
             if let head = lanes.head(of: slot.lane), slots[Int(head)].flags.isDisjoint(with: [.inFlight, .parked]),
-               slots[Int(head)].heapIndex == Self.notInHeap {
+                slots[Int(head)].heapIndex == Self.notInHeap
+            {
                 makeSchedulable(head)
             }
         }

@@ -55,7 +55,8 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
     /// injected clock, `withDeadline` races the request against a sleep on that clock.
     public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
         guard clock is ContinuousClock else {
-            return await withDeadline(request.timeout, clock: clock) { [self] in await post(request, deadline: nil) }
+            return await withDeadline(request.timeout, clock: clock) { [self] in await post(request, deadline: nil)
+            }
         }
         return await post(request, deadline: .now() + .nanoseconds(Int64(request.timeout.seconds * 1e9)))
     }
@@ -66,8 +67,9 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
         for (name, value) in request.headers { headers.add(name: name, value: value) }
         let task: HTTPClient.Task<StatusReader.Response>
         do {
-            let http = try HTTPClient.Request(url: request.url, method: .POST, headers: headers,
-                                              body: .bytes(request.body), tlsConfiguration: nil)
+            let http = try HTTPClient.Request(
+                url: request.url, method: .POST, headers: headers,
+                body: .bytes(request.body), tlsConfiguration: nil)
             task = client.execute(request: http, delegate: StatusReader(), deadline: deadline)
         } catch {
             return .failure(Self.classify(error))
@@ -100,7 +102,7 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
         if let e = error as? HTTPClientError {
             switch e {
             case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout, .tlsHandshakeTimeout,
-                 .getConnectionFromPoolTimeout:
+                .getConnectionFromPoolTimeout:
                 return TransportFailure(.timeout, "\(e)")
             case .remoteConnectionClosed, .uncleanShutdown: return TransportFailure(.connectionClosed, "\(e)")
             case .cancelled, .requestStreamCancelled: return TransportFailure(.cancelled, "\(e)")

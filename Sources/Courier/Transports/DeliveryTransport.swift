@@ -16,7 +16,8 @@ public struct DeliveryRequest: Sendable, Hashable {
     public var attempt: Int
 
     /// A request for attempt `attempt` of message `messageID`.
-    public init(url: URL, headers: [String: String], body: Data, timeout: Duration, messageID: MessageID, attempt: Int) {
+    public init(url: URL, headers: [String: String], body: Data, timeout: Duration, messageID: MessageID, attempt: Int)
+    {
         self.url = url
         self.headers = headers
         self.body = body
@@ -59,7 +60,9 @@ extension Courier.Configuration {
         #if canImport(FoundationNetworking) && !canImport(AsyncHTTPClient)
         // Never URLSession on Linux: it hangs until its timeout and re-sends POSTs unasked when
         // a server drops connections (DocC: "Running on Linux").
-        return CourierError(.transportUnavailable, """
+        return CourierError(
+            .transportUnavailable,
+            """
             Courier has no HTTP transport on Linux unless the package trait "AsyncHTTPClientTransport" \
             is on. Turn it on where your Package.swift depends on Courier: \
             .package(url: "<courier's URL>", from: "<version>", traits: ["AsyncHTTPClientTransport"]) \
@@ -77,7 +80,8 @@ extension Courier.Configuration {
         #if canImport(AsyncHTTPClient)
         return AsyncHTTPClientTransport(maximumConnectionsPerHost: maximumConcurrentDeliveries)
         #elseif canImport(FoundationNetworking)
-        preconditionFailure("no default transport on Linux without AsyncHTTPClient: defaultTransportProblem says so")
+        preconditionFailure(
+            "no default transport on Linux without AsyncHTTPClient: defaultTransportProblem says so")
         #else
         return URLSessionTransport(configuration: URLSessionTransport.sessionConfiguration(for: self))
         #endif

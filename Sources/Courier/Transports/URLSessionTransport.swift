@@ -80,7 +80,8 @@ public final class URLSessionTransport: DeliveryTransport {
         case .networkConnectionLost: kind = .connectionClosed
         case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet: kind = .connectionFailed
         case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
-             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected: kind = .tls
+            .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+            kind = .tls
         case .cancelled: kind = .cancelled
         default: kind = .other
         }
@@ -95,8 +96,10 @@ extension URLSessionTransport: @unchecked Sendable {}
 /// (`urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)` called with
 /// nil). A POST redirected elsewhere should be the app's explicit decision, not a default.
 final class RedirectRefusal: NSObject, URLSessionTaskDelegate {
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         completionHandler(nil)
     }
 }

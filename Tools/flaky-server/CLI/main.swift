@@ -27,8 +27,9 @@ struct FlakyServerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let behavior = FlakyServer.Behavior(failureRate: failureRate, dropRate: dropRate, rateLimitRate: rateLimitRate,
-                                            retryAfterSeconds: retryAfter, delay: .milliseconds(delayMs))
+        let behavior = FlakyServer.Behavior(
+            failureRate: failureRate, dropRate: dropRate, rateLimitRate: rateLimitRate,
+            retryAfterSeconds: retryAfter, delay: .milliseconds(delayMs))
         let server = try await FlakyServer(behavior: behavior, port: port)
         print("flaky-server listening on \(await server.url) (stats: GET /stats); stopping in \(seconds) s")
         try await Task.sleep(for: .seconds(seconds))

@@ -37,8 +37,10 @@ public final class FlakyServer: Sendable {
         /// Seed for the coin flips; the default (nil) is random.
         public var seed: UInt64?
 
-        public init(failureRate: Double = 0.5, dropRate: Double = 0, rateLimitRate: Double = 0,
-                    retryAfterSeconds: Int = 1, delay: Duration = .zero, seed: UInt64? = nil) {
+        public init(
+            failureRate: Double = 0.5, dropRate: Double = 0, rateLimitRate: Double = 0,
+            retryAfterSeconds: Int = 1, delay: Duration = .zero, seed: UInt64? = nil
+        ) {
             self.failureRate = failureRate
             self.dropRate = dropRate
             self.rateLimitRate = rateLimitRate

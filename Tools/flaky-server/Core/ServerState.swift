@@ -42,7 +42,8 @@ final class ServerState: @unchecked Sendable {
         case .rateLimit(let status, let retryAfter):
             return HTTPResponse(statusCode: status, headers: HTTPHeaders([HTTPHeader("Retry-After"): retryAfter]))
         case .limited(let status, let retryAfter):
-            return HTTPResponse(statusCode: status, headers: HTTPHeaders(retryAfter.map { [HTTPHeader("Retry-After"): $0] } ?? [:]))
+            return HTTPResponse(
+                statusCode: status, headers: HTTPHeaders(retryAfter.map { [HTTPHeader("Retry-After"): $0] } ?? [:]))
         case .slow(let hold):
             try await Task.sleep(for: hold)
             return HTTPResponse(statusCode: .ok)
@@ -76,14 +77,15 @@ final class ServerState: @unchecked Sendable {
                 }
             }
             if let key {
-                let answer: FlakyServer.Attempt.Answer = switch verdict {
-                case .drop: .dropped
-                case .fail: .status(500, retryAfter: nil)
-                case .rateLimit(let status, let retryAfter): .status(Int(status.code), retryAfter: retryAfter)
-                case .limited(let status, let retryAfter): .status(Int(status.code), retryAfter: retryAfter)
-                case .slow: .slow
-                case .accept: .status(200, retryAfter: nil)
-                }
+                let answer: FlakyServer.Attempt.Answer =
+                    switch verdict {
+                    case .drop: .dropped
+                    case .fail: .status(500, retryAfter: nil)
+                    case .rateLimit(let status, let retryAfter): .status(Int(status.code), retryAfter: retryAfter)
+                    case .limited(let status, let retryAfter): .status(Int(status.code), retryAfter: retryAfter)
+                    case .slow: .slow
+                    case .accept: .status(200, retryAfter: nil)
+                    }
                 attempts[key, default: []].append(FlakyServer.Attempt(arrived: .now, answer: answer))
             }
             if case .limited = verdict { return (verdict, .zero) }  // a limiter answers at once
@@ -98,8 +100,10 @@ final class ServerState: @unchecked Sendable {
         var level = self.level ?? FlakyServer.TokenBucket.Level(full: bucket, at: now)
         defer { self.level = level }
         guard level.take(bucket, at: now) else {
-            return .limited(status: HTTPStatusCode(bucket.status, phrase: bucket.status == 429 ? "Too Many Requests" : "Service Unavailable"),
-                            retryAfter: bucket.retryAfter)
+            return .limited(
+                status: HTTPStatusCode(
+                    bucket.status, phrase: bucket.status == 429 ? "Too Many Requests" : "Service Unavailable"),
+                retryAfter: bucket.retryAfter)
         }
         return nil
     }
@@ -141,7 +145,10 @@ final class ServerState: @unchecked Sendable {
     func statisticsResponse() -> HTTPResponse {
         let s = statistics
         let answered = s.answered.keys.sorted().map { "\"\($0)\":\(s.answered[$0]!)" }.joined(separator: ",")
-        let json = #"{"requests":\#(s.requests),"refused":\#(s.refused),"dropped":\#(s.dropped),"answered":{\#(answered)},"distinct_keys":\#(s.distinctKeys),"accepted_keys":\#(s.acceptedKeys),"duplicate_accepts":\#(s.duplicateAccepts)}"#
+        let json =
+            #"{"requests":\#(s.requests),"refused":\#(s.refused),"dropped":\#(s.dropped),"answered":{\#(answered)},"#
+            + #""distinct_keys":\#(s.distinctKeys),"accepted_keys":\#(s.acceptedKeys),"#
+            + #""duplicate_accepts":\#(s.duplicateAccepts)}"#
         return HTTPResponse(statusCode: .ok, headers: [.contentType: "application/json"], body: Data(json.utf8))
     }
 }

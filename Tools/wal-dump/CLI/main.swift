@@ -44,7 +44,8 @@ struct DirectoryArgument: ParsableArguments {
 }
 
 struct Records: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "One line per record: segment, offset, length, seq, type, time.")
+    static let configuration = CommandConfiguration(
+        abstract: "One line per record: segment, offset, length, seq, type, time.")
     @OptionGroup var target: DirectoryArgument
     @Flag(help: "One JSON object per line (keys: segment, offset, length, seq, type, id, …).") var json = false
     @Flag(help: "Include record bodies (hidden by default).") var payload = false
@@ -52,7 +53,8 @@ struct Records: ParsableCommand {
 }
 
 struct Stats: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Segments, bytes, records per type, live vs dead, damage, torn tail.")
+    static let configuration = CommandConfiguration(
+        abstract: "Segments, bytes, records per type, live vs dead, damage, torn tail.")
     @OptionGroup var target: DirectoryArgument
     @Flag(help: "One JSON object.") var json = false
     func run() throws { try finish(target.dump().stats(json: json)) }

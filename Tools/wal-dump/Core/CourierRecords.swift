@@ -9,5 +9,7 @@ public struct CourierRecords: RecordDescriber {
     public func details(of record: LogRecord) -> [(key: String, value: String)] {
         EventDescription(record)?.details.map { ($0.key, $0.value) } ?? []
     }
-    public func isTerminal(_ kind: RecordKind) -> Bool { kind == .delivered || kind == .abandoned || kind == .cancelled }
+    public func isTerminal(_ kind: RecordKind) -> Bool {
+        kind == .delivered || kind == .abandoned || kind == .cancelled
+    }
 }

@@ -6,12 +6,14 @@ extension Dump {
     public func stats(json: Bool) -> Status {
         var perKind: [RecordKind: Int] = [:]
         var messages: [String: (records: Int, ended: Bool)] = [:]
-        guard let report = read({ r in
-            perKind[r.kind, default: 0] += 1
-            guard let id = describer.messageID(of: r) else { return }
-            messages[id, default: (0, false)].records += 1
-            if describer.isTerminal(r.kind) { messages[id]!.ended = true }
-        }) else { return .usage }
+        guard
+            let report = read({ r in
+                perKind[r.kind, default: 0] += 1
+                guard let id = describer.messageID(of: r) else { return }
+                messages[id, default: (0, false)].records += 1
+                if describer.isTerminal(r.kind) { messages[id]!.ended = true }
+            })
+        else { return .usage }
         let recordsWithID = messages.values.reduce(0) { $0 + $1.records }
         let recordsOfDeadMessages = messages.values.filter(\.ended).reduce(0) { $0 + $1.records }
         let dead = messages.values.filter(\.ended).count
@@ -42,7 +44,9 @@ extension Dump {
         out("segments: \(report.segments.count), \(bytes) bytes")
         for s in report.segments {
             let range = s.lastSequence.map { "seq \(s.firstSequence ?? 0)…\($0)" } ?? "no records"
-            out("  \(s.name)  \(s.bytes) bytes  \(s.records) records  \(range)" + (s.headerProblem.map { "  (\($0))" } ?? ""))
+            out(
+                "  \(s.name)  \(s.bytes) bytes  \(s.records) records  \(range)"
+                    + (s.headerProblem.map { "  (\($0))" } ?? ""))
         }
         let perRecord = report.recordCount > 0 ? String(bytes / report.recordCount) : "-"
         out("records: \(report.recordCount) (\(perRecord) bytes/record on disk)")
@@ -52,7 +56,9 @@ extension Dump {
         } else {
             out("messages: unknown (no record names a message id)")
         }
-        out("damaged spans: \(report.damaged.count)" + (report.missingSequences > 0 ? ", \(report.missingSequences) sequence numbers missing" : ""))
+        out(
+            "damaged spans: \(report.damaged.count)"
+                + (report.missingSequences > 0 ? ", \(report.missingSequences) sequence numbers missing" : ""))
         for span in report.damaged { out("  \(span)") }
         out("torn tail: " + (report.tornTail.map { "\($0)" } ?? "none"))
         return .ok

@@ -10,9 +10,11 @@ public struct Dump {
     public var out: (String) -> Void
     public var err: (String) -> Void
 
-    public init(directory: String, fileSystem: any LogFileSystem = PosixFileSystem(),
-                describer: any RecordDescriber = CourierRecords(),
-                out: @escaping (String) -> Void, err: @escaping (String) -> Void) {
+    public init(
+        directory: String, fileSystem: any LogFileSystem = PosixFileSystem(),
+        describer: any RecordDescriber = CourierRecords(),
+        out: @escaping (String) -> Void, err: @escaping (String) -> Void
+    ) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.describer = describer
@@ -25,7 +27,10 @@ public struct Dump {
 
     /// `wal-dump records DIR [--json] [--payload]`: one line per record.
     public func records(json: Bool, payload: Bool) -> Status {
-        guard let report = read({ record in out(json ? jsonLine(record, payload: payload) : textLine(record, payload: payload)) })
+        guard
+            let report = read({ record in
+                out(json ? jsonLine(record, payload: payload) : textLine(record, payload: payload))
+            })
         else { return .usage }
         for span in report.damaged { err("damaged: \(span)") }
         if let torn = report.tornTail { err("torn tail (end of log): \(torn)") }
@@ -44,7 +49,9 @@ public struct Dump {
         for span in report.damaged { out("damaged: \(span)") }
         if report.missingSequences > 0 { out("missing: \(report.missingSequences) sequence numbers") }
         var summary = "\(report.recordCount) records in \(report.segments.count) segments"
-        if let torn = report.tornTail { summary += "; torn tail at \(torn.segment) offset \(torn.offset) (\(torn.length) bytes, end of log)" }
+        if let torn = report.tornTail {
+            summary += "; torn tail at \(torn.segment) offset \(torn.offset) (\(torn.length) bytes, end of log)"
+        }
         if report.isClean {
             out("ok: " + summary)
             return .ok
@@ -64,7 +71,9 @@ public struct Dump {
     }
 
     func textLine(_ r: LogRecord, payload: Bool) -> String {
-        var s = "\(r.location.segment) offset=\(r.location.offset) length=\(r.location.length) seq=\(r.sequence) type=\(r.kind) time=\(iso8601(milliseconds: r.timestampMilliseconds))"
+        var s =
+            "\(r.location.segment) offset=\(r.location.offset) length=\(r.location.length) seq=\(r.sequence) "
+            + "type=\(r.kind) time=\(iso8601(milliseconds: r.timestampMilliseconds))"
         if let id = describer.messageID(of: r) { s += " id=\(id)" }
         for (k, v) in describer.details(of: r) { s += " \(k)=\(v)" }
         s += " body=\(r.body.count)B"

@@ -47,6 +47,11 @@ public func iso8601(milliseconds: UInt64) -> String {
     let day = dayOfYear - (153 * mp + 2) / 5 + 1
     let month = mp < 10 ? mp + 3 : mp - 9
     let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-    func pad(_ v: Int, _ n: Int) -> String { let s = String(v); return String(repeating: "0", count: max(0, n - s.count)) + s }
-    return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(ms, 3))Z"
+    func pad(_ v: Int, _ n: Int) -> String {
+        let s = String(v); return String(repeating: "0", count: max(0, n - s.count)) + s
+    }
+    let date = "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
+    let clock = "\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
+    let time = "\(clock).\(pad(ms, 3))"
+    return "\(date)T\(time)Z"
 }

@@ -33,10 +33,13 @@ do {
     _ = try Courier(directory: untouched)
     fail("a courier opened on Linux without the AsyncHTTPClientTransport trait")
 } catch {
-    guard error.code == .transportUnavailable, error.message.contains("traits: [\"AsyncHTTPClientTransport\"]") else {
+    guard error.code == .transportUnavailable, error.message.contains("traits: [\"AsyncHTTPClientTransport\"]")
+    else {
         fail("expected .transportUnavailable naming the trait, got \(error)")
     }
-    guard !FileManager.default.fileExists(atPath: untouched.path) else { fail("the failed open created its directory") }
+    guard !FileManager.default.fileExists(atPath: untouched.path) else {
+        fail("the failed open created its directory")
+    }
     print("consumer-check: without the trait, opening fails with: \(error)")
 }
 #else

@@ -9,8 +9,8 @@ import UIKit
 // snippet: ios-app-delegate
 @MainActor
 final class AppDelegate: NSObject, UIApplicationDelegate {
-    static let uploads = "com.example.app.courier.uploads"   // Courier's background URLSession
-    static let delivery = "com.example.app.courier.delivery" // in BGTaskSchedulerPermittedIdentifiers
+    static let uploads = "com.example.app.courier.uploads"  // Courier's background URLSession
+    static let delivery = "com.example.app.courier.delivery"  // in BGTaskSchedulerPermittedIdentifiers
 
     /// Made with the delegate, so Courier's session is known when iOS reports its events.
     let configuration: Courier.Configuration = {
@@ -21,29 +21,37 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
     /// Keep it for the app's lifetime: a released courier stops delivering.
     private(set) var courier: Courier?
 
-    func application(_ application: UIApplication,
-                     didFinishLaunchingWithOptions options: [UIApplication.LaunchOptionsKey: Any]? = nil) -> Bool {
-        Courier.registerBackgroundDelivery(identifier: Self.delivery)   // before launch ends
+    func application(
+        _ application: UIApplication,
+        didFinishLaunchingWithOptions options: [UIApplication.LaunchOptionsKey: Any]? = nil
+    ) -> Bool {
+        Courier.registerBackgroundDelivery(identifier: Self.delivery)  // before launch ends
         Task {
-            let outbox = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
-                                                     appropriateFor: nil, create: true).appendingPathComponent("outbox")
+            let outbox = try FileManager.default.url(
+                for: .applicationSupportDirectory, in: .userDomainMask,
+                appropriateFor: nil, create: true
+            ).appendingPathComponent("outbox")
             // Replays off the main thread; waits for the first unlock if iOS launched the app before it.
             courier = try await Courier.openWithAppLifecycleIntegration(directory: outbox, configuration: configuration)
         }
         return true
     }
 
-    func application(_ application: UIApplication, handleEventsForBackgroundURLSession identifier: String,
-                     completionHandler: @escaping () -> Void) {
-        if URLSessionBackgroundUploads.handleEvents(forSession: identifier, completionHandler: completionHandler) { return }
-        completionHandler()   // or pass it to a background session of your own with that identifier
+    func application(
+        _ application: UIApplication, handleEventsForBackgroundURLSession identifier: String,
+        completionHandler: @escaping () -> Void
+    ) {
+        if URLSessionBackgroundUploads.handleEvents(forSession: identifier, completionHandler: completionHandler) {
+            return
+        }
+        completionHandler()  // or pass it to a background session of your own with that identifier
     }
 }
 // snippet end
 
 // snippet: ios-swiftui
 @MainActor
-struct ExampleApp: App {   // your @main App
+struct ExampleApp: App {  // your @main App
     @UIApplicationDelegateAdaptor(AppDelegate.self) private var appDelegate
 
     var body: some Scene {
@@ -59,7 +67,7 @@ struct ExampleApp: App {   // your @main App
 /// README's "Use", on iOS.
 func use(courier: Courier, serverURL: URL) async throws {
     // snippet: ios-use
-    let id = try courier.send(["text": "hi"], to: serverURL)   // on disk when this returns; callable on main
-    try await courier.delivered(id)                           // after a 2xx; throws .abandoned if the policy gives up
+    let id = try courier.send(["text": "hi"], to: serverURL)  // on disk when this returns; callable on main
+    try await courier.delivered(id)  // after a 2xx; throws .abandoned if the policy gives up
     // snippet end
 }

@@ -15,12 +15,13 @@ struct OSLogHandler: LogHandler {
     }
     func log(event: LogEvent) {
         let fields = metadata.merging(event.metadata ?? [:]) { $1 }.map { "\($0)=\($1)" }.joined(separator: " ")
-        let type: OSLogType = switch event.level {
+        let type: OSLogType =
+            switch event.level {
             case .trace, .debug: .debug
             case .info, .notice: .info
             case .warning, .error: .error
             case .critical: .fault
-        }
+            }
         logger.log(level: type, "\(event.message.description, privacy: .public) \(fields, privacy: .public)")
     }
 }
