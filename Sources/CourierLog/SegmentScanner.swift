@@ -211,21 +211,17 @@ private struct Cursor {
 
     /// The record at `pos`, if it is valid in every respect.
     private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) throws -> Parsed? {
-        guard let header = try window.bytes(at: pos, count: Format.recordHeaderSize),
-            header.loadLE(UInt32.self, at: 0) == Format.recordMagic,
-            header.loadLE(UInt32.self, at: 4) == Format.recordFrameSize,
-            header.loadLE(UInt16.self, at: 34) == 0
+        guard let bytes = try window.bytes(at: pos, count: Format.recordHeaderSize),
+            let header = RecordHeader.parse(bytes),
+            header.frameLength <= window.size - pos - Format.recordHeaderSize
         else { return nil }
-        let frameLength = Int(header.loadLE(UInt32.self, at: 12))
-        let total = Format.recordHeaderSize + frameLength
-        guard frameLength >= Format.minimumBodyFrameSize, frameLength <= window.size - pos - Format.recordHeaderSize
-        else { return nil }
+        let total = header.recordLength
         if resync { resyncBudgetBytes -= total }
-        // The whole record (reading on if needed: `header` is not valid after this).
-        guard let raw = try window.bytes(at: pos, count: total) else { return nil }
-        let covered = UnsafeRawBufferPointer(rebasing: raw[12..<total])
-        guard CRC32C.unmask(raw.loadLE(UInt32.self, at: 8)) == CRC32C.extend(salt, covered) else { return nil }
-        let sequence = raw.loadLE(UInt64.self, at: 16)
+        // The whole record (reading on if needed: `bytes` is not valid after this).
+        guard let raw = try window.bytes(at: pos, count: total), RecordHeader.checksumHolds(raw, salt: salt) else {
+            return nil
+        }
+        let sequence = header.sequence
         if let after, sequence <= after { return nil }
         let frame = UnsafeRawBufferPointer(rebasing: raw[Format.recordHeaderSize..<total])
         guard let bodyLength = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch) else {
@@ -233,9 +229,9 @@ private struct Cursor {
         }
         return Parsed(
             sequence: sequence,
-            kind: RecordKind(rawValue: raw[32]),
-            flags: RecordFlags(rawValue: raw[33]),
-            timestampMilliseconds: raw.loadLE(UInt64.self, at: 24),
+            kind: header.kind,
+            flags: header.flags,
+            timestampMilliseconds: header.timestampMilliseconds,
             location: RecordLocation(segment: segment, offset: pos, length: total),
             bodyLength: bodyLength
         )

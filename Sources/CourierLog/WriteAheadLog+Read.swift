@@ -81,19 +81,16 @@ extension WriteAheadLog {
 
     static func verify(_ bytes: [UInt8], address: RecordAddress, salt: UInt32, segment: String) -> LogRecord? {
         bytes.withUnsafeBytes { raw -> LogRecord? in
-            guard raw.count == Int(address.length), raw.count >= Format.recordHeaderSize + Format.minimumBodyFrameSize,
-                raw.loadLE(UInt32.self, at: 0) == Format.recordMagic,
-                raw.loadLE(UInt32.self, at: 4) == Format.recordFrameSize,
-                Int(raw.loadLE(UInt32.self, at: 12)) == raw.count - Format.recordHeaderSize,
-                raw.loadLE(UInt64.self, at: 16) == address.sequence
+            // The scanner's validation (`RecordHeader`), plus what the address promises.
+            guard raw.count == Int(address.length), let header = RecordHeader.parse(raw),
+                header.recordLength == raw.count, header.sequence == address.sequence,
+                RecordHeader.checksumHolds(raw, salt: salt)
             else { return nil }
-            let covered = UnsafeRawBufferPointer(rebasing: raw[12...])
-            guard CRC32C.unmask(raw.loadLE(UInt32.self, at: 8)) == CRC32C.extend(salt, covered) else { return nil }
             let frame = UnsafeRawBufferPointer(rebasing: raw[Format.recordHeaderSize...])
             guard let body = LZ4Decoder().decompress(frame, limit: Format.maximumBodyBytes) else { return nil }
             return LogRecord(
-                sequence: address.sequence, kind: RecordKind(rawValue: raw[32]), flags: RecordFlags(rawValue: raw[33]),
-                timestampMilliseconds: raw.loadLE(UInt64.self, at: 24), body: body,
+                sequence: address.sequence, kind: header.kind, flags: header.flags,
+                timestampMilliseconds: header.timestampMilliseconds, body: body,
                 location: RecordLocation(segment: segment, offset: Int(address.offset), length: raw.count))
         }
     }

@@ -1,4 +1,4 @@
-import CourierLog
+@testable import CourierLog
 import CourierLogTesting
 import Testing
 
@@ -67,5 +67,38 @@ import Testing
                 }
             }
         }
+    }
+}
+
+/// One validator: the scanner and the read by address accept exactly the same records.
+@Suite struct RecordHeaderTests {
+    /// A log of one record, and that record's bytes with byte `index` of its header set to
+    /// `value` and the checksum made right again (so only that field is wrong).
+    func forged(index: Int, value: UInt8) throws -> (SimulatedFileSystem, [UInt8], RecordAddress, UInt32) {
+        let fs = SimulatedFileSystem()
+        let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: fs)
+        let address = try log.appendRecord(body(1), kind: RecordKind(rawValue: 1))
+        try log.close()
+        let path = try #require(fs.allPaths().first { $0.hasSuffix(".wal") })
+        var bytes = try #require(fs.contents(of: path))
+        let salt = bytes.withUnsafeBytes { $0.loadLE(UInt32.self, at: 16) }
+        let start = Int(address.offset), end = start + Int(address.length)
+        bytes[start + index] = value
+        let crc = bytes[(start + 12)..<end].withUnsafeBytes { CRC32C.mask(CRC32C.extend(salt, $0)) }
+        withUnsafeBytes(of: crc.littleEndian) { bytes.replaceSubrange((start + 8)..<(start + 12), with: $0) }
+        fs.setContents(bytes, of: path)
+        return (fs, Array(bytes[start..<end]), address, salt)
+    }
+
+    @Test func aRecordWithItsReservedBytesSetIsRejectedByTheScannerAndByAddressAlike() throws {
+        let (fs, record, address, salt) = try forged(index: 34, value: 1)
+        #expect(WriteAheadLog.verify(record, address: address, salt: salt, segment: "s") == nil)
+        #expect(try readAll(fs).0.isEmpty)
+    }
+
+    @Test func anUntouchedRecordIsAcceptedByBoth() throws {
+        let (fs, record, address, salt) = try forged(index: 34, value: 0)
+        #expect(WriteAheadLog.verify(record, address: address, salt: salt, segment: "s")?.body == body(1))
+        #expect(try readAll(fs).0.map(\.body) == [body(1)])
     }
 }
