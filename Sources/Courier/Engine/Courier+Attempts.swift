@@ -62,8 +62,10 @@ extension Courier {
             attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
             runner: .engine(token: token), url: state.url)
         let recorded = await record(ending)
-        if let compaction = recorded.compaction { await runCompaction(compaction) }
-        return recorded.next
+        guard let compaction = recorded.compaction else { return recorded.next }
+        // Its slot was kept for the compaction (blocking file work, on the I/O queue).
+        await onIOQueue { [core] in core.compact(compaction).run() }
+        return endAttempt(token)
     }
 
     /// An attempt ended without an outcome to record: its slot is free, and what the scheduler

@@ -157,9 +157,11 @@ extension Courier {
                 state.foregroundOnly.insert(id)  // no hand-off takes it again in this process
             }
             let compaction = compacts ? core.planCompaction(&state, force: false) : nil
+            // A runner with a compaction to run keeps its slot until it has run it, so `settle()`
+            // and `close()` wait for the compaction too.
             let scheduled = schedule(
                 &state, &effects, at: judged.instant, handOffAsked: ticket != nil,
-                freeing: token, continuing: judged.continuing,
+                freeing: compaction == nil ? token : nil, continuing: judged.continuing,
                 tellSettleWaiters: compaction == nil)
             return Recorded(compaction: compaction, pass: scheduled.pass, next: scheduled.next)
         }
