@@ -23,12 +23,19 @@ extension WriteAheadLog {
         try appendRecord(body, kind: kind).sequence
     }
 
+    // Each append may name its record's timestamp (ms since 1970): a caller that appends under
+    // a lock of its own passes the time it read before taking it, so the log never calls a
+    // clock under that lock. Without it, `configuration.now()` stamps the record.
+
     /// `append(_:kind:)`, returning where the record lies, to read it back with `read(_:)`.
     @discardableResult
-    public func appendRecord(_ body: [UInt8], kind: RecordKind) throws(LogError) -> RecordAddress {
+    public func appendRecord(
+        _ body: [UInt8], kind: RecordKind, timestampMilliseconds: UInt64? = nil
+    ) throws(LogError) -> RecordAddress {
         let address = try mutex.withLock { () throws(LogError) -> RecordAddress in
             try state.checkOpen()
-            let range = try encodeAndWrite(CollectionOfOne(LogEntry(kind: kind, body: body)))
+            let range = try encodeAndWrite(
+                CollectionOfOne(LogEntry(kind: kind, body: body)), timestamp: timestampMilliseconds)
             return RecordAddress(
                 sequence: range.lowerBound, offset: UInt32(state.lastWriteOffset),
                 length: UInt32(state.scratch.count))
@@ -47,11 +54,13 @@ extension WriteAheadLog {
     }
 
     /// `append(batch:)`, returning where each record lies.
-    public func appendRecords(batch entries: [LogEntry]) throws(LogError) -> [RecordAddress] {
+    public func appendRecords(
+        batch entries: [LogEntry], timestampMilliseconds: UInt64? = nil
+    ) throws(LogError) -> [RecordAddress] {
         guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
         let addresses = try mutex.withLock { () throws(LogError) -> [RecordAddress] in
             try state.checkOpen()
-            let range = try encodeAndWrite(entries)
+            let range = try encodeAndWrite(entries, timestamp: timestampMilliseconds)
             let starts = state.recordStarts, total = state.scratch.count, base = state.lastWriteOffset
             return starts.indices.map { i in
                 let end = i + 1 < starts.count ? starts[i + 1] : total
@@ -73,14 +82,16 @@ extension WriteAheadLog {
     }
 
     /// Under `mutex`. Encodes into the scratch buffer, rolls if needed, writes.
-    private func encodeAndWrite<C: Collection<LogEntry>>(_ entries: C) throws(LogError) -> ClosedRange<UInt64> {
+    private func encodeAndWrite<C: Collection<LogEntry>>(_ entries: C, timestamp: UInt64?) throws(LogError)
+        -> ClosedRange<UInt64>
+    {
         // A reader would reject a larger body: refuse it before anything is written.
         for entry in entries where entry.body.count > Format.maximumBodyBytes {
             throw LogError(
                 .recordTooLarge,
                 "a body of \(entry.body.count) bytes; the format allows at most \(Format.maximumBodyBytes)")
         }
-        let timestamp = configuration.now()
+        let timestamp = timestamp ?? configuration.now()
         let first = state.nextSequence
         state.scratch.removeAll(keepingCapacity: true)
         state.recordStarts.removeAll(keepingCapacity: true)
@@ -108,7 +119,7 @@ extension WriteAheadLog {
             )
         }
         if state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0 {
-            try roll()
+            try roll(createdMilliseconds: timestamp)
         }
         sealChecksums(salt: state.active.salt)
         try writeScratch()
@@ -151,7 +162,8 @@ extension WriteAheadLog {
     }
 
     /// Seals the active segment and starts the next one. Under `mutex`.
-    private func roll() throws(LogError) {
+    /// `createdMilliseconds`: the new segment's creation time, the first record's timestamp.
+    private func roll(createdMilliseconds: UInt64) throws(LogError) {
         let old = state.active
         // Synced whatever the policy (one fsync per segment): a sealed segment is then complete
         // on disk before any later record can be, so a crash never leaves a hole in the log.
@@ -164,7 +176,7 @@ extension WriteAheadLog {
         }
         do {
             state.active = try Opener.createSegment(
-                directory: directory, firstSequence: state.nextSequence,
+                directory: directory, firstSequence: state.nextSequence, createdMilliseconds: createdMilliseconds,
                 configuration: configuration, fileSystem: fileSystem)
         } catch {
             // A full disk: keep appending to the old segment (it only grows past its nominal

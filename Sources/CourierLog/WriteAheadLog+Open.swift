@@ -116,13 +116,14 @@ struct Opener {
 
     /// Creates a segment file holding just its header, durable with its directory entry.
     static func createSegment(
-        directory: String, firstSequence: UInt64, configuration: WriteAheadLog.Configuration,
-        fileSystem: any LogFileSystem
+        directory: String, firstSequence: UInt64, createdMilliseconds: UInt64? = nil,
+        configuration: WriteAheadLog.Configuration, fileSystem: any LogFileSystem
     ) throws(LogError) -> ActiveSegment {
         let name = SegmentName.make(firstSequence: firstSequence)
         let path = joinPath(directory, name)
         let salt = configuration.makeSalt()
-        let header = SegmentHeader(salt: salt, firstSequence: firstSequence, createdMilliseconds: configuration.now())
+        let header = SegmentHeader(
+            salt: salt, firstSequence: firstSequence, createdMilliseconds: createdMilliseconds ?? configuration.now())
         let file = try fileSystem.openFile(atPath: path, create: true)
         do {
             try file.writeFully(header.encoded(), at: 0)

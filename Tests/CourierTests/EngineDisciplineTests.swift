@@ -28,6 +28,27 @@ import Testing
         #expect(clock.violations == 0)
     }
 
+    /// Records carry the wall time the engine read (the injected `now` at open plus the
+    /// injected clock's elapsed time), which the core hands the log: the log never calls a clock.
+    @Test func recordsAreStampedWithTheEnginesWallTime() async throws {
+        let fs = SimulatedFileSystem()
+        let clock = ManualClock()
+        var config = testConfiguration(clock: clock, transport: ScriptedTransport())
+        config.fileSystem = fs
+        config.now = { Date(timeIntervalSince1970: 1_800_000_000) }
+        let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
+        courier.pause()
+        let id = try courier.send(["n": 1], to: inbox)
+        await clock.advance(by: .seconds(7))
+        courier.resume()
+        try await courier.delivered(id)
+        await courier.close()
+        var stamps: [RecordKind: UInt64] = [:]
+        _ = try LogReader(directory: "/c", fileSystem: fs).read { stamps[$0.kind] = $0.timestampMilliseconds }
+        #expect(stamps[.enqueued] == 1_800_000_000_000)
+        #expect(stamps[.delivered] == 1_800_000_007_000)
+    }
+
     /// fsync and unlink (segment rolls, compaction, the final sync) happen on the courier's I/O
     /// queue, never inside a Swift task, so a slow disk cannot starve the app's async work.
     @Test func blockingFileWorkNeverRunsOnTheCooperativePool() async throws {

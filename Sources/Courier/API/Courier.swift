@@ -34,8 +34,6 @@ public final class Courier {
     /// What the scheduler needs of `configuration`, made once.
     let schedulerLimits: Scheduler.Limits
     let wallStartMilliseconds: UInt64
-    /// The latest wall time computed, read by the log for record timestamps.
-    let wallTime: WallTimeCache
     /// The largest event body one record holds, whatever its compression.
     let maximumRecordBytes: Int
     /// Blocking file work of the engine (appends after attempts, compaction's reads, fsync and
@@ -73,10 +71,10 @@ public final class Courier {
             isExcludedFromHandOff: { uploads?.isExcluded($0) ?? true })
         let wallStart = UInt64(max(0, configuration.now().timeIntervalSince1970 * 1000))
         self.wallStartMilliseconds = wallStart
-        let wallTime = WallTimeCache(wallStart)
-        self.wallTime = wallTime
         var logConfiguration = configuration.logConfiguration()
-        logConfiguration.now = { wallTime.value }
+        // Records are stamped by their appenders (`CoreState.wallMilliseconds`); what is left to
+        // stamp, the segments created at open, gets the time of the open.
+        logConfiguration.now = { wallStart }
         self.maximumRecordBytes = logConfiguration.maximumRecordBytes
         let replayer = Replayer(configuration: configuration, directory: directory.path)
         let log = try MessageLog.open(

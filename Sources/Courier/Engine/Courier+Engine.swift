@@ -45,6 +45,7 @@ extension Courier {
         handOffAsked: Bool, freeing token: UInt64? = nil, continuing: Bool = true,
         tellSettleWaiters: Bool = true
     ) -> Scheduled {
+        state.wallMilliseconds = max(state.wallMilliseconds, instant.wallMilliseconds)
         let runner = token.flatMap { state.scheduler.attempts.removeValue(forKey: $0) }
         let plan = Scheduler.plan(&state, at: instant, limits: schedulerLimits, handOffAsked: handOffAsked)
         var scheduled = Scheduled()
@@ -99,7 +100,6 @@ extension Courier {
         #endif
         let elapsed = clock.elapsed()
         let wall = wallStartMilliseconds + UInt64(max(0, elapsed.seconds * 1000))
-        wallTime.withLock { $0 = max($0, wall) }
         return EngineInstant(elapsed: elapsed, wallMilliseconds: wall)
     }
 }

@@ -150,6 +150,7 @@ extension Courier {
         let compacts = configuration.isCompactionEnabled
         let (recorded, effects) = core.write { state, effects -> Recorded? in
             if !mayBlock && log.appendMayBlock(bodyBytes: judged.bodyBytes) { return nil }
+            state.wallMilliseconds = max(state.wallMilliseconds, judged.instant.wallMilliseconds)
             core.record(
                 judged.verdict, of: ending.attempt, outcome: ending.outcome, destination: judged.report,
                 handOff: ticket, in: &state, &effects)

@@ -25,8 +25,3 @@ struct EngineClock: Sendable {
             sleep: { try await clock.sleep(until: start.advanced(by: $0), tolerance: nil) })
     }
 }
-
-/// The latest wall time the engine computed, in ms since 1970, for the log's record
-/// timestamps: the log stamps records under its lock, where calling the app's clock is not
-/// allowed, so it reads this instead. It only moves forward.
-typealias WallTimeCache = Locked<UInt64>

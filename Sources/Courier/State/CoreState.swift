@@ -13,6 +13,9 @@ struct CoreState {
     var nextWaiterKey = 0
     var subscribers: [Int: AsyncStream<CourierEvent>.Continuation] = [:]
     var nextSubscriber = 0
+    /// The latest wall time (ms since 1970) the engine and `send` have read: what the log stamps
+    /// records with, so it never calls the app's clock under the core's lock.
+    var wallMilliseconds: UInt64 = 0
     /// Mutations so far (debug builds: how often the projection checks itself).
     var debugMutations: UInt64 = 0
     /// Messages delivered since open (for `deliverPending`'s summary).

@@ -129,7 +129,7 @@ extension CourierCore {
                 }
             }
             guard !entries.isEmpty else { return }
-            let addresses = try log.append(batch: entries)
+            let addresses = try log.append(batch: entries, at: state.wallMilliseconds)
             for (id, entry) in snapshots { state.projection.moveFullState(id, to: addresses[entry]) }
         }
     }

@@ -113,14 +113,14 @@ extension CourierCore {
         }
         switch verdict {
         case .delivered(let status):
-            append(.delivered(id, attempt: number, status: status), &effects)
+            append(.delivered(id, attempt: number, status: status), state, &effects)
             Self.resolve(id, .delivered, attempts: attempt.number, &state, &effects)
         case .retry(let due, let delay):
-            append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), &effects)
+            append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), state, &effects)
             state.projection.retry(id, attempts: number, dueMilliseconds: due)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: delay))
         case .giveUp(let reason):
-            append(.abandoned(id, attempt: number, reason: reason), &effects)
+            append(.abandoned(id, attempt: number, reason: reason), state, &effects)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: .zero))
             Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
         }
@@ -132,7 +132,7 @@ extension CourierCore {
     func cancel(_ id: MessageID) -> (Bool, Effects) {
         write { state, effects -> Bool in
             guard !state.closed, let slot = state.projection.slot(of: id) else { return false }
-            append(.cancelled(id), &effects)
+            append(.cancelled(id), state, &effects)
             Self.resolve(id, .cancelled, attempts: Int(slot.attempts), &state, &effects)
             return true
         }
@@ -165,11 +165,13 @@ extension CourierCore {
         _ = write { state, _ in state.projection.makeDue(atOrBefore: nowMilliseconds) }
     }
 
-    /// Under `lock`: appends an event. A failure to log is reported, and delivery goes on in
-    /// memory (the worst case is a duplicate POST after a restart, which the key dedupes).
-    func append(_ event: Event, _ effects: inout Effects) {
+    /// Under `lock`: appends an event, stamped with the latest wall time the core has seen
+    /// (`CoreState.wallMilliseconds`: the log never calls the app's clock). A failure to log is
+    /// reported, and delivery goes on in memory (the worst case is a duplicate POST after a
+    /// restart, which the key dedupes).
+    func append(_ event: Event, _ state: CoreState, _ effects: inout Effects) {
         do {
-            try log.append(event)
+            try log.append(event, at: state.wallMilliseconds)
         } catch {
             effects.emit(.storageFailed("could not log \(event.kind) of \(event.id): \(error)"))
         }

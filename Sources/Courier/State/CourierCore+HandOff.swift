@@ -26,7 +26,7 @@ extension CourierCore {
             guard !state.closed, var handOff = state.handOffs[id], handOff.ticket == ticket else { return false }
             handOff.taskIdentifier = taskIdentifier
             state.handOffs[id] = handOff
-            append(.handedOff(id, handOff), &effects)
+            append(.handedOff(id, handOff), state, &effects)
             effects.emit(.handedOff(id, attempt: Int(handOff.attempt)))
             return true
         }
@@ -84,7 +84,7 @@ extension CourierCore {
     func recordLateSuccess(_ id: MessageID, attempt: UInt32, status: UInt16) -> Effects {
         write { state, effects in
             guard !state.closed, state.projection.slot(of: id) != nil else { return }
-            append(.delivered(id, attempt: attempt, status: status), &effects)
+            append(.delivered(id, attempt: attempt, status: status), state, &effects)
             Self.resolve(id, .delivered, attempts: Int(attempt), &state, &effects)
         }.1
     }
@@ -135,7 +135,7 @@ extension CourierCore {
                     attempt: entry.attempt, ticket: entry.ticket,
                     taskIdentifier: UInt64(bitPattern: Int64(entry.task.identifier)),
                     earliestBeginMilliseconds: slot.dueMilliseconds)
-                append(.handedOff(id, handOff), &effects)
+                append(.handedOff(id, handOff), state, &effects)
                 state.handOffs[id] = handOff
                 result.adopted.append((id, handOff))
             }

@@ -120,7 +120,8 @@ extension CourierCore {
             }
             let address: RecordAddress
             do throws(LogError) {
-                address = try log.append(enqueued: encoded)
+                state.wallMilliseconds = max(state.wallMilliseconds, message.createdMilliseconds)
+                address = try log.append(enqueued: encoded, at: state.wallMilliseconds)
             } catch {
                 throw CourierError(error)
             }

@@ -131,6 +131,7 @@ final class Replayer {
         // reconciliation (`Courier.reconcileHandOffs`) finds its task or not.
         for id in handOffs.keys { taken.hold(id) }
         var state = CoreState(projection: taken, resolved: resolved)
+        state.wallMilliseconds = now
         state.handOffs = handOffs
         if !report.isClean {
             state.openingDamage =
