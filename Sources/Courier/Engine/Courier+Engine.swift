@@ -85,11 +85,14 @@ extension Courier {
         state.scheduler.timer = (task, deadline)
     }
 
+    /// The timer fired: it is forgotten (unless a newer one replaced it) and the next plan is
+    /// carried out, in one critical section.
     private func timerFired(_ deadline: Duration) {
-        _ = core.write { state, _ in
+        let instant = currentInstant()
+        core.write { state, effects in
             if state.scheduler.timer?.deadline == deadline { state.scheduler.timer = nil }
-        }
-        pump()
+            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+        }.1.run()
     }
 
     /// The engine's "now": the injected clock's elapsed time, and the wall time at open plus

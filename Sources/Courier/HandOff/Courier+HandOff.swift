@@ -83,8 +83,8 @@ extension Courier {
     }
 
     /// One hand-off pass, started by the pump with the messages the scheduler took: hands
-    /// them off, then frees its place and pumps (a message taken and not handed off after all
-    /// is the engine's again).
+    /// them off, then, in one critical section, frees its place and carries out the next plan
+    /// (a message taken and not handed off after all is the engine's again).
     func handOffPass(
         _ candidates: [Projection.HandOffCandidate], _ uploads: BackgroundUploads,
         token: UInt64
@@ -93,9 +93,8 @@ extension Courier {
         let instant = currentInstant()
         core.write { state, effects in
             state.scheduler.passes[token] = nil
-            effects.idle += takeSettleWaitersIfSettled(&state, at: instant)
+            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
         }.1.run()
-        pump()
         return handedOff
     }
 

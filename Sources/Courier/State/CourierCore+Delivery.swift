@@ -182,8 +182,7 @@ extension CourierCore {
         _ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout CoreState,
         _ effects: inout Effects
     ) {
-        if let order = state.projection.slot(of: id)?.order { state.recent.remove(id, order: order) }
-        state.projection.remove(id)
+        if let removed = state.projection.remove(id) { state.recent.remove(id, order: removed.order) }
         state.foregroundOnly.remove(id)
         if let handOff = state.handOffs.removeValue(forKey: id) { effects.endedHandOffs.append((id, handOff)) }
         state.resolved.record(id, resolution)

@@ -58,9 +58,6 @@ extension CourierCore {
         }
     }
 
-    /// The hand-off of message `id`, if it is handed off.
-    func handOff(of id: MessageID) -> HandOff? { read { $0.handOffs[id] } }
-
     /// All hand-offs (tests, foreground return).
     var handOffs: [MessageID: HandOff] { read(\.handOffs) }
 

@@ -220,8 +220,10 @@ struct Projection {
         reschedule(i)
     }
 
-    mutating func remove(_ id: MessageID) {
-        guard let i = lookup(id) else { return }
+    /// - Returns: the slot as it was, or nil if `id` was not pending.
+    @discardableResult
+    mutating func remove(_ id: MessageID) -> Slot? {
+        guard let i = lookup(id) else { return nil }
         let slot = slots[Int(i)]
         if slot.heapIndex != Self.notInHeap { heapRemove(i) }
         endProbe(i)
@@ -240,6 +242,7 @@ struct Projection {
         slots[Int(i)].flags = []
         freeSlots.append(i)
         count -= 1
+        return slot
     }
 
     /// Makes every message not in flight due at `now` at the latest; returns how many moved.
