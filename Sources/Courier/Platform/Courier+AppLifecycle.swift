@@ -203,6 +203,9 @@ final class AppLifecycleIntegration: PlatformIntegration {
             }
         }
         guard backgroundTask != .invalid else { return }  // iOS grants no time now
+        // This delivery ends only its own background task: if that one expired and the app
+        // left the screen again before this task wound down, a newer one is under way.
+        let granted = backgroundTask
         delivery = Task { [weak self] in
             // Background uploads first (unless the app came back meanwhile: then
             // `returnToForeground()` already ran); the seconds iOS grants go to what was not
@@ -213,17 +216,21 @@ final class AppLifecycleIntegration: PlatformIntegration {
             if courier.pendingCount > courier.handedOffCount {
                 _ = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
             }
-            self?.endBackgroundTask()
+            self?.endBackgroundTask(granted)
         }
     }
 
-    private func endBackgroundTask() {
-        guard backgroundTask != .invalid else { return }
+    /// Ends the background task under way; with `identifier`, only if it is that one.
+    private func endBackgroundTask(_ identifier: UIBackgroundTaskIdentifier? = nil) {
+        guard backgroundTask != .invalid, identifier.map({ $0 == backgroundTask }) ?? true else { return }
         UIApplication.shared.endBackgroundTask(backgroundTask)
         backgroundTask = .invalid
     }
 
-    deinit { monitor.cancel() }  // a courier released without close()
+    deinit {  // a courier released without close()
+        monitor.cancel()
+        for observer in observers { NotificationCenter.default.removeObserver(observer) }
+    }
 
     /// Called by `close()`.
     func stop() {
