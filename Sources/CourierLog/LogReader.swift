@@ -26,21 +26,17 @@ public struct LogReader: Sendable {
         return (segments.sorted { $0.0 < $1.0 }.map(\.1), ignored.sorted())
     }
 
-    /// Visits every valid record in sequence order and reports what else was found.
-    public func read(_ visit: (LogRecord) throws -> Void) throws -> ReplayReport {
-        try readViews { try visit($0.record()) }
-    }
-
-    /// `read(_:)` without copying bodies: each view's body lies in a buffer reused from record
-    /// to record, valid only during the visit (replay at open goes through here).
-    public func readViews(_ visit: (RecordView) throws -> Void) throws -> ReplayReport {
+    /// Visits every valid record in sequence order and reports what else was found. Each view's
+    /// body lies in a buffer reused from record to record, valid only during the visit:
+    /// `view.record()` copies one out.
+    public func read(_ visit: (RecordView) throws -> Void) throws -> ReplayReport {
         var newest: SegmentScanner.Result?
-        return try readViews(visit, newest: &newest)
+        return try read(visit, newest: &newest)
     }
 
-    /// `readViews`, also handing back the newest segment's scan (the writer's recovery uses it
+    /// `read(_:)`, also handing back the newest segment's scan (the writer's recovery uses it
     /// instead of reading that segment again).
-    func readViews(_ visit: (RecordView) throws -> Void, newest: inout SegmentScanner.Result?) throws -> ReplayReport {
+    func read(_ visit: (RecordView) throws -> Void, newest: inout SegmentScanner.Result?) throws -> ReplayReport {
         let (names, ignored) = try segmentNames()
         var report = ReplayReport(ignoredFiles: ignored)
         let scanner = SegmentScanner()

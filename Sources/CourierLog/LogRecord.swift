@@ -1,27 +1,32 @@
-/// Where a record's bytes lie: its segment file, the offset of its first header byte, and its
-/// length on disk (header + LZ4 frame).
-public struct RecordLocation: Sendable, Hashable, CustomStringConvertible {
-    /// The segment's file name.
-    public var segment: String
-    /// Offset of the record header in the segment.
-    public var offset: Int
-    /// Header plus frame, in bytes.
-    public var length: Int
+/// Where one record lies: its sequence number (which also names its segment, the last one
+/// starting at or below it), the offset of its header in that segment, and its length on disk
+/// (header + LZ4 frame). The log's one location type: the writer returns it from `append`,
+/// the reader puts it on every record, and `WriteAheadLog.read(_:)` takes it back. It is what
+/// a caller keeps in memory instead of the record: 16 bytes.
+public struct RecordAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The record's sequence number.
+    public var sequence: UInt64
+    /// Offset of the record's header in its segment. A record lies within the first 4 GiB of
+    /// its segment, or it is not valid (`Format.maximumSegmentBytes` is 1 GiB).
+    public var offset: UInt32
+    /// Header plus LZ4 frame, in bytes.
+    public var length: UInt32
 
-    /// A location.
-    public init(segment: String, offset: Int, length: Int) {
-        self.segment = segment
+    /// An address.
+    public init(sequence: UInt64, offset: UInt32, length: UInt32) {
+        self.sequence = sequence
         self.offset = offset
         self.length = length
     }
 
-    public var description: String { "\(segment)@\(offset)+\(length)" }
+    /// The offset just past the record.
+    public var end: Int { Int(offset) + Int(length) }
+
+    public var description: String { "#\(sequence)@\(offset)+\(length)" }
 }
 
 /// One record as read back from the log.
 public struct LogRecord: Sendable, Equatable {
-    /// The record's sequence number (dense, increasing).
-    public var sequence: UInt64
     /// Its kind (opaque to the log).
     public var kind: RecordKind
     /// Its flags (batch boundaries).
@@ -30,41 +35,37 @@ public struct LogRecord: Sendable, Equatable {
     public var timestampMilliseconds: UInt64
     /// Its body, decompressed and checksum-verified.
     public var body: [UInt8]
-    /// Where it lies.
-    public var location: RecordLocation
+    /// The file name of the segment it lies in.
+    public var segment: String
+    /// Where it lies in that segment.
+    public var address: RecordAddress
+    /// The record's sequence number (dense, increasing).
+    public var sequence: UInt64 { address.sequence }
 }
 
 /// One record as the reader passes it to a visitor: the header's fields, and the body in the
 /// reader's reusable buffer. `body` is valid only during the visit; `record()` copies it out.
 public struct RecordView {
-    /// The record's sequence number.
-    public var sequence: UInt64
     /// Its kind.
     public var kind: RecordKind
     /// Its flags.
     public var flags: RecordFlags
     /// Wall time it was appended, in ms since 1970.
     public var timestampMilliseconds: UInt64
-    /// Where it lies.
-    public var location: RecordLocation
+    /// The file name of the segment it lies in.
+    public var segment: String
+    /// Where it lies in that segment.
+    public var address: RecordAddress
     /// Its body, valid only during the visit.
     public var body: UnsafeRawBufferPointer
-
-    /// Where the record lies, compactly (for `WriteAheadLog.read(_:)`); nil if its offset or
-    /// length does not fit 32 bits, which only a segment far over the format's 1 GiB can cause
-    /// (damage: the caller treats the record as unreadable instead of trapping).
-    public var address: RecordAddress? {
-        guard let offset = UInt32(exactly: location.offset), let length = UInt32(exactly: location.length) else {
-            return nil
-        }
-        return RecordAddress(sequence: sequence, offset: offset, length: length)
-    }
+    /// The record's sequence number.
+    public var sequence: UInt64 { address.sequence }
 
     /// An owned copy.
     public func record() -> LogRecord {
         LogRecord(
-            sequence: sequence, kind: kind, flags: flags, timestampMilliseconds: timestampMilliseconds,
-            body: Array(body), location: location)
+            kind: kind, flags: flags, timestampMilliseconds: timestampMilliseconds, body: Array(body),
+            segment: segment, address: address)
     }
 }
 

@@ -5,7 +5,8 @@
 /// Rules (the *why* is in ARCHITECTURE.md, "Recovery"):
 /// - A record is valid when its header has the right magic and sizes, its CRC (seeded with the
 ///   segment's salt) matches, its LZ4 frame decodes to the declared size of at most
-///   `Format.maximumBodyBytes`, and its sequence number is above every earlier one. Nothing
+///   `Format.maximumBodyBytes`, its sequence number is above every earlier one, and it ends
+///   within 4 GiB of the segment's start (where a `RecordAddress` can point). Nothing
 ///   else, and no setting of the reading process, enters into it: this is the one definition
 ///   of a valid record.
 /// - Bytes that are not a valid record start a search for the next valid record header. If one
@@ -120,7 +121,8 @@ private struct Cursor {
         var kind: RecordKind
         var flags: RecordFlags
         var timestampMilliseconds: UInt64
-        var location: RecordLocation
+        var offset: Int
+        var length: Int
         var bodyLength: Int
     }
 
@@ -132,10 +134,10 @@ private struct Cursor {
         // Each turn advances `pos` by at least one byte, so this loop ends.
         while pos < window.size {
             // Bytes before `pos` are done with, unless a held-back batch starts earlier.
-            window.keepFrom = pending.first?.location.offset ?? pos
+            window.keepFrom = pending.first?.offset ?? pos
             if let record = try parse(at: pos, after: last, resync: false) {
                 last = record.sequence
-                pos += record.location.length
+                pos += record.length
                 if record.flags.contains(.batchEnd) && pending.isEmpty {
                     // The common case, a record appended alone: no buffering, no copy.
                     try view(record, visit)
@@ -148,7 +150,7 @@ private struct Cursor {
                 continue
             }
             let why = try reason(at: pos)  // before the search moves the window on
-            guard let next = try findRecord(from: pos + 1, after: last, keeping: pending.first?.location.offset) else {
+            guard let next = try findRecord(from: pos + 1, after: last, keeping: pending.first?.offset) else {
                 if pending.isEmpty { trailingReason = why }
                 break
             }
@@ -158,7 +160,7 @@ private struct Cursor {
             result.damaged.append(DamagedSpan(segment: segment, offset: pos, length: next - pos, reason: why))
             pos = next
         }
-        let trailingStart = pending.first?.location.offset ?? pos
+        let trailingStart = pending.first?.offset ?? pos
         if trailingStart < window.size {
             let why =
                 pending.isEmpty ? try trailingReason ?? reason(at: trailingStart) : "batch without its last record"
@@ -172,8 +174,10 @@ private struct Cursor {
         try scratch.withUnsafeBytes { buffer in
             try visit(
                 RecordView(
-                    sequence: record.sequence, kind: record.kind, flags: record.flags,
-                    timestampMilliseconds: record.timestampMilliseconds, location: record.location,
+                    kind: record.kind, flags: record.flags, timestampMilliseconds: record.timestampMilliseconds,
+                    segment: segment,
+                    address: RecordAddress(
+                        sequence: record.sequence, offset: UInt32(record.offset), length: UInt32(record.length)),
                     body: UnsafeRawBufferPointer(rebasing: buffer[..<record.bodyLength])))
         }
     }
@@ -184,8 +188,8 @@ private struct Cursor {
         for record in pending {
             // Decoded again: `scratch` has held later records since (it verified once already;
             // the window kept its bytes, `keepFrom` being at or before the batch's start).
-            let start = record.location.offset + Format.recordHeaderSize
-            let frame = try window.bytes(at: start, count: record.location.length - Format.recordHeaderSize)!
+            let start = record.offset + Format.recordHeaderSize
+            let frame = try window.bytes(at: start, count: record.length - Format.recordHeaderSize)!
             let length = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch)
             assert(length == record.bodyLength)
             try view(record, visit)
@@ -211,9 +215,12 @@ private struct Cursor {
 
     /// The record at `pos`, if it is valid in every respect.
     private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) throws -> Parsed? {
+        // A record must end within 4 GiB of its segment's start, where every address can
+        // point (segments are at most 1 GiB): bytes beyond are damage, never records.
         guard let bytes = try window.bytes(at: pos, count: Format.recordHeaderSize),
             let header = RecordHeader.parse(bytes),
-            header.frameLength <= window.size - pos - Format.recordHeaderSize
+            header.frameLength <= window.size - pos - Format.recordHeaderSize,
+            pos + header.recordLength <= Int(UInt32.max)
         else { return nil }
         let total = header.recordLength
         if resync { resyncBudgetBytes -= total }
@@ -232,7 +239,8 @@ private struct Cursor {
             kind: header.kind,
             flags: header.flags,
             timestampMilliseconds: header.timestampMilliseconds,
-            location: RecordLocation(segment: segment, offset: pos, length: total),
+            offset: pos,
+            length: total,
             bodyLength: bodyLength
         )
     }

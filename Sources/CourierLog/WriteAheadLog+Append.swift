@@ -12,26 +12,23 @@ public struct LogEntry: Sendable, Equatable {
 }
 
 extension WriteAheadLog {
-    /// Appends one record and returns its sequence number. Returns once the bytes are handed
-    /// to the kernel (they survive the process being killed); what else is waited for depends
-    /// on `configuration.syncPolicy`.
+    // The one append: a record alone, or a batch. Each returns where its records lie, to read
+    // them back with `read(_:)`; the sequence number is the address's.
+    //
+    // Each append may name its records' timestamp (ms since 1970): a caller that appends under
+    // a lock of its own passes the time it read before taking it, so the log never calls a
+    // clock under that lock. Without it, `configuration.now()` stamps the records.
+
+    /// Appends one record. Returns once the bytes are handed to the kernel (they survive the
+    /// process being killed); what else is waited for depends on `configuration.syncPolicy`.
     ///
     /// Throws `.diskFull` (nothing was written, the log stays usable), `.recordTooLarge`,
     /// `.failed`/`.io` (the log must be reopened), `.closed`.
     @discardableResult
-    public func append(_ body: [UInt8], kind: RecordKind) throws(LogError) -> UInt64 {
-        try appendRecord(body, kind: kind).sequence
-    }
-
-    // Each append may name its record's timestamp (ms since 1970): a caller that appends under
-    // a lock of its own passes the time it read before taking it, so the log never calls a
-    // clock under that lock. Without it, `configuration.now()` stamps the record.
-
-    /// `append(_:kind:)`, returning where the record lies, to read it back with `read(_:)`.
-    @discardableResult
-    public func appendRecord(
+    public func append(
         _ body: [UInt8], kind: RecordKind, timestampMilliseconds: UInt64? = nil
     ) throws(LogError) -> RecordAddress {
+        // Not `append(batch:)` of one: that would allocate an array on every append.
         let address = try mutex.withLock { () throws(LogError) -> RecordAddress in
             try state.checkOpen()
             let range = try encodeAndWrite(
@@ -46,16 +43,11 @@ extension WriteAheadLog {
 
     /// Appends several records with one `write(2)`, all-or-nothing across a crash: recovery
     /// discards a batch whose last record did not reach the disk. A batch never spans
-    /// segments, so it must fit in one (`.recordTooLarge` otherwise).
+    /// segments, so it must fit in one (`.recordTooLarge` otherwise); an empty one is
+    /// `.invalidArgument`. Returns each record's address, in order.
     @discardableResult
-    public func append(batch entries: [LogEntry]) throws(LogError) -> ClosedRange<UInt64> {
-        let addresses = try appendRecords(batch: entries)
-        return addresses.first!.sequence...addresses.last!.sequence
-    }
-
-    /// `append(batch:)`, returning where each record lies.
-    public func appendRecords(
-        batch entries: [LogEntry], timestampMilliseconds: UInt64? = nil
+    public func append(
+        batch entries: some Collection<LogEntry>, timestampMilliseconds: UInt64? = nil
     ) throws(LogError) -> [RecordAddress] {
         guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
         let addresses = try mutex.withLock { () throws(LogError) -> [RecordAddress] in

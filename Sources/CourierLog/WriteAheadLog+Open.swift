@@ -15,7 +15,7 @@ struct Opener {
         var replay: ReplayReport?
         var newestScan: SegmentScanner.Result?
         if let visit {
-            switch Result(catching: { () throws(any Error) in try reader.readViews(visit, newest: &newestScan) }) {
+            switch Result(catching: { () throws(any Error) in try reader.read(visit, newest: &newestScan) }) {
             case .success(let read): replay = read
             case .failure(let error as LogError): throw error
             case .failure(let error): throw LogError(.io, "reading the log: \(error)")

@@ -1,24 +1,3 @@
-/// Where one record lies, compactly: what a caller keeps in memory instead of the record
-/// (16 bytes), to read the record back later with `WriteAheadLog.read(_:)`.
-public struct RecordAddress: Sendable, Hashable, CustomStringConvertible {
-    /// The record's sequence number; it also names its segment (the last one starting at or
-    /// below it).
-    public var sequence: UInt64
-    /// Offset of the record's header in its segment (segments are at most 1 GiB).
-    public var offset: UInt32
-    /// Header plus LZ4 frame, in bytes.
-    public var length: UInt32
-
-    /// An address.
-    public init(sequence: UInt64, offset: UInt32, length: UInt32) {
-        self.sequence = sequence
-        self.offset = offset
-        self.length = length
-    }
-
-    public var description: String { "#\(sequence)@\(offset)+\(length)" }
-}
-
 extension WriteAheadLog {
     /// Reads back the record at `address` with one positioned read, and verifies it as the
     /// scanner does (magic, sizes, CRC with its segment's salt, sequence number, LZ4 frame).
@@ -89,9 +68,9 @@ extension WriteAheadLog {
             let frame = UnsafeRawBufferPointer(rebasing: raw[Format.recordHeaderSize...])
             guard let body = LZ4Decoder().decompress(frame, limit: Format.maximumBodyBytes) else { return nil }
             return LogRecord(
-                sequence: address.sequence, kind: header.kind, flags: header.flags,
-                timestampMilliseconds: header.timestampMilliseconds, body: body,
-                location: RecordLocation(segment: segment, offset: Int(address.offset), length: raw.count))
+                kind: header.kind, flags: header.flags,
+                timestampMilliseconds: header.timestampMilliseconds, body: body, segment: segment,
+                address: address)
         }
     }
 }

@@ -56,11 +56,10 @@ public final class WriteAheadLog {
 
     deinit { directoryLock.unlock() }
 
-    /// Every valid record on disk, in sequence order, through the same reader `wal-dump` uses.
-    /// Call it after opening to rebuild state; records appended meanwhile may or may not be seen.
-    public func replay(_ visit: (LogRecord) throws -> Void) throws -> ReplayReport {
-        try LogReader(directory: directory, fileSystem: fileSystem).read(visit)
-    }
+    /// A reader of this log's directory: the one way to read every record in order, the same
+    /// reader `wal-dump` uses. Read after opening; records appended meanwhile may or may not
+    /// be seen.
+    public var reader: LogReader { LogReader(directory: directory, fileSystem: fileSystem) }
 
     /// The sequence number the next appended record will get.
     public var nextSequence: UInt64 { mutex.withLock { state.nextSequence } }
@@ -129,7 +128,7 @@ public struct RecoveryReport: Sendable, Equatable {
     public var missingSequences: UInt64 = 0
     /// Records whose checksums verify but whose bodies the reader could not interpret (damage
     /// the checksum cannot see, or a record written by a newer version). They were skipped.
-    public var undecodableRecords: [RecordLocation] = []
+    public var undecodableRecords: [RecordAddress] = []
 
     /// A clean report.
     public init() {}

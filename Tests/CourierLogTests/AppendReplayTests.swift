@@ -44,7 +44,7 @@ import Testing
         let entries = try writeLog(fs, count: 50)
         let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: fs)
         var bodies: [[UInt8]] = []
-        _ = try log.replay { bodies.append($0.body) }
+        _ = try log.reader.read { bodies.append(Array($0.body)) }
         #expect(bodies == entries.map(\.body))
         try log.close()
     }
@@ -52,8 +52,8 @@ import Testing
     @Test func aBatchTakesConsecutiveSequenceNumbersAndMarksOnlyItsEnd() throws {
         let fs = SimulatedFileSystem()
         let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: fs)
-        let range = try log.append(batch: (0..<3).map { LogEntry(kind: .attempted, body: body($0)) })
-        #expect(range == 1...3)
+        let addresses = try log.append(batch: (0..<3).map { LogEntry(kind: .attempted, body: body($0)) })
+        #expect(addresses.map(\.sequence) == [1, 2, 3])
         try log.close()
         let (records, _) = try readAll(fs)
         #expect(records.map(\.flags) == [[], [], .batchEnd])
@@ -94,7 +94,7 @@ import Testing
         let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: fs)
         let seqs = await withTaskGroup(of: [UInt64].self) { group in
             for t in 0..<8 {
-                group.addTask { (0..<100).compactMap { i in try? log.append(body(t * 1000 + i), kind: .enqueued) } }
+                group.addTask { (0..<100).compactMap { i in try? log.append(body(t * 1000 + i), kind: .enqueued).sequence } }
             }
             return await group.reduce(into: []) { $0 += $1 }
         }

@@ -13,7 +13,7 @@ import Testing
         #expect { try log.append(body(1), kind: .enqueued) } throws: { ($0 as? LogError)?.code == .diskFull }
         #expect(fs.contents(of: segmentPaths(fs).last!)!.count == used, "the partial write is rolled back")
         fs.capacityBytes = nil  // space is freed
-        #expect(try log.append(body(2), kind: .enqueued) == 2)
+        #expect(try log.append(body(2), kind: .enqueued).sequence == 2)
         try log.close()
         let (records, report) = try readAll(fs)
         #expect(records.map(\.body) == [body(0), body(2)])
@@ -124,7 +124,7 @@ import Testing
             fs.crash()
             let reopened = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: 4096), fileSystem: fs)
             var records: [LogRecord] = []
-            let report = try reopened.replay { records.append($0) }
+            let report = try reopened.reader.read { records.append($0.record()) }
             #expect(report.isClean, "crash after \(k) operations: \(report.damaged)")
             try check(records, k)
             try reopened.close()
@@ -200,7 +200,7 @@ import Testing
         let blockers = ProcessInfo.processInfo.activeProcessorCount * 4
         for _ in 0..<blockers { DispatchQueue.global(qos: .utility).async { release.wait() } }
         defer { for _ in 0..<blockers { release.signal() } }
-        let sequence = try log.append(Array("x".utf8), kind: .enqueued)
+        let sequence = try log.append(Array("x".utf8), kind: .enqueued).sequence
         let start = ContinuousClock.now
         // Bounded: at most 2,000 turns of 1 ms.
         for _ in 0..<2_000 where log.durableSequence < sequence { usleep(1_000) }

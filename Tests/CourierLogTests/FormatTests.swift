@@ -77,7 +77,7 @@ import Testing
     func forged(index: Int, value: UInt8) throws -> (SimulatedFileSystem, [UInt8], RecordAddress, UInt32) {
         let fs = SimulatedFileSystem()
         let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: fs)
-        let address = try log.appendRecord(body(1), kind: RecordKind(rawValue: 1))
+        let address = try log.append(body(1), kind: RecordKind(rawValue: 1))
         try log.close()
         let path = try #require(fs.allPaths().first { $0.hasSuffix(".wal") })
         var bytes = try #require(fs.contents(of: path))

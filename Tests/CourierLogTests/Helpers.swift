@@ -45,7 +45,7 @@ func writeLog(_ fs: SimulatedFileSystem, count: Int, segmentSizeBytes: Int = 16 
 /// Every record a read-only reader finds, with its report.
 func readAll(_ fs: any LogFileSystem, _ directory: String = dir) throws -> ([LogRecord], ReplayReport) {
     var records: [LogRecord] = []
-    let report = try LogReader(directory: directory, fileSystem: fs).read { records.append($0) }
+    let report = try LogReader(directory: directory, fileSystem: fs).read { records.append($0.record()) }
     return (records, report)
 }
 

@@ -69,10 +69,10 @@ import Testing
     func verify(_ log: WriteAheadLog, _ model: Model, _ context: String) throws {
         var seen: [UInt64: [UInt8]] = [:]
         var last: UInt64 = 0
-        let report = try log.replay { r in
+        let report = try log.reader.read { r in
             #expect(r.sequence > last, "\(context)")
             last = r.sequence
-            seen[r.sequence] = r.body
+            seen[r.sequence] = Array(r.body)
         }
         #expect(report.isClean, "\(context): \(report.damaged)")
         for (seq, body) in model.acknowledged where seq <= model.durableThrough && seq >= model.floor {
@@ -86,7 +86,7 @@ import Testing
     /// The model after a reopen: what survived is now durable (the recovery synced it).
     func rebase(_ model: Model, _ log: WriteAheadLog) -> Model {
         var m = Model()
-        _ = try? log.replay { r in m.acknowledged[r.sequence] = r.body }
+        _ = try? log.reader.read { r in m.acknowledged[r.sequence] = Array(r.body) }
         m.durableThrough = log.nextSequence - 1
         m.floor = model.floor
         return m

@@ -36,24 +36,25 @@ import Testing
         let same = records.map(\.body) == entries.map(\.body)
         #expect(same)
         #expect(report.isClean)
-        #expect(records.contains { $0.location.offset < 1 << 20 && $0.location.offset + $0.location.length > 1 << 20 })
+        let straddles = records.contains { Int($0.address.offset) < 1 << 20 && $0.address.end > 1 << 20 }
+        #expect(straddles)
     }
 
     @Test func damagePastTheFirstWindowCostsOnlyTheRecordItHits() throws {
         let (fs, entries) = try largeLog()
         let (records, _) = try readAll(fs)
         let victim = records[4]  // the 1 MiB record, starting well past the first window
-        #expect(victim.location.offset > 1 << 20)
-        let path = dir + "/" + victim.location.segment
+        #expect(Int(victim.address.offset) > 1 << 20)
+        let path = dir + "/" + victim.segment
         var bytes = fs.contents(of: path)!
-        bytes[victim.location.offset + 500] ^= 0xFF
+        bytes[Int(victim.address.offset) + 500] ^= 0xFF
         fs.setContents(bytes, of: path)
         let (after, report) = try readAll(fs)
         let expected = entries.enumerated().filter { $0.offset != 4 }.map(\.element.body)
         let same = after.map(\.body) == expected
         #expect(same)
         #expect(report.damaged.count == 1)
-        #expect(report.damaged.first?.offset == victim.location.offset)
+        #expect(report.damaged.first?.offset == Int(victim.address.offset))
     }
 
     @Test func aZeroFilledTailLongerThanAWindowIsEndOfLog() throws {

@@ -22,7 +22,7 @@ import Testing
         #expect(reopened.recovery.tornTail == nil, "\(String(describing: reopened.recovery.tornTail))")
         #expect(reopened.recovery.removedSegment == nil)
         var read: [[UInt8]] = []
-        let report = try reopened.replay { read.append($0.body) }
+        let report = try reopened.reader.read { read.append(Array($0.body)) }
         let same = read == bodies  // (not inside #expect: a failure would print megabytes)
         #expect(read.count == bodies.count && same)
         #expect(report.isClean)
@@ -40,7 +40,7 @@ import Testing
         _ = writer
         let reader = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: 4096), fileSystem: fs)
         var read: [[UInt8]] = []
-        _ = try reader.replay { read.append($0.body) }
+        _ = try reader.reader.read { read.append(Array($0.body)) }
         let same = read == [big]
         #expect(same)
         #expect(reader.recovery.tornTail == nil)

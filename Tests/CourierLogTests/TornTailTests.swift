@@ -14,19 +14,19 @@ import Testing
         let (all, _) = try readAll(fs)
         let newest = segmentPaths(fs).last!
         let newestName = String(newest.split(separator: "/").last!)
-        let inNewest = all.filter { $0.location.segment == newestName }
+        let inNewest = all.filter { $0.segment == newestName }
         let fileSize = fs.contents(of: newest)!.count
-        let firstCut = inNewest.suffix(8).first!.location.offset
+        let firstCut = Int(inNewest.suffix(8).first!.address.offset)
         #expect(fileSize - firstCut > 1000)
         for cut in firstCut...fileSize {
             await Task.yield()
             let damaged = copyFileSystem(fs) { path, bytes in path == newest ? Array(bytes.prefix(cut)) : bytes }
-            let expected = all.filter { $0.location.segment != newestName || $0.location.offset + $0.location.length <= cut }
+            let expected = all.filter { $0.segment != newestName || $0.address.end <= cut }
             // The read-only reader agrees with what recovery will keep …
             let (read, report) = try readAll(damaged)
             #expect(read == expected, "cut at \(cut)")
             #expect(report.isClean, "a torn tail is not damage (cut at \(cut))")
-            #expect((report.tornTail != nil) == (expected.last!.location.offset + expected.last!.location.length < cut))
+            #expect((report.tornTail != nil) == (expected.last!.address.end < cut))
             // … and opening cuts the tail away and carries on after it.
             let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: damaged)
             #expect(log.nextSequence == expected.last!.sequence + 1)
@@ -46,7 +46,7 @@ import Testing
         let cut = original.count - 10
         fs.setContents(Array(original.prefix(cut)), of: path)
         let (records, _) = try readAll(fs)
-        let tailStart = records.last!.location.offset + records.last!.location.length
+        let tailStart = records.last!.address.end
         let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: fs)
         let report = log.recovery
         try log.close()
@@ -127,15 +127,15 @@ import Testing
                 return b
             }
             let (read, report) = try readAll(damaged)
-            let hit = all.first { $0.location.segment == targetName && ($0.location.offset..<($0.location.offset + $0.location.length)).contains(i) }
+            let hit = all.first { $0.segment == targetName && (Int($0.address.offset)..<$0.address.end).contains(i) }
             if let hit {
                 #expect(read == all.filter { $0.sequence != hit.sequence }, "flip at \(i)")
                 #expect(report.missingSequences == 1)
-                #expect(report.damaged.count == 1 && report.damaged[0].offset == hit.location.offset, "flip at \(i)")
+                #expect(report.damaged.count == 1 && report.damaged[0].offset == Int(hit.address.offset), "flip at \(i)")
             } else if saltBytes.contains(i) {
                 // The salt seeds every record's CRC: this segment's records are unreadable, and
                 // reported as damage; later segments are untouched (the documented downside).
-                #expect(read == all.filter { $0.location.segment != targetName })
+                #expect(read == all.filter { $0.segment != targetName })
                 #expect(!report.isClean)
             } else {
                 // Any other header byte: the header is reported, every record survives.
@@ -151,15 +151,15 @@ import Testing
         let path = segmentPaths(fs).last!
         let (all, _) = try readAll(fs)
         var bytes = fs.contents(of: path)!
-        bytes[all[3].location.offset + 50] ^= 1
+        bytes[Int(all[3].address.offset) + 50] ^= 1
         fs.setContents(bytes, of: path)
         let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: fs)
         #expect(log.recovery.tornTail == nil)
         try log.close()
         let (read, report) = try readAll(fs)
         #expect(read.map(\.sequence) == [1, 2, 3, 5, 6, 7, 8, 9, 10])
-        #expect(report.damaged == [DamagedSpan(segment: all[3].location.segment, offset: all[3].location.offset,
-                                               length: all[3].location.length, reason: "checksum mismatch")])
+        #expect(report.damaged == [DamagedSpan(segment: all[3].segment, offset: Int(all[3].address.offset),
+                                               length: Int(all[3].address.length), reason: "checksum mismatch")])
     }
 
     @Test func aRunOfZerosInsideASegmentIsSkipped() throws {
@@ -168,8 +168,8 @@ import Testing
         let path = segmentPaths(fs).last!
         let (all, _) = try readAll(fs)
         var bytes = fs.contents(of: path)!
-        let start = all[2].location.offset
-        let end = all[5].location.offset + all[5].location.length
+        let start = Int(all[2].address.offset)
+        let end = all[5].address.end
         for i in start..<end { bytes[i] = 0 }
         fs.setContents(bytes, of: path)
         let (read, report) = try readAll(fs)

@@ -208,7 +208,7 @@ import Testing
         fs.setContents(segment, of: "/scan/" + name.split(separator: "/").last!)
         var ids: [MessageID] = []
         _ = try LogReader(directory: "/scan", fileSystem: fs).read { record in
-            if record.kind == .enqueued, let id = Event.messageID(in: record.body) { ids.append(id) }
+            if record.kind == .enqueued, let id = Event.messageID(in: Array(record.body)) { ids.append(id) }
         }
         return ids
     }

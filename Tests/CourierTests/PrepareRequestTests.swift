@@ -30,7 +30,7 @@ import Testing
         #expect(transport.requests.map { $0.headers["Authorization"] } == ["Bearer token-1", "Bearer token-2", "Bearer token-3"])
         await courier.close()
         var bodies: [[UInt8]] = []
-        _ = try LogReader(directory: dir.url.path).read { bodies.append($0.body) }
+        _ = try LogReader(directory: dir.url.path).read { bodies.append(Array($0.body)) }
         #expect(bodies.count == 4, "enqueued, two attempts, delivered")
         #expect(!bodies.contains { String(decoding: $0, as: UTF8.self).contains("token") })
     }
@@ -64,7 +64,7 @@ import Testing
         #expect(failure?.kind == .requestPreparation)
         #expect(failure.map { $0.message.contains("TokenServiceDown") && !$0.message.contains("XYZ") } == true)
         var bodies: [[UInt8]] = []
-        _ = try LogReader(directory: dir.url.path).read { bodies.append($0.body) }
+        _ = try LogReader(directory: dir.url.path).read { bodies.append(Array($0.body)) }
         #expect(!bodies.contains { String(decoding: $0, as: UTF8.self).contains("XYZ") })
     }
 

@@ -174,15 +174,15 @@ import Testing
         await courier.close()
 
         var records: [LogRecord] = []
-        _ = try LogReader(directory: dir.url.path).read { records.append($0) }
+        _ = try LogReader(directory: dir.url.path).read { records.append($0.record()) }
         #expect(records.count > 20)
-        let segment = dir.url.appendingPathComponent(records[0].location.segment)
+        let segment = dir.url.appendingPathComponent(records[0].segment)
         let bytes = try Data(contentsOf: segment)
         for cut in 0...records.count {
             let copy = TemporaryDirectory()
             try FileManager.default.createDirectory(at: copy.url, withIntermediateDirectories: true)
-            let end = cut == 0 ? 40 : records[cut - 1].location.offset + records[cut - 1].location.length
-            try bytes.prefix(end).write(to: copy.url.appendingPathComponent(records[0].location.segment))
+            let end = cut == 0 ? 40 : records[cut - 1].address.end
+            try bytes.prefix(end).write(to: copy.url.appendingPathComponent(records[0].segment))
             var expected = ReferenceProjection()
             for r in records.prefix(cut) { expected.apply(Event.decode(kind: r.kind, body: r.body)!) }
             let parked = ScriptedTransport()

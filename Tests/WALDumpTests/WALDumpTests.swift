@@ -50,7 +50,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let log = try WriteAheadLog(directory: "/big", configuration: config, fileSystem: fs)
         #expect(log.recovery.tornTail == nil && log.recovery.removedSegment == nil)
         var sizes: [Int] = []
-        _ = try log.replay { sizes.append($0.body.count) }
+        _ = try log.reader.read { sizes.append($0.body.count) }
         #expect(sizes == [20_000, 20_000, 20_000])
         try log.close()
     }

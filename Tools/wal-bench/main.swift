@@ -120,7 +120,7 @@ do {
     var replayBytes = 0
     let elapsed = try clock.measure {
         let log = try WriteAheadLog(directory: defaultDir)
-        _ = try log.replay {
+        _ = try log.reader.read {
             replayed += 1; replayBytes += $0.body.count
         }
         try log.close()

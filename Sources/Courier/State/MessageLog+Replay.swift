@@ -38,7 +38,7 @@ extension MessageLog {
 final class Replayer {
     private var projection: Projection
     private var resolved: ResolvedMemory
-    private var undecodable: [RecordLocation] = []
+    private var undecodable: [RecordAddress] = []
     /// Hand-offs not yet closed by an `attempted` or end record.
     private var handOffs: [MessageID: HandOff] = [:]
 
@@ -57,13 +57,9 @@ final class Replayer {
     func visit(_ record: RecordView) {
         switch EventView.parse(kind: record.kind, body: record.body) {
         case .fullState(let s)?:
-            guard let address = record.address else {
-                undecodable.append(record.location)  // beyond 4 GiB into a segment: damage
-                return
-            }
             projection.applyFullState(
                 id: s.id, url: s.url, orderingKey: s.orderingKey, attempts: s.attempts,
-                dueMilliseconds: s.dueMilliseconds, address: address)
+                dueMilliseconds: s.dueMilliseconds, address: record.address)
         case .attempted(let id, let attempt, let outcome, let due)?:
             projection.applyAttempt(
                 id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
@@ -82,7 +78,7 @@ final class Replayer {
         case .handedOff(let id, let task)?:
             if projection.slotIndex(of: id) != nil { handOffs[id] = task }
         case nil:
-            undecodable.append(record.location)
+            undecodable.append(record.address)
         }
     }
 

@@ -33,17 +33,17 @@ final class MessageLog: Sendable {
 
     /// A message's `enqueued` record, already encoded by `send` outside any lock.
     func append(enqueued body: [UInt8], at timestampMilliseconds: UInt64) throws(LogError) -> RecordAddress {
-        try log.appendRecord(body, kind: .enqueued, timestampMilliseconds: timestampMilliseconds)
+        try log.append(body, kind: .enqueued, timestampMilliseconds: timestampMilliseconds)
     }
 
     /// One event's record.
     func append(_ event: Event, at timestampMilliseconds: UInt64) throws(LogError) {
-        _ = try log.appendRecord(event.encoded(), kind: event.kind, timestampMilliseconds: timestampMilliseconds)
+        try log.append(event.encoded(), kind: event.kind, timestampMilliseconds: timestampMilliseconds)
     }
 
     /// Records that land together or not at all, in one segment (compaction's snapshots).
     func append(batch entries: [LogEntry], at timestampMilliseconds: UInt64) throws(LogError) -> [RecordAddress] {
-        try log.appendRecords(batch: entries, timestampMilliseconds: timestampMilliseconds)
+        try log.append(batch: entries, timestampMilliseconds: timestampMilliseconds)
     }
 
     /// Whether appending one event of at most `bodyBytes` of body could block on the disk now

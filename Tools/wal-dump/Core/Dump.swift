@@ -63,7 +63,7 @@ public struct Dump {
     /// Reads the log, or explains on `err` why it cannot (nil).
     func read(_ visit: (LogRecord) -> Void) -> ReplayReport? {
         do {
-            return try LogReader(directory: directory, fileSystem: fileSystem).read(visit)
+            return try LogReader(directory: directory, fileSystem: fileSystem).read { visit($0.record()) }
         } catch {
             err("wal-dump: \(directory): \(error)")
             return nil
@@ -72,7 +72,7 @@ public struct Dump {
 
     func textLine(_ r: LogRecord, payload: Bool) -> String {
         var s =
-            "\(r.location.segment) offset=\(r.location.offset) length=\(r.location.length) seq=\(r.sequence) "
+            "\(r.segment) offset=\(r.address.offset) length=\(r.address.length) seq=\(r.sequence) "
             + "type=\(r.kind) time=\(iso8601(milliseconds: r.timestampMilliseconds))"
         if let id = describer.messageID(of: r) { s += " id=\(id)" }
         for (k, v) in describer.details(of: r) { s += " \(k)=\(v)" }
@@ -83,9 +83,9 @@ public struct Dump {
 
     func jsonLine(_ r: LogRecord, payload: Bool) -> String {
         var j = JSONLine()
-        j.add("segment", r.location.segment)
-        j.add("offset", r.location.offset)
-        j.add("length", r.location.length)
+        j.add("segment", r.segment)
+        j.add("offset", Int(r.address.offset))
+        j.add("length", Int(r.address.length))
         j.add("seq", r.sequence)
         j.add("type", r.kind.description)
         j.add("kind", Int(r.kind.rawValue))
