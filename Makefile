@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test format-check format consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures clean
+.PHONY: all deps tmux build test format-check format consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures data-path clean
 
 all: build
 
@@ -126,6 +126,11 @@ demo: deps
 # timing belongs to benchmarks, never to unit tests). courier-bench prints memory and open time
 # at each pending count in PENDING_N, send next to SQLite and write(2), delivery next to the bare
 # clients, and idle CPU (IDLE_SECONDS measured). About 3 minutes after the build.
+# The files a delivered message visits, measured by coverage (ARCHITECTURE.md, "From send to
+# delivered"). Builds into .build-coverage.
+data-path: deps
+	SWIFT=$(SWIFT) Tools/data-path/data-path.sh
+
 bench: deps
 	$(SWIFT) run $(TRAITS) -c release wal-bench $(BENCH_N)
 	$(SWIFT) run $(TRAITS) -c release courier-bench $(PENDING_N) $(DELIVER_N) $(IDLE_SECONDS)

@@ -1,11 +1,241 @@
 import CourierLog
 import Foundation
+import Logging
+
+/// How an attempt or an upload ended, to record (`Courier.record(_:)`).
+struct Ending: Sendable {
+    var attempt: Attempt
+    var outcome: DeliveryOutcome
+    /// When the message was created (wall ms): `RetryPolicy.expiry` judges by its age.
+    var createdMilliseconds: UInt64
+    var runner: Runner
+    /// The destination, for the log line (nil: not read, as for a delivered upload).
+    var url: String?
+
+    /// Who made the attempt.
+    enum Runner: Sendable {
+        /// The engine, in the delivery slot of this token.
+        case engine(token: UInt64)
+        /// A background upload task, of the hand-off with this ticket.
+        case upload(ticket: UInt64)
+    }
+}
+
+/// What both runners share: reading a message back, preparing its request, and the one
+/// outcome path. An engine attempt (the runner at the end of this file) and a background
+/// upload (`Courier+HandOff.swift`, `Courier+HandOffCompletion.swift`) differ only in who
+/// sends the request and when.
+extension Courier {
+    /// Message `id`'s full state, from memory or read back from the log (on the read queue:
+    /// a positioned read); nil if it is no longer pending; the error if it cannot be read.
+    func readState(of id: MessageID) async -> Result<MessageState?, LogError> {
+        if let recent = core.recentState(id) { return .success(recent) }
+        return await onIOQueue(readQueue) { [core] in Result { () throws(LogError) in try core.loadState(id) } }
+    }
+
+    /// Message `id`'s full state, or nil if it is no longer pending or cannot be read.
+    func currentState(of id: MessageID) async -> MessageState? {
+        if case .success(let state) = await readState(of: id) { return state }
+        return nil
+    }
+
+    /// A message's request: its URL, headers and body, and its `Idempotency-Key`.
+    func request(for state: MessageState, attempt: Int) -> DeliveryRequest {
+        var headers: [String: String] = [:]
+        for h in state.headers { headers[h.name] = h.value }
+        headers["Idempotency-Key"] = state.id.description
+        return DeliveryRequest(
+            url: URL(string: state.url)!, headers: headers, body: Data(state.body),
+            timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt)
+    }
+
+    /// The request after `prepareRequest` (if any). A throw is a failed attempt that sent
+    /// nothing; only the error's type is kept (it may hold secrets).
+    func prepared(_ request: DeliveryRequest) async -> Result<DeliveryRequest, TransportFailure> {
+        guard let prepare = configuration.prepareRequest else { return .success(request) }
+        var prepared = request
+        do {
+            try await prepare(&prepared)
+        } catch {
+            if Task.isCancelled || error is CancellationError {
+                return .failure(TransportFailure(.cancelled, "cancelled"))
+            }
+            return .failure(TransportFailure(.requestPreparation, "prepareRequest threw \(type(of: error))"))
+        }
+        return .success(prepared)
+    }
+
+    /// The one outcome path, for both runners. The retry policy judges the outcome and a
+    /// random value is drawn for its destination (outside any lock); then, in **one critical
+    /// section**, the outcome is logged and applied to the projection, the attempt's slot (or
+    /// the hand-off) is freed, and the scheduler's next plan is carried out.
+    ///
+    /// It runs on the thread that heard the outcome: an append is a write(2) into the page
+    /// cache, as `send` makes on the app's thread. Only if that append could block on the disk
+    /// (a segment roll's fsync, or `durability: .always`) does it move to the I/O queue:
+    /// no hop without work to hop for.
+    func record(_ ending: Ending) async -> Recorded {
+        let judged = judge(ending, continuing: !Task.isCancelled)
+        if let recorded = commit(judged, mayBlock: false) { return recorded }
+        return await onIOQueue { [self] in commit(judged, mayBlock: true)! }
+    }
+
+    /// `record` on a thread that may block (the I/O queue).
+    func recordBlocking(_ ending: Ending) -> Recorded {
+        commit(judge(ending, continuing: false), mayBlock: true)!
+    }
+
+    /// What recording an outcome left to do.
+    struct Recorded: Sendable {
+        /// A compaction now worth running (blocking file work: run it with `runCompaction`).
+        var compaction: CompactionPlan?
+        /// The hand-off pass the plan started, if any.
+        var pass: Task<Int, Never>?
+        /// The attempt the engine's runner makes next, if the plan gave it one.
+        var next: Attempt?
+    }
+
+    /// An ending judged, ready to commit.
+    struct JudgedEnding: Sendable {
+        var ending: Ending
+        var instant: EngineInstant
+        var verdict: AttemptVerdict
+        var report: DestinationReport
+        /// A bound on the body of the record the outcome appends.
+        var bodyBytes: Int
+        /// Whether the engine's runner may make the next attempt (its task is not cancelled).
+        var continuing: Bool
+    }
+
+    /// Judges an ending outside any lock. An upload's 401 is retried at once by the engine,
+    /// with fresh credentials (`prepareRequest`): the upload's were made at hand-off.
+    private func judge(_ ending: Ending, continuing: Bool) -> JudgedEnding {
+        let instant = currentInstant()
+        let now = instant.wallMilliseconds, attempt = ending.attempt, outcome = ending.outcome
+        let (judged, decision, random) = judge(
+            outcome, attempt: attempt.number,
+            createdMilliseconds: ending.createdMilliseconds, nowMilliseconds: now)
+        var verdict = judged
+        var started: UInt64?
+        switch ending.runner {
+        case .engine: started = attempt.startedMilliseconds
+        case .upload: if outcome.isUnauthorized { verdict = .retry(dueMilliseconds: now, delay: .zero) }
+        }
+        let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
+        configuration.logger.debug(
+            "\(what) ended: \(outcome) → \(decision)",
+            metadata: Self.metadata(attempt, url: ending.url))
+        let report = destinationReport(outcome, nowMilliseconds: now, random: random, startedMilliseconds: started)
+        // Fixed fields (id, attempt, status, due) take under 64 bytes; the rest is text.
+        var bodyBytes = 128
+        switch outcome {
+        case .response(_, let retryAfter): bodyBytes += retryAfter?.utf8.count ?? 0
+        case .failure(let failure): bodyBytes += failure.message.utf8.count
+        }
+        if case .giveUp(let reason) = verdict { bodyBytes += reason.utf8.count }
+        return JudgedEnding(
+            ending: ending, instant: instant, verdict: verdict, report: report, bodyBytes: bodyBytes,
+            continuing: continuing)
+    }
+
+    /// The critical section of `record`; nil, having done nothing, if its append could block
+    /// and `mayBlock` is false.
+    private func commit(_ judged: JudgedEnding, mayBlock: Bool) -> Recorded? {
+        let ending = judged.ending, id = ending.attempt.id
+        var token: UInt64?, ticket: UInt64?
+        switch ending.runner {
+        case .engine(let t): token = t
+        case .upload(let t): ticket = t
+        }
+        let compacts = configuration.isCompactionEnabled
+        let (recorded, effects) = core.write { state, effects -> Recorded? in
+            if !mayBlock && log.appendMayBlock(bodyBytes: judged.bodyBytes) { return nil }
+            state.wallMilliseconds = max(state.wallMilliseconds, judged.instant.wallMilliseconds)
+            core.record(
+                judged.verdict, of: ending.attempt, outcome: ending.outcome, destination: judged.report,
+                handOff: ticket, in: &state, &effects)
+            if ticket != nil, ending.outcome.isUnauthorized, state.projection.slot(of: id) != nil {
+                state.foregroundOnly.insert(id)  // no hand-off takes it again in this process
+            }
+            let compaction = compacts ? core.planCompaction(&state, force: false) : nil
+            // A runner with a compaction to run keeps its slot until it has run it, so `settle()`
+            // and `close()` wait for the compaction too.
+            let scheduled = schedule(
+                &state, &effects, at: judged.instant, handOffAsked: ticket != nil,
+                freeing: compaction == nil ? token : nil, continuing: judged.continuing,
+                tellSettleWaiters: compaction == nil)
+            return Recorded(compaction: compaction, pass: scheduled.pass, next: scheduled.next)
+        }
+        effects.run()
+        return recorded
+    }
+
+    /// The retry policy's verdict on an attempt's outcome, decided outside any lock, with a
+    /// random value for the destination's probe delay.
+    func judge(
+        _ outcome: DeliveryOutcome, attempt: Int, createdMilliseconds: UInt64,
+        nowMilliseconds now: UInt64
+    ) -> (AttemptVerdict, RetryPolicy.Decision, UInt64) {
+        var random = ClosureRandom(source: configuration.random)
+        let decision = configuration.retry.decide(
+            outcome, attempt: attempt, sinceSend: .milliseconds(Int64(now - min(now, createdMilliseconds))),
+            now: Date(timeIntervalSince1970: Double(now) / 1000), using: &random)
+        let verdict: AttemptVerdict
+        switch decision {
+        case .delivered:
+            let status = if case .response(let s, _) = outcome { UInt16(clamping: s) } else { UInt16(0) }
+            verdict = .delivered(status: status)
+        case .retry(let delay):
+            verdict = .retry(dueMilliseconds: now + UInt64(max(0, delay.seconds * 1000)), delay: delay)
+        case .giveUp(let reason):
+            verdict = .giveUp(reason: reason)
+        }
+        return (verdict, decision, random.next())
+    }
+
+    /// What `outcome` says about its destination, with the probe delay ready to compute under
+    /// the core's lock (the random value is drawn here, outside it).
+    /// With `startedMilliseconds`, the outcome is an engine attempt's, taken then: its latency
+    /// is measured (a background upload's is not: the system chose when it ran).
+    func destinationReport(
+        _ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64,
+        startedMilliseconds: UInt64? = nil
+    ) -> DestinationReport {
+        let backoff = configuration.destinationBackoff
+        let policy = configuration.retry
+        var retryAfter: UInt64?
+        if case .response(let status, let header?) = outcome, DeliveryOutcome.honoursRetryAfter(status: status),
+            let asked = RetryAfter.parse(header, now: Date(timeIntervalSince1970: Double(now) / 1000))
+        {
+            retryAfter = UInt64(max(0, min(asked, policy.retryAfterLimit).seconds * 1000))
+        }
+        return DestinationReport(
+            signal: DestinationBackoff.signal(for: outcome), nowMilliseconds: now,
+            failuresBeforeDown: backoff.isEnabled ? backoff.failuresBeforeDown : 0,
+            probeDelayMilliseconds: { failedProbes in
+                let delay = DestinationBackoff.probeDelay(
+                    policy, failedProbes: failedProbes, outcome: outcome,
+                    now: Double(now) / 1000, random: random)
+                return UInt64(max(0, delay.seconds * 1000))
+            },
+            latencyMilliseconds: startedMilliseconds.map { now - min(now, $0) },
+            startedMilliseconds: startedMilliseconds ?? 0, retryAfterMilliseconds: retryAfter,
+            wasAnswered: { if case .response = outcome { true } else { false } }())
+    }
+
+    /// The metadata of an attempt's log lines (never headers or the body).
+    static func metadata(_ attempt: Attempt, url: String?) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["courier.message-id": "\(attempt.id)", "courier.attempt": "\(attempt.number)"]
+        if let url { metadata["courier.destination"] = "\(url)" }
+        return metadata
+    }
+}
 
 /// The engine's runner: a task per delivery slot in use. It makes the attempt the scheduler
 /// gave it (reads the message back, prepares and sends the request, records the outcome on the
-/// thread that heard it, through the outcome path of `Courier+Outcome.swift`, shared with
-/// background uploads), then the next one the scheduler gives it, until there is none. It hops
-/// to the I/O queue only for blocking work: an append that could block (a segment roll, or
+/// thread that heard it, through the outcome path above, shared with background uploads),
+/// then the next one the scheduler gives it, until there is none. It hops to the I/O queue
+/// only for blocking work: an append that could block (a segment roll, or
 /// `durability: .always`), or a compaction.
 extension Courier {
     /// Runs `first`, then each attempt the scheduler gives this runner as one ends. Ends when

@@ -74,3 +74,74 @@ extension CoreState {
     }
 }
 #endif
+
+/// The full states of recently sent messages, so that an attempt finds its message here
+/// instead of reading it back from the log (a thread hop and a positioned read each, a visible
+/// share of delivery throughput: <doc:MeasuredFigures>). The record on disk stays the truth;
+/// this is only a shortcut.
+///
+/// A ring indexed by the message's arrival order in the projection (`Projection.Slot.order`,
+/// which `send` assigns in the same critical section as the insert): an insert overwrites one
+/// entry, a lookup reads one, no hashing and no scan. An entry is valid only if its id matches
+/// (a later message may have taken the place). A message resolved is dropped at once, so the
+/// ring holds pending messages only: a backlog of up to `capacity` is attempted without a read.
+struct RecentStates {
+    /// Bodies larger than this are not kept: the ring's bodies never exceed capacity × this
+    /// (4 MiB at the default capacity), and only while those messages are pending.
+    static let maximumBodyBytes = 1024
+    private var ring: [MessageState?]
+
+    init(capacity: Int) { ring = Array(repeating: nil, count: max(1, capacity)) }
+
+    private func index(_ order: UInt64) -> Int { Int(order % UInt64(ring.count)) }
+
+    /// The state of message `id`, whose slot has arrival order `order`, if the ring holds it.
+    subscript(id: MessageID, order order: UInt64) -> MessageState? {
+        guard let state = ring[index(order)], state.id == id else { return nil }
+        return state
+    }
+
+    mutating func insert(_ state: MessageState, order: UInt64) {
+        guard state.body.count <= Self.maximumBodyBytes else { return }
+        ring[index(order)] = state
+    }
+
+    /// Message `id` is resolved: its entry goes (if it is still there).
+    mutating func remove(_ id: MessageID, order: UInt64) {
+        if ring[index(order)]?.id == id { ring[index(order)] = nil }
+    }
+}
+
+/// How a message's life ended.
+enum Resolution: Equatable {
+    case delivered
+    case abandoned(String)
+    case cancelled
+}
+
+/// The most recent resolutions, for `delivered(_:)` on messages already done. Bounded: the
+/// oldest are forgotten first.
+struct ResolvedMemory {
+    let limit: Int
+    private var map: [MessageID: Resolution] = [:]
+    private var order: [MessageID] = []
+    private var head = 0
+
+    init(limit: Int) { self.limit = max(0, limit) }
+
+    subscript(id: MessageID) -> Resolution? { map[id] }
+
+    mutating func record(_ id: MessageID, _ resolution: Resolution) {
+        guard limit > 0 else { return }
+        if map.updateValue(resolution, forKey: id) == nil { order.append(id) }
+        // Evict one per insert past the limit: bounded work per call.
+        if order.count - head > limit {
+            map[order[head]] = nil
+            head += 1
+        }
+        if head > 1024 && head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+    }
+}
