@@ -77,7 +77,10 @@ struct OriginTable {
 
     subscript(_ origin: UInt32) -> Entry {
         get { entries[Int(origin)] }
-        set { entries[Int(origin)] = newValue }
+        // In place: with a setter alone, `origins[o].parked.append(i)` would copy the entry,
+        // and with it the parked queue (the array's second owner), on every park: a backlog
+        // parked behind its destination's limit cost O(n) per message.
+        _modify { yield &entries[Int(origin)] }
     }
 
     func isDown(_ origin: UInt32) -> Bool { entries[Int(origin)].outage != nil }
