@@ -82,8 +82,9 @@ extension Courier {
         /// survive restarts. Later wall times are this plus `clock`'s elapsed time.
         /// The default is `Date()`.
         public var now: @Sendable () -> Date = { Date() }
-        /// The random source for jitter. The default is the system generator.
-        public var random: @Sendable () -> UInt64 = { UInt64.random(in: .min ... .max) }
+        /// The random source for jitter. The default draws from the system's generator in bulk
+        /// (the pool message ids come from), not with a system call per draw.
+        public var random: @Sendable () -> UInt64 = { randomPool.withLock { $0.takeWord() } }
         /// How message ids are made. The default is a random UUID.
         public var makeMessageID: @Sendable () -> MessageID = { MessageID() }
         /// Where the log's bytes go. The default is the real file system; tests inject

@@ -66,11 +66,24 @@ public struct MessageID: Hashable, Sendable, Codable, CustomStringConvertible, C
     }
 }
 
-/// Random bytes from `SystemRandomNumberGenerator` (getrandom(2), arc4random on Apple
-/// platforms), fetched in bulk.
+/// Random bytes from the system (one read of /dev/urandom per 4 KiB on Linux, arc4random on
+/// Apple platforms), fetched in bulk: message ids and the default jitter source draw from it.
 struct RandomPool {
     private var words = [UInt64](repeating: 0, count: 512)
     private var next = 512
+
+    /// Eight random bytes (jitter's default source: no system call per draw).
+    mutating func takeWord() -> UInt64 {
+        if next + 1 > words.count {
+            refill()
+            next = 0
+        }
+        defer {
+            words[next] = 0  // zeroed once used, as `take16` does
+            next += 1
+        }
+        return words[next]
+    }
 
     mutating func take16() -> uuid_t {
         if next + 2 > words.count {
