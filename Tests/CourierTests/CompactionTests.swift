@@ -33,6 +33,38 @@ import Testing
         await reopened.close()
     }
 
+    /// A compaction found not worth it is weighed again after the next roll or
+    /// `compactionThreshold` resolutions, not on every outcome: each look scans every pending
+    /// message, so looking per outcome made each delivery O(pending) under the core's lock
+    /// (40,000 messages through a no-op transport spent over half their time there).
+    @Test func aCompactionNotWorthItIsWeighedOncePerThresholdNotPerOutcome() async throws {
+        let transport = ScriptedTransport { $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200) }
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.segmentSizeBytes = 16 << 10
+        config.maximumMessageBytes = 1024
+        config.compactionThreshold = 20
+        let courier = try Courier(directory: TemporaryDirectory().url, configuration: config)
+        // Pinned: 200 pending messages of ~450 bytes after LZ4 (random base64 does not shrink
+        // much), more than everything else the log will hold: compacting is never worth it.
+        var random = SeededRandom(seed: 9)
+        for i in 0..<200 {
+            let pad = Data((0..<450).map { _ in UInt8(truncatingIfNeeded: random.next()) }).base64EncodedString()
+            try courier.send(["i": i, "pad": pad], to: down)
+        }
+        await courier.settle()
+        let checksBefore = courier.core.read { $0.compaction.checks }
+        let segmentsBefore = courier.log.segmentNames.count
+        #expect(segmentsBefore >= 2, "the pinned records lie in sealed segments")
+        for i in 0..<400 { try courier.send(["i": i], to: inbox) }
+        await courier.settle()
+        #expect(courier.pendingCount == 200)
+        #expect(courier.compactionCount == 0)
+        let looks = courier.core.read { $0.compaction.checks } - checksBefore
+        let rolls = courier.log.segmentNames.count - segmentsBefore  // nothing is forgotten: only rolls
+        #expect(looks <= 400 / 20 + rolls + 1, "\(looks) looks for 400 deliveries and \(rolls) rolls")
+        await courier.close()
+    }
+
     /// Snapshots are appended in batches, and a batch must fit one segment: pinned messages of
     /// nearly a segment each still compact (a review found chunks of up to 1.25 segments, whose
     /// batch the log refused every time, so the log only grew).

@@ -18,11 +18,14 @@ import CourierLog
 /// deltas left without their full state belong to resolved messages and are ignored.
 /// It runs on the I/O queue, never on the cooperative pool.
 struct CompactionState {
-    /// Messages resolved since the last compaction.
+    /// Messages resolved since the compactor last looked.
     var resolvedSinceCompaction = 0
     var compacting = false
     /// Segment count when the compactor last looked (it looks again after a roll).
     var segmentsAtLastCheck = 0
+    /// Times the compactor weighed the pinned records (each an O(pending) scan): at most once
+    /// per roll and once per `compactionThreshold` resolutions, whatever it decided.
+    var checks = 0
     var compactions = 0
 }
 
@@ -74,14 +77,18 @@ extension CourierCore {
         guard force || rolled || state.compaction.resolvedSinceCompaction >= limits.compactionThreshold else {
             return nil
         }
+        // The trigger is used up by looking, whatever the answer: a compaction found not worth
+        // it is weighed again after the next roll or `compactionThreshold` resolutions, not on
+        // every outcome (each look scans every pending message).
         state.compaction.segmentsAtLastCheck = segments.count
+        state.compaction.resolvedSinceCompaction = 0
+        state.compaction.checks += 1
         guard let floor = SegmentName.parse(segments.last!) else { return nil }
-        let pinned = state.projection.pinned(below: floor)
-        let pinnedBytes = pinned.reduce(0) { $0 + Int($1.address.length) }
+        let pinnedBytes = state.projection.pinnedBytes(below: floor)
         let sealedBytes = log.sizeBytes - limits.segmentSizeBytes / 2  // the active one is about half full
         guard force || pinnedBytes * 2 <= sealedBytes else { return nil }
         state.compaction.compacting = true
-        state.compaction.resolvedSinceCompaction = 0
+        let pinned = state.projection.pinned(below: floor)
         return CompactionPlan(floor: floor, pinned: pinned.map { ($0.id, $0.address) })
     }
 

@@ -282,6 +282,15 @@ struct Projection {
         slots.filter { $0.flags.contains(.live) && $0.address.sequence < sequence }.sorted { $0.order < $1.order }
     }
 
+    /// The bytes of the full-state records `pinned(below:)` would list, without listing them.
+    func pinnedBytes(below sequence: UInt64) -> Int {
+        var bytes = 0
+        for slot in slots where slot.flags.contains(.live) && slot.address.sequence < sequence {
+            bytes += Int(slot.address.length)
+        }
+        return bytes
+    }
+
     /// Records that `id`'s full state now lives at `address` (a snapshot).
     mutating func moveFullState(_ id: MessageID, to address: RecordAddress) {
         guard let i = lookup(id) else { return }
