@@ -144,6 +144,7 @@ if let i = arguments.firstIndex(of: "--deliver"), arguments.count >= i + 4 {
         #endif
     }
     await server.stop()
+    try? FileManager.default.removeItem(at: root)  // `exit` skips the `defer` above
     exit(0)
 }
 
