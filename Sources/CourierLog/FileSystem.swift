@@ -27,6 +27,37 @@ public protocol LogFileSystem: Sendable {
     /// Takes an exclusive advisory lock on the directory for the life of the returned object;
     /// throws `.locked` if another holder (any process, or this one) has it.
     func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock
+    /// Opens the file at `path` for positioned reads: the log keeps one open per segment it
+    /// reads records back from. The default reads through `read(atPath:offset:into:)` on every
+    /// call (so a file system that does not implement it keeps working).
+    func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile
+}
+
+/// A file open for positioned reads.
+public protocol LogReadableFile: AnyObject, Sendable {
+    /// Reads up to `buffer.count` bytes at `offset`; returns how many (fewer only at the end).
+    func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int
+}
+
+extension LogFileSystem {
+    public func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
+        PathReader(fileSystem: self, path: path)
+    }
+}
+
+/// Reads through the file system by path, opening the file on each read (the default).
+final class PathReader: LogReadableFile {
+    let fileSystem: any LogFileSystem
+    let path: String
+
+    init(fileSystem: any LogFileSystem, path: String) {
+        self.fileSystem = fileSystem
+        self.path = path
+    }
+
+    func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
+        try fileSystem.read(atPath: path, offset: offset, into: buffer)
+    }
 }
 
 /// An open file. Closed when the last reference goes away.

@@ -96,22 +96,14 @@ public struct PosixFileSystem: LogFileSystem {
     public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError)
         -> Int
     {
-        precondition(offset >= 0)
+        try openForReading(atPath: path).read(at: offset, into: buffer)
+    }
+
+    /// One descriptor, kept until the reader is released: a record read back costs one `pread`.
+    public func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Self.error("cannot open file", path) }
-        defer { close(fd) }
-        var done = 0
-        // Each turn reads at least one byte or stops: bounded by the buffer's size.
-        while done < buffer.count {
-            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw Self.error("cannot read file", path)
-            }
-            if n == 0 { break }
-            done += n
-        }
-        return done
+        return PosixReadFile(fd: fd, path: path)
     }
 
     /// The size of the file at `path`, in bytes.
@@ -198,6 +190,36 @@ final class PosixFile: LogFile {
 
     func truncate(to size: Int) throws(LogError) {
         guard ftruncate(fd, off_t(size)) == 0 else { throw PosixFileSystem.error("truncate failed", path) }
+    }
+}
+
+/// A segment open for positioned reads. Closes in `deinit`, so a read in flight keeps it open
+/// even after the log forgot the segment (the bytes stay readable until then).
+final class PosixReadFile: LogReadableFile {
+    let fd: Int32
+    let path: String
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
+        precondition(offset >= 0)
+        var done = 0
+        // Each turn reads at least one byte or stops: bounded by the buffer's size.
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw PosixFileSystem.error("cannot read file", path)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
     }
 }
 

@@ -176,7 +176,10 @@ extension WriteAheadLog {
             if error.code != .diskFull { state.phase = .failed(error) }
             throw error
         }
-        state.sealed.append(SegmentInfo(name: old.name, firstSequence: old.firstSequence, sizeBytes: old.sizeBytes))
+        state.sealed.append(
+            SegmentInfo(
+                name: old.name, firstSequence: old.firstSequence, sizeBytes: old.sizeBytes, salt: old.salt,
+                reader: old.reader))
     }
 }
 

@@ -1,51 +1,82 @@
 extension WriteAheadLog {
+    /// Sealed segments kept open for reads back at once: a backlog drained from a few old
+    /// segments reads each record with one `pread`, and file descriptors stay few.
+    static let maximumOpenReaders = 4
+
     /// Reads back the record at `address` with one positioned read, and verifies it as the
     /// scanner does (magic, sizes, CRC with its segment's salt, sequence number, LZ4 frame).
+    /// The segment is opened once and kept open (its salt read once), not opened per read.
     ///
     /// Throws `.notFound` if its segment was forgotten (compacted away) since the address was
     /// taken, `.corrupt` if the bytes there are not that record, `.io` if reading failed.
     public func read(_ address: RecordAddress) throws(LogError) -> LogRecord {
-        let (name, salt) = try segment(holding: address.sequence)
-        let path = joinPath(directory, name)
-        let saltValue: UInt32
-        if let salt {
-            saltValue = salt
+        let found = try segment(holding: address.sequence)
+        let path = joinPath(directory, found.name)
+        let reader: any LogReadableFile
+        if let kept = found.reader {
+            reader = kept
         } else {
-            let header = try readSegment(path, offset: 0, count: Format.segmentHeaderSize)
+            // Opened outside the lock; two readers racing both open, and one is kept.
+            reader = try readFailure(path) { () throws(LogError) in try fileSystem.openForReading(atPath: path) }
+        }
+        let salt: UInt32
+        if let known = found.salt {
+            salt = known
+        } else {
+            let header = try readBytes(reader, path, offset: 0, count: Format.segmentHeaderSize)
             guard header.count == Format.segmentHeaderSize else {
                 throw LogError(.corrupt, "segment header missing", path: path)
             }
-            saltValue = header.withUnsafeBytes { SegmentHeader.fields($0).salt }
+            salt = header.withUnsafeBytes { SegmentHeader.fields($0).salt }
         }
-        let bytes = try readSegment(path, offset: Int(address.offset), count: Int(address.length))
-        guard let record = Self.verify(bytes, address: address, salt: saltValue, segment: name) else {
+        if found.reader == nil || found.salt == nil { keep(reader, salt: salt, for: found.name) }
+        let bytes = try readBytes(reader, path, offset: Int(address.offset), count: Int(address.length))
+        guard let record = Self.verify(bytes, address: address, salt: salt, segment: found.name) else {
             throw LogError(.corrupt, "the record at \(address) does not verify", path: path)
         }
         return record
     }
 
-    /// A positioned read; a segment that vanished (forgotten between the lookup and the read)
-    /// is `.notFound`.
-    private func readSegment(_ path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
-        switch Result(catching: { () throws(LogError) in try fileSystem.read(atPath: path, offset: offset, count: count)
-        })
-        {
-        case .success(let bytes): return bytes
+    private func readBytes(
+        _ reader: any LogReadableFile, _ path: String, offset: Int, count: Int
+    ) throws(LogError) -> [UInt8] {
+        try readFailure(path) { () throws(LogError) -> [UInt8] in
+            var failure: LogError?
+            let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                initialized = 0
+                do throws(LogError) {
+                    initialized = try reader.read(at: offset, into: UnsafeMutableRawBufferPointer(buffer))
+                } catch {
+                    failure = error
+                }
+            }
+            if let failure { throw failure }
+            return bytes
+        }
+    }
+
+    /// Runs `body`; a segment that vanished (forgotten between the lookup and the open or
+    /// read) is `.notFound`.
+    private func readFailure<T>(_ path: String, _ body: () throws(LogError) -> T) throws(LogError) -> T {
+        switch Result(catching: body) {
+        case .success(let value): return value
         case .failure(let error) where error.errno == 2:
             throw LogError(.notFound, "the segment was forgotten", path: path)
         case .failure(let error): throw error
         }
     }
 
-    /// The name of the segment holding `sequence`, and its salt when known without a read (the
-    /// active segment's).
-    private func segment(holding sequence: UInt64) throws(LogError) -> (String, UInt32?) {
-        try mutex.withLock { () throws(LogError) -> (String, UInt32?) in
+    /// Where the segment holding `sequence` is: its name, and its salt and open reader when
+    /// already known.
+    private func segment(
+        holding sequence: UInt64
+    ) throws(LogError) -> (name: String, salt: UInt32?, reader: (any LogReadableFile)?) {
+        try mutex.withLock { () throws(LogError) -> (String, UInt32?, (any LogReadableFile)?) in
             if sequence >= state.active.firstSequence {
                 guard sequence < state.nextSequence else {
                     throw LogError(.invalidArgument, "no record \(sequence) yet")
                 }
-                return (state.active.name, state.active.salt)
+                return (state.active.name, state.active.salt, state.active.reader)
             }
             // The last sealed segment starting at or below `sequence` (binary search).
             var low = 0, high = state.sealed.count
@@ -54,7 +85,27 @@ extension WriteAheadLog {
                 if state.sealed[mid].firstSequence <= sequence { low = mid + 1 } else { high = mid }
             }
             guard low > 0 else { throw LogError(.notFound, "record \(sequence) lies in a forgotten segment") }
-            return (state.sealed[low - 1].name, nil)
+            let info = state.sealed[low - 1]
+            return (info.name, info.salt, info.reader)
+        }
+    }
+
+    /// Keeps `reader` and `salt` for segment `name`, if it is still there; at most
+    /// `maximumOpenReaders` sealed segments stay open (the others are closed as their readers
+    /// go: a read in flight keeps its own open).
+    private func keep(_ reader: any LogReadableFile, salt: UInt32, for name: String) {
+        mutex.withLock {
+            if state.active.name == name {
+                if state.active.reader == nil { state.active.reader = reader }
+                return
+            }
+            guard let i = state.sealed.firstIndex(where: { $0.name == name }) else { return }
+            state.sealed[i].salt = salt
+            guard state.sealed[i].reader == nil else { return }
+            let open = state.sealed.indices.filter { state.sealed[$0].reader != nil }
+            // Bounded by `maximumOpenReaders`: at most one is over it at a time.
+            for j in open.prefix(max(0, open.count + 1 - Self.maximumOpenReaders)) { state.sealed[j].reader = nil }
+            state.sealed[i].reader = reader
         }
     }
 

@@ -165,6 +165,10 @@ struct SegmentInfo {
     var name: String
     var firstSequence: UInt64
     var sizeBytes: Int
+    /// Its salt, once known (from the roll that sealed it, or its header's first read back).
+    var salt: UInt32?
+    /// Kept open for reads back, once one was made (a few segments at most: `read(_:)`).
+    var reader: (any LogReadableFile)?
 }
 
 /// The segment being appended to.
@@ -175,6 +179,8 @@ struct ActiveSegment {
     var sizeBytes: Int
     var salt: UInt32
     var recordCount = 0
+    /// Kept open for reads back, once one was made; the segment keeps it when sealed.
+    var reader: (any LogReadableFile)?
 }
 
 struct WriterState {
