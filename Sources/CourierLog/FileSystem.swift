@@ -39,6 +39,23 @@ public protocol LogReadableFile: AnyObject, Sendable {
     func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int
 }
 
+extension LogReadableFile {
+    /// Up to `count` bytes at `offset`, in a new array (shorter only at the end of the file).
+    func read(at offset: Int, count: Int) throws(LogError) -> [UInt8] {
+        var failure: LogError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = 0
+            do throws(LogError) {
+                initialized = try read(at: offset, into: UnsafeMutableRawBufferPointer(buffer))
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return bytes
+    }
+}
+
 extension LogFileSystem {
     public func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
         PathReader(fileSystem: self, path: path)

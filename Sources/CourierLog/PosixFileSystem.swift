@@ -80,17 +80,7 @@ public struct PosixFileSystem: LogFileSystem {
     }
 
     public func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
-        var failure: LogError?
-        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            initialized = 0
-            do throws(LogError) {
-                initialized = try read(atPath: path, offset: offset, into: UnsafeMutableRawBufferPointer(buffer))
-            } catch {
-                failure = error
-            }
-        }
-        if let failure { throw failure }
-        return bytes
+        try openForReading(atPath: path).read(at: offset, count: count)
     }
 
     public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError)
@@ -103,7 +93,7 @@ public struct PosixFileSystem: LogFileSystem {
     public func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Self.error("cannot open file", path) }
-        return PosixReadFile(fd: fd, path: path)
+        return PosixFile(fd: fd, path: path)
     }
 
     /// The size of the file at `path`, in bytes.
@@ -156,9 +146,10 @@ public struct PosixFileSystem: LogFileSystem {
     }
 }
 
-/// An open segment file. Closes in `deinit`, so a sync in flight on another thread keeps it
-/// alive even after the writer rolls to the next segment.
-final class PosixFile: LogFile {
+/// An open segment file, for writing or for positioned reads. Closes in `deinit`, so a sync
+/// or read in flight on another thread keeps it open even after the writer rolled to the next
+/// segment or forgot this one.
+final class PosixFile: LogFile, LogReadableFile {
     let fd: Int32
     let path: String
 
@@ -191,20 +182,6 @@ final class PosixFile: LogFile {
     func truncate(to size: Int) throws(LogError) {
         guard ftruncate(fd, off_t(size)) == 0 else { throw PosixFileSystem.error("truncate failed", path) }
     }
-}
-
-/// A segment open for positioned reads. Closes in `deinit`, so a read in flight keeps it open
-/// even after the log forgot the segment (the bytes stay readable until then).
-final class PosixReadFile: LogReadableFile {
-    let fd: Int32
-    let path: String
-
-    init(fd: Int32, path: String) {
-        self.fd = fd
-        self.path = path
-    }
-
-    deinit { close(fd) }
 
     func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
         precondition(offset >= 0)

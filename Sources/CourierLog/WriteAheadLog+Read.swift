@@ -40,19 +40,7 @@ extension WriteAheadLog {
     private func readBytes(
         _ reader: any LogReadableFile, _ path: String, offset: Int, count: Int
     ) throws(LogError) -> [UInt8] {
-        try readFailure(path) { () throws(LogError) -> [UInt8] in
-            var failure: LogError?
-            let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-                initialized = 0
-                do throws(LogError) {
-                    initialized = try reader.read(at: offset, into: UnsafeMutableRawBufferPointer(buffer))
-                } catch {
-                    failure = error
-                }
-            }
-            if let failure { throw failure }
-            return bytes
-        }
+        try readFailure(path) { () throws(LogError) in try reader.read(at: offset, count: count) }
     }
 
     /// Runs `body`; a segment that vanished (forgotten between the lookup and the open or

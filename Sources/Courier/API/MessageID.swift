@@ -74,31 +74,26 @@ struct RandomPool {
 
     /// Eight random bytes (jitter's default source: no system call per draw).
     mutating func takeWord() -> UInt64 {
-        if next + 1 > words.count {
+        if next == words.count {
             refill()
             next = 0
         }
         defer {
-            words[next] = 0  // zeroed once used, as `take16` does
+            // Used words are zeroed so a copy of the pool in memory cannot predict past draws.
+            words[next] = 0
             next += 1
         }
         return words[next]
     }
 
+    /// Sixteen random bytes (a message id), from two words.
     mutating func take16() -> uuid_t {
-        if next + 2 > words.count {
-            refill()
-            next = 0
-        }
-        defer { next += 2 }
+        let (high, low) = (takeWord(), takeWord())
         var result: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &result) { raw in
-            raw.storeBytes(of: words[next], as: UInt64.self)
-            raw.storeBytes(of: words[next + 1], toByteOffset: 8, as: UInt64.self)
+            raw.storeBytes(of: high, as: UInt64.self)
+            raw.storeBytes(of: low, toByteOffset: 8, as: UInt64.self)
         }
-        // Used words are zeroed so a copy of the pool in memory cannot predict past ids.
-        words[next] = 0
-        words[next + 1] = 0
         return result
     }
 }
