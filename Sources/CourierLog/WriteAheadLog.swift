@@ -72,6 +72,12 @@ public final class WriteAheadLog {
         mutex.withLock { state.sealed.map(\.name) + [state.active.name] }
     }
 
+    /// How many segments there are, and the first sequence number of the one appended to (the
+    /// last of `segmentNames`): what a compactor weighs, without building every name.
+    public var segmentSummary: (count: Int, activeFirstSequence: UInt64) {
+        mutex.withLock { (state.sealed.count + 1, state.active.firstSequence) }
+    }
+
     /// Whether appending a record of at most `bodyBytes` bytes of body now could block on the
     /// disk: it would roll to a new segment (an fsync of the old one, a directory sync), or
     /// the sync policy is `.always`. A caller that appends under a lock of its own, as the only

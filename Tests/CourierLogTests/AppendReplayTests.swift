@@ -30,6 +30,7 @@ import Testing
         let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: fs)
         #expect(log.recovery.activeSegment == "0000000000000004.wal")
         #expect(log.segmentNames == ["0000000000000001.wal", "0000000000000004.wal"])
+        #expect(log.segmentSummary == (count: 2, activeFirstSequence: 4), "the names' count and the last one's number")
         try log.close()
     }
 
@@ -74,7 +75,9 @@ import Testing
         var rng = SeededRandom(seed: 1)
         let random = (0..<5000).map { _ in UInt8.random(in: 0...255, using: &rng) }
         #expect(throws: LogError.self) { try log.append(random, kind: .enqueued) }
-        do { try log.append(random, kind: .enqueued) } catch where error.code == .recordTooLarge {} catch { Issue.record("\(error)") }
+        do { try log.append(random, kind: .enqueued) } catch  where error.code == .recordTooLarge {} catch {
+            Issue.record("\(error)")
+        }
         // The largest documented size fits even if it does not compress.
         let largest = (0..<config.maximumRecordBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
         try log.append(largest, kind: .enqueued)
@@ -94,7 +97,9 @@ import Testing
         let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(), fileSystem: fs)
         let seqs = await withTaskGroup(of: [UInt64].self) { group in
             for t in 0..<8 {
-                group.addTask { (0..<100).compactMap { i in try? log.append(body(t * 1000 + i), kind: .enqueued).sequence } }
+                group.addTask {
+                    (0..<100).compactMap { i in try? log.append(body(t * 1000 + i), kind: .enqueued).sequence }
+                }
             }
             return await group.reduce(into: []) { $0 += $1 }
         }

@@ -33,10 +33,35 @@ public struct MessageID: Hashable, Sendable, Codable, CustomStringConvertible, C
         self.uuid = uuid
     }
 
-    /// Lower-case UUID, e.g. `7c0f3a52-5d7b-4a43-9d2e-2f1b3f5d9a10`.
-    public var description: String { uuid.uuidString.lowercased() }
+    /// Lower-case UUID, e.g. `7c0f3a52-5d7b-4a43-9d2e-2f1b3f5d9a10`. Written digit by digit:
+    /// every attempt's `Idempotency-Key` is one, and `uuidString.lowercased()` formats with
+    /// `snprintf` and then copies.
+    public var description: String {
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { text in
+                var n = 0
+                for (i, byte) in bytes.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        text[n] = UInt8(ascii: "-")
+                        n += 1
+                    }
+                    text[n] = Self.hexDigit(byte >> 4)
+                    text[n + 1] = Self.hexDigit(byte & 0x0F)
+                    n += 2
+                }
+                return n
+            }
+        }
+    }
 
-    public static func < (a: MessageID, b: MessageID) -> Bool { a.description < b.description }
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
+
+    /// The order of `description`s, compared byte by byte (lower-case hex in fixed places
+    /// sorts as the bytes it spells), without making either string.
+    public static func < (a: MessageID, b: MessageID) -> Bool {
+        withUnsafeBytes(of: a.uuid.uuid) { x in withUnsafeBytes(of: b.uuid.uuid) { y in x.lexicographicallyPrecedes(y) }
+        }
+    }
 
     /// Decodes the id from its string form (the `Idempotency-Key`).
     public init(from decoder: any Decoder) throws {

@@ -262,7 +262,11 @@ extension Courier {
     /// - Returns: the attempt this runner makes next, if the scheduler gave it one.
     private func run(_ attempt: Attempt, token: UInt64) async -> Attempt? {
         let state: MessageState
-        switch await readState(of: attempt.id) {
+        let read =
+            if let kept = attempt.message { Result<MessageState?, LogError>.success(kept) } else {
+                await readState(of: attempt.id)
+            }
+        switch read {
         case .success(let loaded?):
             state = loaded
         case .success(nil):

@@ -49,7 +49,8 @@ extension Courier {
         let runner = token.flatMap { state.scheduler.attempts.removeValue(forKey: $0) }
         let plan = Scheduler.plan(&state, at: instant, limits: schedulerLimits, handOffAsked: handOffAsked)
         var scheduled = Scheduled()
-        for attempt in plan.attempts {
+        for var attempt in plan.attempts {
+            attempt.message = state.recentState(of: attempt.id)
             // Yielded under the lock (yielding only buffers: no consumer code runs), so it
             // precedes anything the attempt itself emits.
             for subscriber in state.subscribers.values {

@@ -112,6 +112,17 @@ struct RecentStates {
     }
 }
 
+extension CoreState {
+    /// Message `id`'s full state if it is among the recently sent (no file work), with the
+    /// attempt count and due time the projection holds; nil if it is not pending or not kept.
+    func recentState(of id: MessageID) -> MessageState? {
+        guard let slot = projection.slot(of: id), var message = recent[id, order: slot.order] else { return nil }
+        message.attempts = slot.attempts
+        message.nextDueMilliseconds = slot.dueMilliseconds
+        return message
+    }
+}
+
 /// How a message's life ended.
 enum Resolution: Equatable {
     case delivered

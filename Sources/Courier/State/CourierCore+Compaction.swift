@@ -71,7 +71,7 @@ extension CourierCore {
     /// attempt hops to the I/O queue only when there is a compaction to run.
     func planCompaction(_ state: inout CoreState, force: Bool) -> CompactionPlan? {
         guard !state.closed, !state.compaction.compacting else { return nil }
-        let segments = log.segmentNames
+        let segments = log.segmentSummary
         guard segments.count >= 2 else { return nil }
         let rolled = segments.count != state.compaction.segmentsAtLastCheck
         guard force || rolled || state.compaction.resolvedSinceCompaction >= limits.compactionThreshold else {
@@ -83,7 +83,7 @@ extension CourierCore {
         state.compaction.segmentsAtLastCheck = segments.count
         state.compaction.resolvedSinceCompaction = 0
         state.compaction.checks += 1
-        guard let floor = SegmentName.parse(segments.last!) else { return nil }
+        let floor = segments.activeFirstSequence
         let pinnedBytes = state.projection.pinnedBytes(below: floor)
         let sealedBytes = log.sizeBytes - limits.segmentSizeBytes / 2  // the active one is about half full
         guard force || pinnedBytes * 2 <= sealedBytes else { return nil }

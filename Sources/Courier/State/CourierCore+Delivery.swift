@@ -8,6 +8,9 @@ struct Attempt: Sendable {
     /// When it was taken (wall ms): its outcome says nothing new to the concurrency policy if
     /// the policy cut the limit since.
     var startedMilliseconds: UInt64 = 0
+    /// Its full state, if the core kept it in memory when the attempt was taken (in the same
+    /// critical section): the runner then neither reads the log nor takes the lock again.
+    var message: MessageState? = nil
 }
 
 /// What an attempt's outcome says about its destination, with what the projection needs to
@@ -35,18 +38,8 @@ enum AttemptVerdict: Sendable {
 }
 
 extension CourierCore {
-    /// Message `id`'s full state if it is among the recently sent (no file work), with the
-    /// attempt count and due time the projection holds.
-    func recentState(_ id: MessageID) -> MessageState? {
-        read { state in
-            guard let slot = state.projection.slot(of: id), var message = state.recent[id, order: slot.order] else {
-                return nil
-            }
-            message.attempts = slot.attempts
-            message.nextDueMilliseconds = slot.dueMilliseconds
-            return message
-        }
-    }
+    /// Message `id`'s full state if it is among the recently sent (no file work).
+    func recentState(_ id: MessageID) -> MessageState? { read { $0.recentState(of: id) } }
 
     /// Reads message `id`'s full state back from the log (one positioned read, checksum
     /// verified), with the attempt count and due time the projection holds. Nil if the message

@@ -74,6 +74,8 @@ final class MessageLog: Sendable {
     var sizeBytes: Int { log.sizeBytes }
     /// The segments' file names, oldest first (the last is the one appended to).
     var segmentNames: [String] { log.segmentNames }
+    /// How many segments there are, and the first sequence of the one appended to.
+    var segmentSummary: (count: Int, activeFirstSequence: UInt64) { log.segmentSummary }
     /// The sequence number the next record gets, and the last one on stable storage (what
     /// the durability tests watch).
     var nextSequence: UInt64 { log.nextSequence }

@@ -1,0 +1,40 @@
+@testable import Courier
+import CourierLog
+import Foundation
+import Testing
+
+/// A message id's text is the `Idempotency-Key` a server dedupes by: it must be exactly the
+/// UUID's, in lower case, and ids must sort as their texts do.
+@Suite struct MessageIDTests {
+    /// Ids from a seeded generator, with the all-zero and all-ones ids (every digit's edges).
+    private func ids(_ count: Int) -> [MessageID] {
+        var random = SplitMix64(seed: 25)
+        var ids = [MessageID(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))]
+        ids.append(MessageID(UUID(uuidString: "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")!))
+        for _ in 0..<count {
+            var bytes = UUID().uuid
+            withUnsafeMutableBytes(of: &bytes) { raw in
+                for i in raw.indices { raw[i] = UInt8(truncatingIfNeeded: random.next()) }
+            }
+            ids.append(MessageID(UUID(uuid: bytes)))
+        }
+        return ids
+    }
+
+    @Test func theTextIsTheLowerCaseUUIDString() {
+        for id in ids(2_000) {
+            #expect(id.description == id.uuid.uuidString.lowercased())
+            #expect(MessageID(id.description) == id)
+        }
+    }
+
+    @Test func idsSortAsTheirTextsDo() {
+        let all = ids(500)
+        var random = SplitMix64(seed: 7)
+        for (a, b) in zip(all, all.shuffled(using: &random)) {
+            #expect((a < b) == (a.description < b.description))
+            #expect((b < a) == (b.description < a.description))
+        }
+        #expect(!(all[0] < all[0]), "an id does not precede itself")
+    }
+}
