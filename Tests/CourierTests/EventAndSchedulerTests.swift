@@ -274,4 +274,46 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
         }
         #expect(sawDown && sawProbe && sawHeld && sawLimited, "the run exercised outages, probes, limits and load")
     }
+
+    /// A recovery leaves the backlog where it waited: due now, held in its destination's queue
+    /// and released oldest first as the limit allows. It never goes through the heap (a push per
+    /// message at the recovery, then a pop and a park again at the next plan).
+    @Test func aRecoveredDestinationReleasesItsBacklogOldestFirstWithinItsLimit() throws {
+        var p = Projection(fifoPerDestination: false)
+        p.origins.concurrency = ConcurrencyLimit(initialLimit: 2)
+        p.origins.maximumConcurrency = 2
+        for n in 1...21 { p.apply(.enqueued(state(n, due: 0)), address: address(UInt64(n))) }
+        func report(_ signal: Projection.DestinationSignal, at now: UInt64) -> DestinationReport {
+            DestinationReport(
+                signal: signal, nowMilliseconds: now, failuresBeforeDown: 1, probeDelayMilliseconds: { _ in 100 })
+        }
+        let taken = p.takeDue(nowMilliseconds: 10)
+        let first = try #require(taken)
+        guard case .wentDown = p.observe(report(.failing, at: 20), slot: p.slotIndex(of: first.id)!) else {
+            Issue.record("one failure in a row takes the destination down here")
+            return
+        }
+        p.retry(first.id, attempts: 1, dueMilliseconds: 5_000)
+        #expect(p.takeDue(nowMilliseconds: 30) == nil, "every due message is parked while down")
+        #expect(p.heap.isEmpty)
+        let probed = p.takeProbe(nowMilliseconds: 120)
+        let probe = try #require(probed)
+        #expect(probe.id == first.id, "the oldest parked message is the probe")
+        guard case .recovered(_, _, let released) = p.observe(report(.healthy, at: 130), slot: p.slotIndex(of: probe.id)!)
+        else {
+            Issue.record("an answered probe brings the destination back")
+            return
+        }
+        p.remove(probe.id)
+        #expect(released == 20)
+        #expect(p.heap.isEmpty, "the backlog stays in its queue")
+        #expect(p.brokenInvariant() == nil)
+        let a = p.takeHeld(nowMilliseconds: 130), b = p.takeHeld(nowMilliseconds: 130)
+        #expect([a?.id, b?.id] == [state(2).id, state(3).id], "oldest first")
+        let third = p.takeHeld(nowMilliseconds: 130) ?? p.takeDue(nowMilliseconds: 130)
+        #expect(third == nil, "at its limit of 2")
+        p.remove(state(2).id)
+        #expect(p.takeHeld(nowMilliseconds: 131)?.id == state(4).id)
+        #expect(p.brokenInvariant() == nil)
+    }
 }

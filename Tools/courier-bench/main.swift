@@ -128,7 +128,7 @@ func diskBytes(_ dir: URL) throws -> Int {
     }
 }
 
-// Profiling aid: `--deliver N RATE courier|ahc` runs one side of the delivery comparison alone
+// Profiling aid: `--deliver N RATE courier|ahc|ahc-short-keys` runs one side of the delivery comparison alone
 // (e.g. under `perf record`) and prints its seconds.
 if let i = arguments.firstIndex(of: "--deliver"), arguments.count >= i + 4 {
     let count = Int(arguments[i + 1])!, rate = Double(arguments[i + 2])!
@@ -139,7 +139,9 @@ if let i = arguments.firstIndex(of: "--deliver"), arguments.count >= i + 4 {
     } else {
         #if canImport(AsyncHTTPClient)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        print(await hammer(count, width: 8) { n in await barePost(client, to: url, n: n, key: "ahc-\(n)") })
+        // `ahc-short-keys`: the baseline as it was before 2026-11-26, with keys like `ahc-17`.
+        let keys = arguments[i + 3] == "ahc-short-keys" ? (0..<count).map { "ahc-\($0)" } : idempotencyKeys(count)
+        print(await hammer(count, width: 8) { n in await barePost(client, to: url, n: n, key: keys[n]) })
         try await client.shutdown().get()
         #endif
     }
@@ -261,9 +263,8 @@ for failureRate in [0.0, 0.5] {
     #if canImport(AsyncHTTPClient)
     let client = HTTPClient(eventLoopGroupProvider: .singleton)
     func ahcRun(_ round: Int) async -> Double {
-        await hammer(deliverCount, width: 8) { i in
-            await barePost(client, to: url, n: i, key: "ahc-\(failureRate)-\(round)-\(i)")
-        }
+        let keys = idempotencyKeys(deliverCount)
+        return await hammer(deliverCount, width: 8) { i in await barePost(client, to: url, n: i, key: keys[i]) }
     }
     // Interleaved, so neither side gains from running second (warm server, warm caches).
     var ahcSeconds = await ahcRun(1)
@@ -284,12 +285,13 @@ for failureRate in [0.0, 0.5] {
     line("  ratio Courier / bare AsyncHTTPClient", String(format: "%8.2f", ahcSeconds / courierSeconds))
     #endif
     let session = URLSession(configuration: .ephemeral)
+    let sessionKeys = idempotencyKeys(deliverCount)
     let urlSessionSeconds = await hammer(deliverCount, width: 8) { i in
         var request = URLRequest(url: url)
         request.httpMethod = "POST"
         request.httpBody = Data(#"{"n":\#(i),"text":"hello"}"#.utf8)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("bare-\(failureRate)-\(i)", forHTTPHeaderField: "Idempotency-Key")
+        request.setValue(sessionKeys[i], forHTTPHeaderField: "Idempotency-Key")
         request.timeoutInterval = 30
         guard let (_, response) = try? await session.data(for: request) else { return false }
         return (response as? HTTPURLResponse)?.statusCode == 200

@@ -81,6 +81,9 @@ struct SlotQueue {
     /// not removed): no copy, no mutation.
     func first(where isLive: (UInt32) -> Bool) -> UInt32? { items[head...].first(where: isLive) }
 
+    /// Every slot from the head, oldest first (stale entries included: callers check them).
+    var entries: ArraySlice<UInt32> { items[head...] }
+
     /// Removes and returns the head.
     mutating func popFirst() -> UInt32? {
         guard let slot = first else { return nil }

@@ -151,7 +151,7 @@ extension Projection {
                 return .none
             }
             policy.recovered(&origins[o].flow, maximum: maximum)
-            let released = unparkAll(of: o, nowMilliseconds: now)
+            let released = holdParked(of: o, nowMilliseconds: now)
             return .recovered(
                 origin: origins[o].name, downMilliseconds: now - min(now, outage.sinceMilliseconds),
                 released: released)
@@ -205,15 +205,17 @@ extension Projection {
     }
 
     /// The destination is back: every parked message becomes due now at the latest (attempt
-    /// counts kept) and goes back into the heap. Returns how many.
-    private mutating func unparkAll(of o: UInt32, nowMilliseconds now: UInt64) -> Int {
-        var released = 0
-        // Bounded by the queue's length: each entry is popped once.
-        while let i = popParked(o) {
+    /// counts kept) and stays in its origin's queue, held: `takeHeld` releases them oldest
+    /// first, as the destination's limit and pace allow. (Moving them all into the heap, as this
+    /// did, cost a push each, then at the next plan a pop and a park again for all but the few
+    /// the limit let through: two heap operations per backlogged message per outage, under the
+    /// core's lock.) Returns how many.
+    private mutating func holdParked(of o: UInt32, nowMilliseconds now: UInt64) -> Int {
+        // Bounded by the queue's length; stale entries (no longer parked here) are skipped.
+        for i in origins[o].parked.entries where slots[Int(i)].flags.contains(.parked) && origin(ofSlot: i) == o {
             slots[Int(i)].dueMilliseconds = min(slots[Int(i)].dueMilliseconds, now)
-            reschedule(i)
-            released += 1
         }
-        return released
+        if origins[o].parkedCount > 0 && !origins.holding.contains(o) { origins.holding.append(o) }
+        return origins[o].parkedCount
     }
 }
