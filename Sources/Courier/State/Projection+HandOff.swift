@@ -41,7 +41,7 @@ extension Projection {
         }
         var skipped: [UInt32] = []
         // Each turn removes one slot from the heap: bounded by its size.
-        while taken.count < limit, let top = heap.first?.slot {
+        while taken.count < limit, let top = heap.first {
             heapRemove(top)
             let o = origin(ofSlot: top)
             if skip(slots[Int(top)], url(of: slots[Int(top)])) {

@@ -95,56 +95,41 @@ extension Projection {
 
     // MARK: Heap by (due, order)
 
-    /// One heap entry: a slot and its key, copied from the slot (`heapPush` and `heapFix` copy
-    /// it again; every change of an in-heap slot's due time goes through `reschedule` or
-    /// `heapify`). Sifting then compares entries side by side in the heap's own array, rather
-    /// than two slots, scattered over the slot table, per comparison.
-    struct HeapEntry {
-        var dueMilliseconds: UInt64
-        var order: UInt64
-        var slot: UInt32
-
-        func precedes(_ other: HeapEntry) -> Bool {
-            (dueMilliseconds, order) < (other.dueMilliseconds, other.order)
-        }
-    }
-
-    private func heapEntry(_ i: UInt32) -> HeapEntry {
-        HeapEntry(dueMilliseconds: slots[Int(i)].dueMilliseconds, order: slots[Int(i)].order, slot: i)
+    private func precedes(_ a: UInt32, _ b: UInt32) -> Bool {
+        let x = slots[Int(a)], y = slots[Int(b)]
+        return (x.dueMilliseconds, x.order) < (y.dueMilliseconds, y.order)
     }
 
     mutating func heapPush(_ i: UInt32) {
         assert(slots[Int(i)].heapIndex == Self.notInHeap)
-        heap.append(heapEntry(i))
+        heap.append(i)
         slots[Int(i)].heapIndex = UInt32(heap.count - 1)
         siftUp(heap.count - 1)
     }
 
     mutating func heapRemove(_ i: UInt32) {
         let position = Int(slots[Int(i)].heapIndex)
-        assert(position < heap.count && heap[position].slot == i)
+        assert(position < heap.count && heap[position] == i)
         let last = heap.removeLast()
         slots[Int(i)].heapIndex = Self.notInHeap
         guard position < heap.count else { return }
         heap[position] = last
-        slots[Int(last.slot)].heapIndex = UInt32(position)
+        slots[Int(last)].heapIndex = UInt32(position)
         siftDown(siftUp(position))
     }
 
-    /// The slot's key changed: copy it into its entry and restore the heap order around it.
+    /// The slot's key changed: restore the heap order around it.
     mutating func heapFix(_ i: UInt32) {
-        let position = Int(slots[Int(i)].heapIndex)
-        heap[position] = heapEntry(i)
-        siftDown(siftUp(position))
+        siftDown(siftUp(Int(slots[Int(i)].heapIndex)))
     }
 
     /// Rebuilds the heap from every schedulable slot (after bulk changes of due times).
     mutating func heapify() {
-        for entry in heap { slots[Int(entry.slot)].heapIndex = Self.notInHeap }
+        for i in heap { slots[Int(i)].heapIndex = Self.notInHeap }
         heap.removeAll(keepingCapacity: true)
         for i in slots.indices where slots[i].flags.isWaiting {
             if !isLaneHead(UInt32(i)) { continue }
-            heap.append(heapEntry(UInt32(i)))
+            heap.append(UInt32(i))
             slots[i].heapIndex = UInt32(heap.count - 1)
         }
         var p = heap.count / 2
@@ -159,7 +144,7 @@ extension Projection {
         var c = start
         while c > 0 {
             let parent = (c - 1) / 2
-            guard heap[c].precedes(heap[parent]) else { break }
+            guard precedes(heap[c], heap[parent]) else { break }
             swapHeap(c, parent)
             c = parent
         }
@@ -171,8 +156,8 @@ extension Projection {
         while true {
             let l = 2 * c + 1, r = l + 1
             var m = c
-            if l < heap.count && heap[l].precedes(heap[m]) { m = l }
-            if r < heap.count && heap[r].precedes(heap[m]) { m = r }
+            if l < heap.count && precedes(heap[l], heap[m]) { m = l }
+            if r < heap.count && precedes(heap[r], heap[m]) { m = r }
             if m == c { return }
             swapHeap(c, m)
             c = m
@@ -181,8 +166,8 @@ extension Projection {
 
     private mutating func swapHeap(_ a: Int, _ b: Int) {
         heap.swapAt(a, b)
-        slots[Int(heap[a].slot)].heapIndex = UInt32(a)
-        slots[Int(heap[b].slot)].heapIndex = UInt32(b)
+        slots[Int(heap[a])].heapIndex = UInt32(a)
+        slots[Int(heap[b])].heapIndex = UInt32(b)
     }
 
     #if DEBUG
@@ -225,15 +210,9 @@ extension Projection {
             }
             if origins[o].sending != sending[o, default: 0] { return "origin \(o) counts its deliveries exactly" }
         }
-        for (p, entry) in heap.enumerated() {
-            guard slots[Int(entry.slot)].heapIndex == UInt32(p) else {
-                return "heap entry \(p) is recorded in its slot"
-            }
-            let slot = slots[Int(entry.slot)]
-            guard entry.dueMilliseconds == slot.dueMilliseconds, entry.order == slot.order else {
-                return "heap entry \(p) has its slot's due time and order"
-            }
-            if p > 0 && entry.precedes(heap[(p - 1) / 2]) { return "heap entry \(p) does not precede its parent" }
+        for (p, i) in heap.enumerated() {
+            guard slots[Int(i)].heapIndex == UInt32(p) else { return "heap entry \(p) is recorded in its slot" }
+            if p > 0 && precedes(i, heap[(p - 1) / 2]) { return "heap entry \(p) does not precede its parent" }
         }
         return live == count ? nil : "count (\(count)) is the number of live slots (\(live))"
     }

@@ -59,9 +59,8 @@ struct Projection {
     private(set) var count = 0
     /// Open addressing, linear probing: slot index + 1, 0 for empty. Power-of-two size.
     var idTable: [UInt64] = []
-    /// A binary min-heap of slots by (due, order), each entry with its key: exactly the
-    /// schedulable slots.
-    var heap: [HeapEntry] = []
+    /// A binary min-heap of slot indices by (due, order): exactly the schedulable slots.
+    var heap: [UInt32] = []
     private(set) var destinations = DestinationTable()
     /// Destination health: which origins are down, their probes and parked messages.
     var origins = OriginTable()
@@ -168,8 +167,7 @@ struct Projection {
     /// Messages of a destination that is down, or at its concurrency limit or pace, are parked
     /// on the way (each at most once: the loop is bounded by the heap's size).
     mutating func takeDue(nowMilliseconds now: UInt64) -> Slot? {
-        while let first = heap.first, first.dueMilliseconds <= now {
-            let top = first.slot
+        while let top = heap.first, slots[Int(top)].dueMilliseconds <= now {
             heapRemove(top)
             let o = origin(ofSlot: top)
             if origins.isDown(o) || !mayStart(o, nowMilliseconds: now) {
@@ -187,7 +185,7 @@ struct Projection {
     var earliestDue: UInt64? {
         func earlier(_ a: UInt64?, _ b: UInt64?) -> UInt64? { a.map { min($0, b ?? $0) } ?? b }
         return earlier(
-            earlier(heap.first?.dueMilliseconds, origins.earliestProbe),
+            earlier(heap.first.map { slots[Int($0)].dueMilliseconds }, origins.earliestProbe),
             origins.earliestHeldStart)
     }
 
