@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test format-check format consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures data-path clean
+.PHONY: all deps tmux build test format-check format consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures data-path delivery-ratio clean
 
 all: build
 
@@ -130,6 +130,12 @@ demo: deps
 # delivered"). Builds into .build-coverage.
 data-path: deps
 	SWIFT=$(SWIFT) Tools/data-path/data-path.sh
+
+# Delivery next to the bare AsyncHTTPClient (issue 25's ratio): ROUNDS alternated runs of
+# `courier-bench --deliver` per failure rate, medians and the per-round ratio. ~3 minutes at 20.
+ROUNDS ?= 20
+delivery-ratio: deps
+	SWIFT=$(SWIFT) Tools/delivery-ratio/delivery-ratio.sh $(ROUNDS) 4000 0 0.5
 
 bench: deps
 	$(SWIFT) run $(TRAITS) -c release wal-bench $(BENCH_N)
