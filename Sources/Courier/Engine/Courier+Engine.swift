@@ -49,8 +49,9 @@ extension Courier {
         let runner = token.flatMap { state.scheduler.attempts.removeValue(forKey: $0) }
         let plan = Scheduler.plan(&state, at: instant, limits: schedulerLimits, handOffAsked: handOffAsked)
         var scheduled = Scheduled()
-        for var attempt in plan.attempts {
-            attempt.message = state.recentState(of: attempt.id)
+        for var planned in plan.attempts {
+            planned.message = state.recentState(of: planned.id)
+            let attempt = planned  // a `let`: the runner's task captures it
             // Yielded under the lock (yielding only buffers: no consumer code runs), so it
             // precedes anything the attempt itself emits.
             for subscriber in state.subscribers.values {
