@@ -194,6 +194,10 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let delivered = try courier.send(["a": 1], to: URL(string: "https://example.com/in")!)
         let stuck = try courier.send(["b": 2], to: down)
         try await courier.delivered(delivered)
+        // Both attempts have ended (the 503's retry waits on the manual clock): close cancels
+        // nothing. (Closing at once after `delivered` raced the 503's attempt, which a busy
+        // machine had not yet run: no `attempted` record, under ThreadSanitizer.)
+        await courier.settle()
         await courier.close()
 
         var lines: [String] = []
