@@ -145,7 +145,8 @@ import Testing
     }
 
     @Test func aFileInPlaceOfTheDirectoryIsAClearError() throws {
-        let path = temporaryDirectory() + "/file"
+        let folder = temporaryDirectory(), path = folder + "/file"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
         _ = FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3]))
         #expect { try WriteAheadLog(directory: path) } throws: { ($0 as? LogError)?.code == .notADirectory }
     }

@@ -43,7 +43,8 @@ import Testing
         config.segmentSizeBytes = 16 << 10
         config.maximumMessageBytes = 1024
         config.compactionThreshold = 20
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: config)
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: config)
         // Pinned: 200 pending messages of ~450 bytes after LZ4 (random base64 does not shrink
         // much), more than everything else the log will hold: compacting is never worth it.
         var random = SeededRandom(seed: 9)
@@ -75,7 +76,8 @@ import Testing
         config.maximumMessageBytes = 60_000
         config.maximumStorageBytes = 1 << 20
         config.isCompactionEnabled = false  // compacted by hand below
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: config)
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: config)
         courier.pause()
         var random = SeededRandom(seed: 5)
         let noise = { (n: Int) in Data((0..<n).map { _ in UInt8(truncatingIfNeeded: random.next()) }) }

@@ -9,7 +9,8 @@ import Testing
     @Test func nothingIsSentWhilePausedAndEverythingAfterResume() async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport()
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: clock, transport: transport))
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: clock, transport: transport))
         courier.pause()
         let ids = try (0..<3).map { try courier.send(["n": $0], to: inbox) }
         await courier.settle()
@@ -44,7 +45,8 @@ import Testing
         let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 503) : .response(status: 200) }
         var config = testConfiguration(clock: clock, transport: transport)
         config.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600), jitter: .none)
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: config)
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: config)
         let id = try courier.send(["n": 1], to: inbox)
         await transport.waitForRequests(1)
         await courier.settle()
@@ -60,7 +62,8 @@ import Testing
 
     @Test func deliverPendingDeliversWhatItCanAndCounts() async throws {
         let transport = ScriptedTransport()
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
         courier.pause()
         for i in 0..<5 { try courier.send(["n": i], to: inbox) }
         let summary = await courier.deliverPending(within: .seconds(25))
@@ -100,7 +103,8 @@ import Testing
     func deliverPendingReturnsWhenItsTaskIsCancelled() async throws {
         let transport = ScriptedTransport()
         transport.holdResponses = true
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
         try courier.send(["n": 1], to: inbox)
         let run = Task { await courier.deliverPending(within: .seconds(3600)) }
         await transport.waitForRequests(1)

@@ -119,7 +119,8 @@ import Testing
     @Test func theListAndTheEventsAfterItMissNothing() async throws {
         let transport = ScriptedTransport()
         transport.holdResponses = true
-        let courier = try Courier(directory: TemporaryDirectory().url,
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url,
                                   configuration: testConfiguration(clock: ManualClock(), transport: transport))
         let id = try courier.send(["text": "hi"], to: inbox)
         await transport.waitForRequests(1)

@@ -177,7 +177,9 @@ func handlingErrors(_ courier: Courier, serverURL: URL) -> String {
         await courier.close()
     }
 
-    var temporaryDirectory: URL { TemporaryDirectory().url }
+    /// One folder per test (a new suite value each), removed when the test ends.
+    private let scratch = TemporaryDirectory()
+    var temporaryDirectory: URL { scratch.url }
 
     @Test func anErrorNamesItsCauseForAnAlert() async throws {
         let courier = try await Courier.open(directory: temporaryDirectory, configuration: {

@@ -18,7 +18,8 @@ import Testing
         // The script fails each message's first two attempts: four rounds of 5 s deliver every
         // message on its own schedule (probing a down destination would need more rounds).
         config.destinationBackoff = .disabled
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: config)
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: config)
         clock.probe = { [weak courier] in courier?.core.isHeldByCurrentThread ?? false }
         let ids = try (0..<5).map { try courier.send(["n": $0], to: inbox) }
         for _ in 0..<4 { await courier.settle(); await clock.base.advance(by: .seconds(5)) }

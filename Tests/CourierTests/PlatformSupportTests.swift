@@ -23,7 +23,8 @@ import FoundationNetworking
     }
 
     @Test func aBackgroundRunThatDeliversEverythingSucceedsAndAsksForNoOther() async throws {
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         courier.pause()
         try courier.send(["n": 1], to: inbox)
         let outcome = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
@@ -35,7 +36,8 @@ import FoundationNetworking
         let clock = ManualClock()
         let transport = ScriptedTransport()
         transport.holdResponses = true
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: clock, transport: transport))
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: clock, transport: transport))
         try courier.send(["n": 1], to: inbox)
         let run = Task { await courier.runBackgroundDelivery(within: Courier.backgroundBudget) }
         await transport.waitForRequests(1)
@@ -46,7 +48,8 @@ import FoundationNetworking
     }
 
     @Test func closeStopsThePlatformIntegration() async throws {
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         let integration = FakeIntegration()
         _ = courier.core.write { state, _ in state.lifecycle = integration }
         await courier.close()
@@ -58,8 +61,12 @@ import FoundationNetworking
 /// A cold background launch runs the task's handler before the app has opened its courier:
 /// the handler waits for it, or for its task's expiration.
 @Suite struct BackgroundDeliveryRegistryTests {
+    /// The test's folder, removed when the test ends (each test gets a new suite value).
+    private let scratch = TemporaryDirectory()
+
+    /// One courier per test, in its folder.
     func courier() throws -> Courier {
-        try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
     }
 
     /// A background task's handler waiting for the courier, returned once it is registered.

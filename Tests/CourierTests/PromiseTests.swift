@@ -12,7 +12,8 @@ import Testing
     @Test func aMessageLimitThatCannotFitASegmentIsRefusedNamingTheConflict() throws {
         var c = Courier.Configuration()
         c.segmentSizeBytes = 65_536
-        #expect { try Courier(directory: TemporaryDirectory().url, configuration: c) } throws: { error in
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        #expect { try Courier(directory: scratch.url, configuration: c) } throws: { error in
             guard let e = error as? CourierError, e.code == .invalidConfiguration else { return false }
             return e.message.contains("maximumMessageBytes") && e.message.contains("segmentSizeBytes")
         }
@@ -62,7 +63,8 @@ import Testing
     /// idle courier, or for that message, is told at once (a review found them left hanging).
     @Test(.timeLimit(.minutes(1)))
     func discardingTheOnlyPendingMessageReleasesItsWaiters() async throws {
-        let courier = try Courier(directory: TemporaryDirectory().url,
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url,
                                   configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         let state = MessageState(id: MessageID(), url: inbox.absoluteString, headers: [], body: Array("{}".utf8),
                                  createdMilliseconds: 0, nextDueMilliseconds: 0)
@@ -136,7 +138,8 @@ import Testing
 @Suite struct TransportOwnershipTests {
     @Test func closeNeverShutsDownATransportTheAppInjected() async throws {
         let transport = ScriptedTransport()
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
         await courier.close()
         #expect(transport.shutdownCount == 0)
     }
@@ -145,7 +148,8 @@ import Testing
 @Suite struct HeaderPolicyTests {
     @Test func reservedHeadersAreRefusedNotDropped() async throws {
         let transport = ScriptedTransport()
-        let courier = try Courier(directory: TemporaryDirectory().url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
+        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
         for name in ["Content-Type", "content-type", "Idempotency-Key", "IDEMPOTENCY-KEY"] {
             #expect { try courier.send(["a": 1], to: inbox, headers: [name: "x"]) } throws: { ($0 as? CourierError)?.code == .invalidHeaders }
             #expect { try courier.send(data: Data(), contentType: "text/plain", to: inbox, headers: [name: "x"]) }
