@@ -9,7 +9,9 @@ struct Attempt: Sendable {
     /// the policy cut the limit since.
     var startedMilliseconds: UInt64 = 0
     /// Its full state, if the core kept it in memory when the attempt was taken (in the same
-    /// critical section): the runner then neither reads the log nor takes the lock again.
+    /// critical section): the runner then neither reads the log nor takes the lock again. The
+    /// attempt is in flight from that moment, so a `cancel` after it lets this POST go, as
+    /// `cancel` documents for an attempt in flight (its outcome is ignored).
     var message: MessageState? = nil
 }
 
