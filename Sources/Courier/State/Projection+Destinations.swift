@@ -57,10 +57,16 @@ extension Projection {
         origins[origin(ofSlot: i)].parkedCount -= 1
     }
 
+    /// Whether an entry of origin `o`'s queue is live: slot `i` is still parked there (an entry
+    /// goes stale when its slot leaves other than by a pop, or is reused for another origin).
+    private func isParked(_ i: UInt32, at o: UInt32) -> Bool {
+        slots[Int(i)].flags.contains(.parked) && origin(ofSlot: i) == o
+    }
+
     /// Pops origin `o`'s oldest parked slot (stale entries are skipped; bounded by the queue).
     private mutating func popParked(_ o: UInt32) -> UInt32? {
         while let i = origins[o].parked.popFirst() {
-            guard slots[Int(i)].flags.contains(.parked), origin(ofSlot: i) == o else { continue }
+            guard isParked(i, at: o) else { continue }
             slots[Int(i)].flags.remove(.parked)
             origins[o].parkedCount -= 1
             return i
@@ -71,7 +77,7 @@ extension Projection {
 
     /// The oldest parked slot of origin `o`, left in place.
     func firstParked(_ o: UInt32) -> UInt32? {
-        origins[o].parked.first { slots[Int($0)].flags.contains(.parked) && origin(ofSlot: $0) == o }
+        origins[o].parked.first { isParked($0, at: o) }
     }
 
     /// Marks slot `i` in flight as a delivery to its destination: it counts toward the limit,
@@ -212,7 +218,7 @@ extension Projection {
     /// core's lock.) Returns how many.
     private mutating func holdParked(of o: UInt32, nowMilliseconds now: UInt64) -> Int {
         // Bounded by the queue's length; stale entries (no longer parked here) are skipped.
-        for i in origins[o].parked.entries where slots[Int(i)].flags.contains(.parked) && origin(ofSlot: i) == o {
+        for i in origins[o].parked.entries where isParked(i, at: o) {
             slots[Int(i)].dueMilliseconds = min(slots[Int(i)].dueMilliseconds, now)
         }
         if origins[o].parkedCount > 0 && !origins.holding.contains(o) { origins.holding.append(o) }

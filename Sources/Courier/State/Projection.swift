@@ -279,13 +279,18 @@ struct Projection {
     /// them), in arrival order. In-flight ones too: their outcome will be a delta after the
     /// snapshot.
     func pinned(below sequence: UInt64) -> [Slot] {
-        slots.filter { $0.flags.contains(.live) && $0.address.sequence < sequence }.sorted { $0.order < $1.order }
+        slots.filter { Self.isPinned($0, below: sequence) }.sorted { $0.order < $1.order }
+    }
+
+    /// Whether `slot` is a pending message whose latest full state lies below `sequence`.
+    private static func isPinned(_ slot: Slot, below sequence: UInt64) -> Bool {
+        slot.flags.contains(.live) && slot.address.sequence < sequence
     }
 
     /// The bytes of the full-state records `pinned(below:)` would list, without listing them.
     func pinnedBytes(below sequence: UInt64) -> Int {
         var bytes = 0
-        for slot in slots where slot.flags.contains(.live) && slot.address.sequence < sequence {
+        for slot in slots where Self.isPinned(slot, below: sequence) {
             bytes += Int(slot.address.length)
         }
         return bytes
