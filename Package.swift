@@ -141,7 +141,11 @@ let package = Package(
         .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting",
                                                           .target(name: "CLZ4", condition: .when(platforms: [.linux]))]),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer",
-                                                       .product(name: "Logging", package: "swift-log")]),
+                                                       .product(name: "Logging", package: "swift-log"),
+                                                       .product(name: "AsyncHTTPClient", package: "async-http-client",
+                                                                condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
+                                                       .product(name: "NIOPosix", package: "swift-nio",
+                                                                condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"]))]),
         .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting", "Courier", "CourierTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -57,8 +57,10 @@ extension Courier {
         /// stored it. A throw counts as a failed attempt (`TransportFailure.Kind
         /// .requestPreparation`, logged with the error's type name only, never its contents)
         /// and is retried under `retry`; it says nothing about the destination's health.
-        /// It runs on the delivery task, concurrently for concurrent attempts. The default is
-        /// nil.
+        /// It runs on the delivery task, concurrently for concurrent attempts; with
+        /// AsyncHTTPClient that task then runs on the cooperative pool rather than on the
+        /// client's event loops, so a slow `prepareRequest` never holds up other requests. The
+        /// default is nil.
         public var prepareRequest: (@Sendable (inout DeliveryRequest) async throws -> Void)?
         /// Where Courier logs (swift-log). The default logs nothing, as a library should; pass
         /// your app's logger to see, with metadata `courier.message-id`, `courier.attempt` and

@@ -18,7 +18,10 @@ extension Courier {
     ///     `Idempotency-Key` (the message id) are set by Courier; passing either throws
     ///     `.invalidHeaders`.
     ///   - onDelivered: called once, on a background thread, when the server answered 2xx.
-    ///   - onAbandoned: called once if the retry policy gives up (never, by default).
+    ///     Keep it short: it runs on the thread that heard the answer (with AsyncHTTPClient,
+    ///     one of its event loops).
+    ///   - onAbandoned: called once if the retry policy gives up (never, by default), on a thread
+    ///     like `onDelivered`'s.
     ///   Callbacks live in memory: after a restart, follow messages with `delivered(_:)` or
     ///   `events` instead.
     @discardableResult

@@ -63,7 +63,7 @@ extension Courier {
                 continue
             }
             let token = state.scheduler.takeToken()
-            state.scheduler.attempts[token] = Task { [self] in await runAttempts(from: attempt, token: token) }
+            state.scheduler.attempts[token] = startRunner(attempt, token: token)
         }
         if !plan.uploads.isEmpty, let uploads = configuration.backgroundUploads {
             let token = state.scheduler.takeToken()
@@ -74,6 +74,23 @@ extension Courier {
         if let deadline = plan.timerDeadline { armTimer(&state, deadline: deadline) }
         if tellSettleWaiters { effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }
         return scheduled
+    }
+
+    /// A runner for delivery slot `token`, starting with `attempt` (making a task runs no app
+    /// code, so this may run under the core's lock). It runs where the transport completes its
+    /// requests if the transport says where (`AsyncHTTPClientTransport.runnerExecutor`: an
+    /// event loop), so that each outcome is recorded, and the next request started, with no hop
+    /// in between. Not when `prepareRequest` is set: app code runs in the runner then, and app
+    /// code must never hold up an event loop.
+    private func startRunner(_ attempt: Attempt, token: UInt64) -> Task<Void, Never> {
+        #if canImport(AsyncHTTPClient)
+        if configuration.prepareRequest == nil, let transport = transport as? AsyncHTTPClientTransport,
+            let executor = transport.runnerExecutor
+        {
+            return Task(executorPreference: executor) { [self] in await runAttempts(from: attempt, token: token) }
+        }
+        #endif
+        return Task { [self] in await runAttempts(from: attempt, token: token) }
     }
 
     /// Under the core's lock: replaces the timer with one for `deadline`.

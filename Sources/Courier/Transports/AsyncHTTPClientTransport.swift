@@ -119,6 +119,33 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 /// `HTTPClient` is thread-safe; the references never change; the clock is only read.
 extension AsyncHTTPClientTransport: @unchecked Sendable {}
 
+extension AsyncHTTPClientTransport {
+    /// Where an engine runner delivering through this transport runs: one of the client's event
+    /// loops, the next in turn. A runner there hears each outcome on the thread that completed
+    /// it and starts its next request there, where a runner on the cooperative pool hops from
+    /// the loop to the pool and back for every attempt (a thread wake-up each way).
+    ///
+    /// Nil for a client the app passed in: its event loops may be shut down before the courier
+    /// is closed, and a job enqueued on a shut-down loop never runs. Courier's own client runs
+    /// on NIO's process-wide loops, which are never shut down.
+    var runnerExecutor: (any TaskExecutor)? {
+        ownsClient ? EventLoopExecutor(client.eventLoopGroup.next()) : nil
+    }
+}
+
+/// A task executor over one NIO event loop: every job of a task that prefers it runs on that
+/// loop's thread (a job enqueued from that thread is queued without waking anything).
+final class EventLoopExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
 /// Keeps a response's status and `Retry-After`, and drains its body unread, so the connection
 /// is reused and no body is held in memory (the request's deadline bounds the drain).
 final class StatusReader: HTTPClientResponseDelegate {

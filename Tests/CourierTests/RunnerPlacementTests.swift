@@ -1,0 +1,74 @@
+#if canImport(AsyncHTTPClient)
+import AsyncHTTPClient
+@testable import Courier
+import CourierLog
+import CourierTesting
+import FlakyServer
+import Foundation
+import NIOPosix
+import Testing
+
+/// Where the engine's runners run with AsyncHTTPClient: on the client's event loops when Courier
+/// owns the client (an outcome is recorded on the thread that heard it, and the next request
+/// starts there), and on the cooperative pool when app code runs in the runner
+/// (`prepareRequest`) or when the app passed its own client.
+@Suite struct RunnerPlacementTests {
+    /// Delivers `count` messages to a loopback server; returns, for each, whether its
+    /// `onDelivered` callback (called by the runner that recorded the outcome) ran on an
+    /// event loop, and whether `prepareRequest` (when given) did.
+    func deliver(
+        count: Int, prepare: Bool, transport: AsyncHTTPClientTransport? = nil
+    ) async throws -> (delivered: [Bool], prepared: [Bool]) {
+        let server = try await FlakyServer(behavior: .init(failureRate: 0))
+        let url = await server.url
+        let scratch = TemporaryDirectory()
+        let onLoop = Recorder<Bool>(), preparedOnLoop = Recorder<Bool>()
+        var config = Courier.Configuration()
+        config.transport = transport
+        if prepare {
+            config.prepareRequest = { _ in preparedOnLoop.add(MultiThreadedEventLoopGroup.currentEventLoop != nil) }
+        }
+        let courier = try Courier(directory: scratch.url, configuration: config)
+        for i in 0..<count {
+            try courier.send(["n": i], to: url) { _ in onLoop.add(MultiThreadedEventLoopGroup.currentEventLoop != nil) }
+        }
+        await courier.waitUntilIdle()
+        await courier.close()
+        await server.stop()
+        return (onLoop.values, preparedOnLoop.values)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func onItsOwnClientEachOutcomeIsRecordedOnTheEventLoopThatHeardIt() async throws {
+        let (delivered, _) = try await deliver(count: 20, prepare: false)
+        #expect(delivered.count == 20)
+        #expect(delivered.allSatisfy { $0 }, "every outcome was recorded on an event loop: \(delivered)")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func withPrepareRequestTheRunnersStayOffTheEventLoops() async throws {
+        let (delivered, prepared) = try await deliver(count: 20, prepare: true)
+        #expect(prepared.count == 20)
+        #expect(!prepared.contains(true), "app code never holds up an event loop: \(prepared)")
+        #expect(!delivered.contains(true), "\(delivered)")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func onTheAppsOwnClientTheRunnersStayOnTheCooperativePool() async throws {
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let transport = AsyncHTTPClientTransport(client: client)
+        #expect(transport.runnerExecutor == nil, "the app may shut its loops down before the courier closes")
+        #expect(AsyncHTTPClientTransport().runnerExecutor != nil)
+        let (delivered, _) = try await deliver(count: 5, prepare: false, transport: transport)
+        #expect(delivered == Array(repeating: false, count: 5))
+        try await client.shutdown()
+    }
+}
+
+/// Values added from any thread.
+private final class Recorder<Value: Sendable>: Sendable {
+    private let box = Locked<[Value]>([])
+    func add(_ value: Value) { box.withLock { $0.append(value) } }
+    var values: [Value] { box.withLock { $0 } }
+}
+#endif
