@@ -33,6 +33,30 @@ import Testing
         await reopened.close()
     }
 
+    /// A log that is all delivered records is compacted at open, on the I/O queue; `settle()`
+    /// waits for that compaction, so a test that settles and then looks at the log sees it done.
+    @Test func settleWaitsForTheCompactionPlannedAtOpen() async throws {
+        let scratch = TemporaryDirectory()
+        let transport = ScriptedTransport { _ in .response(status: 200) }
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.segmentSizeBytes = 16 << 10
+        config.maximumMessageBytes = 1024
+        config.isCompactionEnabled = false
+        let courier = try Courier(directory: scratch.url, configuration: config)
+        for i in 0..<400 { try courier.send(["i": i, "pad": String(repeating: "p", count: 100)], to: inbox) }
+        await courier.settle()
+        #expect(courier.pendingCount == 0)
+        await courier.close()
+        let files = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path)
+        #expect(files.filter { $0.hasSuffix(".wal") }.count > 2, "\(files)")
+
+        config.isCompactionEnabled = true
+        let reopened = try Courier(directory: scratch.url, configuration: config)
+        await reopened.settle()
+        #expect(reopened.compactionCount == 1, "settle() returned before the compaction planned at open ended")
+        await reopened.close()
+    }
+
     /// A compaction found not worth it is weighed again after the next roll or
     /// `compactionThreshold` resolutions, not on every outcome: each look scans every pending
     /// message, so looking per outcome made each delivery O(pending) under the core's lock

@@ -8,10 +8,10 @@ import Foundation
 import NIOPosix
 import Testing
 
-/// Where the engine's runners run with AsyncHTTPClient: on the client's event loops when Courier
-/// owns the client (an outcome is recorded on the thread that heard it, and the next request
-/// starts there), and on the cooperative pool when app code runs in the runner
-/// (`prepareRequest`) or when the app passed its own client.
+/// Where the engine's runners run with AsyncHTTPClient: on the client's event loops when they
+/// are NIO's process-wide ones (an outcome is recorded on the thread that heard it, and the next
+/// request starts there), and on the cooperative pool when app code runs in the runner
+/// (`prepareRequest`) or when the client's loops belong to a group the app may shut down.
 @Suite struct RunnerPlacementTests {
     /// Delivers `count` messages to a loopback server; returns, for each, whether its
     /// `onDelivered` callback (called by the runner that recorded the outcome) ran on an
@@ -53,14 +53,25 @@ import Testing
         #expect(!delivered.contains(true), "\(delivered)")
     }
 
+    /// An app's client on an event loop group of its own: the app may shut that group down
+    /// before it closes the courier, and a job enqueued on a shut-down loop never runs.
     @Test(.timeLimit(.minutes(1)))
-    func onTheAppsOwnClientTheRunnersStayOnTheCooperativePool() async throws {
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+    func onAClientOfAnotherGroupTheRunnersStayOnTheCooperativePool() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let client = HTTPClient(eventLoopGroupProvider: .shared(group))
         let transport = AsyncHTTPClientTransport(client: client)
-        #expect(transport.runnerExecutor == nil, "the app may shut its loops down before the courier closes")
-        #expect(AsyncHTTPClientTransport().runnerExecutor != nil)
+        #expect(transport.runnerExecutor == nil)
         let (delivered, _) = try await deliver(count: 5, prepare: false, transport: transport)
         #expect(delivered == Array(repeating: false, count: 5))
+        try await client.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    /// NIO's process-wide loops are never shut down: an app's client on them is safe too.
+    @Test func onNIOsProcessWideLoopsEveryClientGetsALoopExecutor() async throws {
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        #expect(AsyncHTTPClientTransport(client: client).runnerExecutor != nil)
+        #expect(AsyncHTTPClientTransport().runnerExecutor != nil)
         try await client.shutdown()
     }
 }

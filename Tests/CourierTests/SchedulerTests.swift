@@ -130,6 +130,9 @@ import Testing
         #expect(Scheduler.isSettled(core, at: Self.at(999)))
         core.scheduler.passes[0] = Task { 0 }
         #expect(!Scheduler.isSettled(core, at: Self.at(999)), "a hand-off pass is under way")
+        core.scheduler.passes.removeAll()
+        core.compaction.compacting = true
+        #expect(!Scheduler.isSettled(core, at: Self.at(999)), "a compaction is under way")
         core.scheduler.mode.phase = .closed
         #expect(Scheduler.isSettled(core, at: Self.at(999)))
     }

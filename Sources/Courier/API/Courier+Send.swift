@@ -18,8 +18,9 @@ extension Courier {
     ///     `Idempotency-Key` (the message id) are set by Courier; passing either throws
     ///     `.invalidHeaders`.
     ///   - onDelivered: called once, on a background thread, when the server answered 2xx.
-    ///     Keep it short: it runs on the thread that heard the answer (with AsyncHTTPClient,
-    ///     one of its event loops).
+    ///     Keep it short and never block or wait in it: it runs on the thread that heard the
+    ///     answer (with AsyncHTTPClient, one of its event loops, where waiting on a NIO future
+    ///     traps).
     ///   - onAbandoned: called once if the retry policy gives up (never, by default), on a thread
     ///     like `onDelivered`'s.
     ///   Callbacks live in memory: after a restart, follow messages with `delivered(_:)` or

@@ -101,7 +101,10 @@ public final class Courier {
         // earlier never has to.
         self.ownsTransport = configuration.transport == nil
         self.transport = configuration.transport ?? configuration.makeDefaultTransport()
-        ioQueue.async { [weak self] in self?.compactIfWorthIt() }
+        // Planned here, run on the I/O queue: from now on `settle()` waits for it.
+        if configuration.isCompactionEnabled, let plan = core.planCompaction(force: false) {
+            ioQueue.async { [weak self] in self?.compact(plan) }
+        }
         if let uploads = configuration.backgroundUploads { startBackgroundUploads(uploads) }
         pump()
     }

@@ -248,10 +248,24 @@ extension Courier {
         while let attempt = next {
             next = await run(attempt, token: token)
             turns += 1
-            // A transport that answers without suspending (a test double) would keep this
-            // thread of the cooperative pool to itself: other work gets a turn now and then.
-            if turns % Self.turnsBeforeYield == 0 { await Task.yield() }
+            // A transport that answers without suspending (a test double, a request that fails
+            // before it is sent) would keep this thread to itself: other work gets a turn now
+            // and then.
+            if turns % Self.turnsBeforeYield == 0 { await yieldTurn() }
         }
+    }
+
+    /// Lets other work run. On an event loop (`startRunner`), `Task.yield()` alone would not:
+    /// the loop runs every job queued from itself before it polls for I/O again, so the runner
+    /// steps off the loop to the cooperative pool for the yield and comes back after it.
+    private func yieldTurn() async {
+        #if canImport(AsyncHTTPClient)
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+            await withTaskExecutorPreference(globalConcurrentExecutor) { await Task.yield() }
+            return
+        }
+        #endif
+        await Task.yield()
     }
 
     /// Attempts a runner makes in a row before it yields (every real transport suspends in

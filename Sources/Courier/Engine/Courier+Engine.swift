@@ -84,8 +84,8 @@ extension Courier {
     /// code must never hold up an event loop.
     private func startRunner(_ attempt: Attempt, token: UInt64) -> Task<Void, Never> {
         #if canImport(AsyncHTTPClient)
-        if configuration.prepareRequest == nil, let transport = transport as? AsyncHTTPClientTransport,
-            let executor = transport.runnerExecutor
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), configuration.prepareRequest == nil,
+            let transport = transport as? AsyncHTTPClientTransport, let executor = transport.runnerExecutor
         {
             return Task(executorPreference: executor) { [self] in await runAttempts(from: attempt, token: token) }
         }
@@ -149,15 +149,25 @@ extension Courier {
     @_spi(CourierTesting)
     public func compactNowForTesting() { compact(force: true) }
 
-    /// One compaction if it is worth it, on the calling thread. Blocking file work: never
-    /// call it on the cooperative pool.
-    func compactIfWorthIt() {
-        guard configuration.isCompactionEnabled else { return }
-        compact(force: false)
+    /// One compaction; `force` skips the "is it worth it" test (for tests).
+    func compact(force: Bool) {
+        core.compact(force: force).run()
+        tellSettleWaiters()
     }
 
-    /// One compaction; `force` skips the "is it worth it" test (for tests).
-    func compact(force: Bool) { core.compact(force: force).run() }
+    /// Carries out a compaction planned (and marked under way) by `planCompaction`, on the
+    /// calling thread (blocking file work: the I/O queue), then tells settle waiters: `settle()`
+    /// waits for a compaction under way.
+    func compact(_ plan: CompactionPlan) {
+        core.compact(plan).run()
+        tellSettleWaiters()
+    }
+
+    /// Resumes settle waiters if nothing is runnable now.
+    private func tellSettleWaiters() {
+        let instant = currentInstant()
+        core.write { state, effects in effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }.1.run()
+    }
 
     /// Runs a compaction an outcome's critical section planned, on the I/O queue, then pumps:
     /// that tells settle waiters, which the outcome did not (the compaction was still to run).

@@ -105,12 +105,12 @@ enum Scheduler {
         return plan
     }
 
-    /// Whether nothing is runnable at `now`: no attempt or pass under way, and no message due
-    /// without a timer to wake for it (what `settle()` waits for).
+    /// Whether nothing is runnable at `now`: no attempt, pass or compaction under way, and no
+    /// message due without a timer to wake for it (what `settle()` waits for).
     static func isSettled(_ state: CoreState, at now: EngineInstant) -> Bool {
         let scheduler = state.scheduler
         if scheduler.mode.phase == .closed { return true }
-        guard scheduler.attempts.isEmpty, scheduler.passes.isEmpty else { return false }
+        guard scheduler.attempts.isEmpty, scheduler.passes.isEmpty, !state.compaction.compacting else { return false }
         if !scheduler.mode.mayStartAttempts { return true }  // paused: nothing more will start
         if let timer = scheduler.timer { return timer.deadline > now.elapsed }
         // A message may be due with no timer yet (the pump that arms it has not run).

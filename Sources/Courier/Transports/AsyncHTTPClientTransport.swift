@@ -125,16 +125,29 @@ extension AsyncHTTPClientTransport {
     /// it and starts its next request there, where a runner on the cooperative pool hops from
     /// the loop to the pool and back for every attempt (a thread wake-up each way).
     ///
-    /// Nil for a client the app passed in: its event loops may be shut down before the courier
-    /// is closed, and a job enqueued on a shut-down loop never runs. Courier's own client runs
-    /// on NIO's process-wide loops, which are never shut down.
+    /// Only on NIO's process-wide loops (`MultiThreadedEventLoopGroup.singleton`, which Courier's
+    /// own client uses), which are never shut down: a job enqueued on a loop that was shut
+    /// down never runs, and an app may shut its own group down before closing the courier.
+    /// Nil for a client on any other group.
+    @available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
     var runnerExecutor: (any TaskExecutor)? {
-        ownsClient ? EventLoopExecutor(client.eventLoopGroup.next()) : nil
+        guard client.eventLoopGroup === MultiThreadedEventLoopGroup.singleton else { return nil }
+        let loop = client.eventLoopGroup.next()
+        return Self.singletonExecutors.first { $0.loop === loop }
+    }
+
+    /// One executor per loop of NIO's process-wide group, made once.
+    @available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
+    private static let singletonExecutors = MultiThreadedEventLoopGroup.singleton.makeIterator().map {
+        EventLoopExecutor($0)
     }
 }
 
 /// A task executor over one NIO event loop: every job of a task that prefers it runs on that
-/// loop's thread (a job enqueued from that thread is queued without waking anything).
+/// loop's thread (a job enqueued from that thread is queued without waking anything). NIO
+/// 2.101 has none of its own (apple/swift-nio#2732). A `TaskExecutor`, not a `SerialExecutor`:
+/// code on it is not isolated to the loop.
+@available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
 final class EventLoopExecutor: TaskExecutor {
     let loop: any EventLoop
 
@@ -142,7 +155,8 @@ final class EventLoopExecutor: TaskExecutor {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        let executor = asUnownedTaskExecutor()
+        loop.execute { job.runSynchronously(on: executor) }
     }
 }
 
