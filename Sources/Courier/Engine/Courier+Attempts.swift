@@ -312,7 +312,7 @@ extension Courier {
         let recorded = await record(ending)
         guard let compaction = recorded.compaction else { return recorded.next }
         // Its slot was kept for the compaction (blocking file work, on the I/O queue).
-        await onIOQueue { [core] in core.compact(compaction).run() }
+        await runCompaction(compaction)
         return endAttempt(token)
     }
 

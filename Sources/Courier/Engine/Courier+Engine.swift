@@ -169,10 +169,9 @@ extension Courier {
         core.write { state, effects in effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }.1.run()
     }
 
-    /// Runs a compaction an outcome's critical section planned, on the I/O queue, then pumps:
-    /// that tells settle waiters, which the outcome did not (the compaction was still to run).
+    /// Runs a compaction an outcome's critical section planned, on the I/O queue (`compact(_:)`
+    /// tells settle waiters, which the outcome did not: the compaction was still to run).
     func runCompaction(_ plan: CompactionPlan) async {
-        await onIOQueue { [core] in core.compact(plan).run() }
-        pump()
+        await onIOQueue { [self] in compact(plan) }
     }
 }

@@ -128,10 +128,9 @@ extension AsyncHTTPClientTransport {
     /// Only on NIO's process-wide loops (`MultiThreadedEventLoopGroup.singleton`, which Courier's
     /// own client uses), which are never shut down: a job enqueued on a loop that was shut
     /// down never runs, and an app may shut its own group down before closing the courier.
-    /// Nil for a client on any other group.
+    /// Nil for a client on any other group: only the singleton's loops have an executor.
     @available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
     var runnerExecutor: (any TaskExecutor)? {
-        guard client.eventLoopGroup === MultiThreadedEventLoopGroup.singleton else { return nil }
         let loop = client.eventLoopGroup.next()
         return Self.singletonExecutors.first { $0.loop === loop }
     }
