@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test format-check format consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures data-path delivery-ratio clean
+.PHONY: all deps tmux build test format-check format consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures data-path delivery-ratio lock-hold clean
 
 all: build
 
@@ -130,6 +130,15 @@ demo: deps
 # delivered"). Builds into .build-coverage.
 data-path: deps
 	SWIFT=$(SWIFT) Tools/data-path/data-path.sh
+
+# The core's lock at segment rolls: `courier-bench --deliver` with 64 KiB segments (a roll every
+# few hundred messages), built with the lock probe (-DCOURIER_LOCK_PROBE, into .build-probe):
+# blocking file calls made under the core's lock (target 0) and its longest hold with and without
+# a roll in the critical section. About a minute after the build.
+LOCK_HOLD_N ?= 20000
+lock-hold: deps
+	$(SWIFT) build $(TRAITS) -c release --scratch-path .build-probe --product courier-bench -Xswiftc -DCOURIER_LOCK_PROBE
+	.build-probe/release/courier-bench --deliver $(LOCK_HOLD_N) 0 courier 65536
 
 # Delivery next to the bare AsyncHTTPClient (issue 25's ratio): ROUNDS alternated runs of
 # `courier-bench --deliver` per failure rate, medians and the per-round ratio. ~3 minutes at 20.

@@ -118,7 +118,7 @@ let package = Package(
                           path: "Tools/courier-background-bench"),
         .executableTarget(
             name: "courier-bench",
-            dependencies: ["Courier", "FlakyServer",
+            dependencies: ["Courier", "CourierLog", "FlakyServer",
                            .product(name: "AsyncHTTPClient", package: "async-http-client",
                                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
                            .product(name: "NIOSSL", package: "swift-nio-ssl",

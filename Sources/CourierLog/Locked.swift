@@ -19,8 +19,17 @@ import Darwin
 package final class Locked<Value> {
     @usableFromInline let lock = ConditionLock()
     @usableFromInline var stored: Value
+    /// Whether blocking file work (an fsync, a file's creation) is a bug while this lock is held:
+    /// `BlockingIO.isForbidden` tells, the log asserts it and the file system double refuses it.
+    @usableFromInline let forbidsBlockingIO: Bool
 
-    package init(_ value: Value) { stored = value }
+    /// A box for `value`. With `forbidsBlockingIO`, no fsync may run while it is held (a
+    /// courier's core: every thread that waits for it, an event loop among them, would wait
+    /// for the disk too).
+    package init(_ value: Value, forbidsBlockingIO: Bool = false) {
+        stored = value
+        self.forbidsBlockingIO = forbidsBlockingIO
+    }
 
     /// Runs `body` on the value, holding the lock. Typed throws: a non-throwing body needs no
     /// `try`, and a `throws(SomeError)` body keeps its error type.
@@ -32,7 +41,8 @@ package final class Locked<Value> {
             // This thread's held locks, innermost first: a frame on the stack, linked to the
             // one before it, that lives exactly as long as the lock is held.
             let previous = pthread_getspecific(heldLocksKey)
-            var frame = HeldLock(lock: Unmanaged.passUnretained(self).toOpaque(), outer: previous)
+            var frame = HeldLock(
+                lock: Unmanaged.passUnretained(self).toOpaque(), outer: previous, forbidsBlockingIO: forbidsBlockingIO)
             // A `Result`, not a typed throw through `withUnsafeMutablePointer`: the iOS SDKs
             // before Swift 6 declare it `rethrows`, which loses `E`.
             let result = withUnsafeMutablePointer(to: &frame) { pointer -> Result<T, E> in
@@ -73,11 +83,30 @@ package final class Locked<Value> {
 struct HeldLock {
     @usableFromInline let lock: UnsafeMutableRawPointer
     @usableFromInline let outer: UnsafeMutableRawPointer?
+    @usableFromInline let forbidsBlockingIO: Bool
 
     @inlinable
-    init(lock: UnsafeMutableRawPointer, outer: UnsafeMutableRawPointer?) {
+    init(lock: UnsafeMutableRawPointer, outer: UnsafeMutableRawPointer?, forbidsBlockingIO: Bool) {
         self.lock = lock
         self.outer = outer
+        self.forbidsBlockingIO = forbidsBlockingIO
+    }
+}
+
+/// Whether the calling thread may block on the disk now: not while it holds a lock made with
+/// `forbidsBlockingIO` (a courier's core). The log asserts it before every fsync and file
+/// creation; `SimulatedFileSystem` refuses such a call, so a test sees it fail.
+package enum BlockingIO {
+    /// True while the calling thread holds a lock that forbids blocking file work.
+    package static var isForbidden: Bool {
+        var frame = pthread_getspecific(heldLocksKey)
+        // Bounded: locks nest a few deep at most (see `isHeldByCurrentThread`).
+        for _ in 0..<64 {
+            guard let current = frame?.assumingMemoryBound(to: HeldLock.self).pointee else { return false }
+            if current.forbidsBlockingIO { return true }
+            frame = current.outer
+        }
+        preconditionFailure("more than 64 locks held by one thread")
     }
 }
 

@@ -14,6 +14,7 @@
 import AsyncHTTPClient
 #endif
 import Courier
+import CourierLog
 import FlakyServer
 import Foundation
 #if canImport(FoundationNetworking)
@@ -135,7 +136,17 @@ if let i = arguments.firstIndex(of: "--deliver"), arguments.count >= i + 4 {
     let server = try await FlakyServer(behavior: .init(failureRate: rate, seed: 7))
     let url = await server.url
     if arguments[i + 3] == "courier" {
-        print(try await courierRun(count, to: url, round: "profile"))
+        // An optional segment size makes the run roll segments: the core's lock is then watched
+        // (blocking file calls made under it, and with -DCOURIER_LOCK_PROBE, how long it is held).
+        if arguments.count > i + 4, let segmentBytes = Int(arguments[i + 4]) {
+            let watch = LockWatchingFileSystem()
+            let elapsed = try await courierRun(
+                count, to: url, round: "profile", segmentBytes: segmentBytes, fileSystem: watch)
+            print(elapsed)
+            reportCoreLock(watch)
+        } else {
+            print(try await courierRun(count, to: url, round: "profile"))
+        }
     } else {
         #if canImport(AsyncHTTPClient)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
@@ -240,8 +251,15 @@ func hammer(_ count: Int, width: Int, _ post: @escaping @Sendable (Int) async ->
 }
 
 /// Delivers `count` messages with Courier to `url`; returns seconds from the first send to idle.
-func courierRun(_ count: Int, to url: URL, round: String) async throws -> Double {
+func courierRun(
+    _ count: Int, to url: URL, round: String, segmentBytes: Int? = nil, fileSystem: (any LogFileSystem)? = nil
+) async throws -> Double {
     var config = Courier.Configuration()
+    if let segmentBytes {
+        config.segmentSizeBytes = segmentBytes
+        config.maximumMessageBytes = 4096
+    }
+    if let fileSystem { config.fileSystem = fileSystem }
     config.maximumConcurrentDeliveries = 8
     config.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(10))
     let courier = try Courier(directory: root.appendingPathComponent("deliver-\(round)"), configuration: config)

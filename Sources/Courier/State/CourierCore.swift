@@ -45,7 +45,9 @@ final class CourierCore {
         self.log = log
         self.endHandOff = endHandOff
         self.limits = limits
-        self.state = Locked(state)
+        // No fsync while it is held: every thread waiting for it (event loops among them) would
+        // wait for the disk too. The log asserts it; the file system double refuses such calls.
+        self.state = Locked(state, forbidsBlockingIO: true)
         self.logger = logger
         logsEvents = logger.logLevel <= .info
     }
@@ -57,6 +59,14 @@ final class CourierCore {
         // (the lock is not recursive: a nested call would deadlock; this names it instead).
         assert(!self.state.isHeldByCurrentThread, "CourierCore.write called inside write or read")
         return try self.state.withLock { (state) throws(E) -> (R, Effects) in
+            #if COURIER_LOCK_PROBE
+            let probeStart = ContinuousClock.now
+            let probeSegment = log.segmentSummary.activeFirstSequence
+            defer {
+                CoreLockProbe.record(
+                    probeStart.duration(to: .now), rolled: log.segmentSummary.activeFirstSequence != probeSegment)
+            }
+            #endif
             var effects = Effects()
             effects.listening = !state.subscribers.isEmpty || logsEvents
             if logsEvents { effects.logger = logger }

@@ -1,0 +1,91 @@
+@_spi(CourierTesting) import Courier
+import CourierLog
+import Foundation
+
+/// The real file system, counting the blocking calls (fsyncs, directory syncs, file
+/// creations) made while the calling thread held a lock that forbids them: a courier's core.
+/// `courier-bench --deliver N RATE courier SEGMENT_BYTES` reports the count (target: 0).
+final class LockWatchingFileSystem: LogFileSystem {
+    let base = PosixFileSystem()
+    private let counts = Locked((underLock: 0, total: 0))
+
+    /// Blocking calls made under a forbidding lock, and in all.
+    var blockingCalls: (underLock: Int, total: Int) { counts.withLock { $0 } }
+
+    fileprivate func noteBlockingCall() {
+        let forbidden = BlockingIO.isForbidden
+        counts.withLock {
+            $0.total += 1
+            if forbidden { $0.underLock += 1 }
+        }
+    }
+
+    func createDirectory(atPath path: String) throws(LogError) { try base.createDirectory(atPath: path) }
+    func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] {
+        try base.contentsOfDirectory(atPath: path)
+    }
+    func readFile(atPath path: String) throws(LogError) -> [UInt8] { try base.readFile(atPath: path) }
+    func fileSize(atPath path: String) throws(LogError) -> Int { try base.fileSize(atPath: path) }
+    func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
+        try base.read(atPath: path, offset: offset, count: count)
+    }
+    func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
+        try base.read(atPath: path, offset: offset, into: buffer)
+    }
+    func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
+        if create { noteBlockingCall() }
+        return WatchedFile(base: try base.openFile(atPath: path, create: create), watch: self)
+    }
+    func removeFile(atPath path: String) throws(LogError) { try base.removeFile(atPath: path) }
+    func syncDirectory(atPath path: String) throws(LogError) {
+        noteBlockingCall()
+        try base.syncDirectory(atPath: path)
+    }
+    func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock {
+        try base.lockDirectory(atPath: path)
+    }
+    func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
+        try base.openForReading(atPath: path)
+    }
+}
+
+/// Why `@unchecked Sendable`: `counts` is behind its lock; `base` is a stateless value.
+extension LockWatchingFileSystem: @unchecked Sendable {}
+
+private final class WatchedFile: LogFile {
+    let base: any LogFile
+    let watch: LockWatchingFileSystem
+
+    init(base: any LogFile, watch: LockWatchingFileSystem) {
+        self.base = base
+        self.watch = watch
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int {
+        try base.write(bytes, at: offset)
+    }
+    func sync() throws(LogError) {
+        watch.noteBlockingCall()
+        try base.sync()
+    }
+    func truncate(to size: Int) throws(LogError) { try base.truncate(to: size) }
+}
+
+/// Why `@unchecked Sendable`: both properties are immutable and thread-safe.
+extension WatchedFile: @unchecked Sendable {}
+
+/// Prints what was seen of the core's lock in a `--deliver` run with a segment size.
+func reportCoreLock(_ watch: LockWatchingFileSystem) {
+    let calls = watch.blockingCalls
+    say(
+        "blocking file calls (fsync, directory fsync, create): \(calls.total), "
+            + "under the core's lock: \(calls.underLock)")
+    #if COURIER_LOCK_PROBE
+    let figures = CoreLockProbe.current
+    func micros(_ d: Duration) -> String { String(format: "%.0f µs", seconds(d) * 1e6) }
+    say(
+        "core lock: \(figures.sections) critical sections, \(figures.sectionsWithRoll) with a segment roll; "
+            + "longest hold with a roll \(micros(figures.longestWithRoll)), "
+            + "without \(micros(figures.longestWithoutRoll)) (\(figures.slowWithoutRoll) over 1 ms)")
+    #endif
+}
