@@ -8,7 +8,7 @@ public protocol LogFileSystem: Sendable {
     func createDirectory(atPath path: String) throws(LogError)
     /// Names (not paths) of the entries of a directory.
     func contentsOfDirectory(atPath path: String) throws(LogError) -> [String]
-    /// The whole file. Segments are bounded (16 MiB by default), so reading one whole is cheap.
+    /// The whole file (recovery reads a torn tail's bytes with it; segments are read in windows).
     func readFile(atPath path: String) throws(LogError) -> [UInt8]
     /// The size of the file at `path`, in bytes.
     func fileSize(atPath path: String) throws(LogError) -> Int
@@ -22,6 +22,10 @@ public protocol LogFileSystem: Sendable {
     func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile
     /// Removes the file at `path` (a directory fsync makes it durable).
     func removeFile(atPath path: String) throws(LogError)
+    /// Gives the file at `path` the name `newPath` in the same directory, replacing any file
+    /// there, atomically (`rename(2)`; a directory fsync makes it durable). The log moves the
+    /// segment it prepared ahead into place with it, so that a roll creates no file.
+    func renameFile(atPath path: String, toPath newPath: String) throws(LogError)
     /// Makes the directory's entries (created and removed files) durable.
     func syncDirectory(atPath path: String) throws(LogError)
     /// Takes an exclusive advisory lock on the directory for the life of the returned object;

@@ -50,6 +50,10 @@ public enum Format {
     static let lz4FrameMagic: UInt32 = 0x184D_2204
     /// Suffix of segment files; names are the first sequence number, 16 decimal digits.
     public static let segmentSuffix = ".wal"
+    /// The next segment's file while it waits, empty, for the roll that renames it into place
+    /// (`WriteAheadLog.SegmentPreparation`). Not a `.wal` name: readers never see it, and
+    /// opening removes one left behind.
+    public static let spareSegmentName = "next-segment.spare"
     /// Suffix of the copy kept of a torn tail cut at open.
     public static let tornSuffix = ".torn"
     /// The lock file held (`flock`) while a log is open.

@@ -14,26 +14,19 @@ final class GroupCommit {
     private var syncing = false
     private var syncScheduled = false
     private var failure: LogError?
-    /// Where `.interval` syncs run: a queue of the log's own. A serial queue made with a label
+    /// Where `.interval` syncs run, and a roll's work (`SegmentPreparation.background`): a
+    /// queue of the log's own. A serial queue made with a label
     /// targets libdispatch's *overcommit* pool, which starts a thread when none is idle; a
     /// global queue's work waits instead, and with every worker busy or blocked (an app's own
     /// code can do that) an interval sync ran seconds late on Linux (`IntervalSyncTests`;
     /// figures: Courier's "Measured figures" article).
-    private let syncQueue = DispatchQueue(label: "courier.log.interval-sync", qos: .utility)
+    let queue = DispatchQueue(label: "courier.log.sync", qos: .utility)
 
     init(durableThrough: UInt64) {
         self.durableThrough = durableThrough
     }
 
     var durable: UInt64 { lock.withLock { durableThrough } }
-
-    /// Records that everything through `sequence` is durable (a roll synced the old segment).
-    func markDurable(through sequence: UInt64) {
-        lock.withLock {
-            durableThrough = max(durableThrough, sequence)
-            lock.broadcast()
-        }
-    }
 
     /// Returns once record `sequence` is on stable storage, or throws the fsync's failure.
     func waitUntilDurable(_ sequence: UInt64, log: WriteAheadLog) throws(LogError) {
@@ -64,7 +57,7 @@ final class GroupCommit {
         guard schedule else { return }
         let nanoseconds =
             Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
-        syncQueue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak log] in
+        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak log] in
             guard let log else { return }
             // Clear the flag first (appends from now on schedule a new sync), then read the
             // target: two separate critical sections, never the commit lock around `mutex`.
@@ -75,13 +68,14 @@ final class GroupCommit {
         }
     }
 
-    /// Syncs the active segment file, then publishes the new durable point.
+    /// Syncs what was written (sealed segments first, then the directory, then the active
+    /// segment), then publishes the new durable point.
     private func leadSync(log: WriteAheadLog) throws(LogError) {
         let result: Result<UInt64, LogError>
         do {
-            let (file, target) = try log.syncTarget()
-            try file.sync()
-            result = .success(target)
+            let work = try log.syncTarget()
+            try log.sync(work)
+            result = .success(work.through)
         } catch {
             log.fail(error)
             result = .failure(error)
@@ -101,11 +95,26 @@ final class GroupCommit {
 extension GroupCommit: @unchecked Sendable {}  // every var is guarded by `lock`
 
 extension WriteAheadLog {
-    /// The file to fsync and the last sequence number written to it (or to earlier segments).
-    func syncTarget() throws(LogError) -> (any LogFile, UInt64) {
-        try mutex.withLock { () throws(LogError) -> (any LogFile, UInt64) in
+    /// What a sync now must make durable (see `SyncWork`).
+    func syncTarget() throws(LogError) -> SyncWork {
+        try mutex.withLock { () throws(LogError) -> SyncWork in
             if case .failed = state.phase { try state.checkOpen() }
-            return (state.active.file, state.nextSequence - 1)
+            return state.syncWork
+        }
+    }
+
+    /// Makes `work` durable, in the order that keeps the log without holes: the sealed
+    /// segments, oldest first; the directory, if a roll renamed a segment into place; then the
+    /// active segment. Never under the log's lock, nor under a lock that forbids blocking I/O.
+    func sync(_ work: SyncWork) throws(LogError) {
+        assert(!BlockingIO.isForbidden, "an fsync under a lock that forbids blocking I/O (a courier's core)")
+        for file in work.sealed { try file.sync() }
+        if work.renames > 0 { try fileSystem.syncDirectory(atPath: directory) }
+        try work.active.sync()
+        mutex.withLock {
+            // Rolls since `work` was taken added to the ends: only what it covered is done.
+            state.unsyncedSealed.removeFirst(min(work.sealed.count, state.unsyncedSealed.count))
+            state.unsyncedRenames -= min(work.renames, state.unsyncedRenames)
         }
     }
 

@@ -115,6 +115,10 @@ public struct PosixFileSystem: LogFileSystem {
         guard unlink(path) == 0 || errno == ENOENT else { throw Self.error("cannot remove file", path) }
     }
 
+    public func renameFile(atPath path: String, toPath newPath: String) throws(LogError) {
+        guard rename(path, newPath) == 0 else { throw Self.error("cannot rename file to " + newPath, path) }
+    }
+
     public func syncDirectory(atPath path: String) throws(LogError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Self.error("cannot open directory", path) }

@@ -29,14 +29,16 @@ extension WriteAheadLog {
         _ body: [UInt8], kind: RecordKind, timestampMilliseconds: UInt64? = nil
     ) throws(LogError) -> RecordAddress {
         // Not `append(batch:)` of one: that would allocate an array on every append.
-        let address = try mutex.withLock { () throws(LogError) -> RecordAddress in
+        let (address, work) = try mutex.withLock { () throws(LogError) -> (RecordAddress, RollWork) in
             try state.checkOpen()
-            let range = try encodeAndWrite(
+            let (range, work) = try encodeAndWrite(
                 CollectionOfOne(LogEntry(kind: kind, body: body)), timestamp: timestampMilliseconds)
-            return RecordAddress(
+            let address = RecordAddress(
                 sequence: range.lowerBound, offset: UInt32(state.lastWriteOffset),
                 length: UInt32(state.scratch.count))
+            return (address, work)
         }
+        if !work.isEmpty { try carryOut(work) }
         try waitAsPolicySays(for: address.sequence)
         return address
     }
@@ -50,17 +52,19 @@ extension WriteAheadLog {
         batch entries: some Collection<LogEntry>, timestampMilliseconds: UInt64? = nil
     ) throws(LogError) -> [RecordAddress] {
         guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
-        let addresses = try mutex.withLock { () throws(LogError) -> [RecordAddress] in
+        let (addresses, work) = try mutex.withLock { () throws(LogError) -> ([RecordAddress], RollWork) in
             try state.checkOpen()
-            let range = try encodeAndWrite(entries, timestamp: timestampMilliseconds)
+            let (range, work) = try encodeAndWrite(entries, timestamp: timestampMilliseconds)
             let starts = state.recordStarts, total = state.scratch.count, base = state.lastWriteOffset
-            return starts.indices.map { i in
+            let addresses = starts.indices.map { i in
                 let end = i + 1 < starts.count ? starts[i + 1] : total
                 return RecordAddress(
                     sequence: range.lowerBound + UInt64(i), offset: UInt32(base + starts[i]),
                     length: UInt32(end - starts[i]))
             }
+            return (addresses, work)
         }
+        if !work.isEmpty { try carryOut(work) }
         try waitAsPolicySays(for: addresses.last!.sequence)
         return addresses
     }
@@ -73,9 +77,11 @@ extension WriteAheadLog {
         }
     }
 
-    /// Under `mutex`. Encodes into the scratch buffer, rolls if needed, writes.
+    /// Under `mutex`. Encodes into the scratch buffer, rolls if needed (and a spare segment is
+    /// ready), writes. Returns the sequence numbers written and the roll work to carry out
+    /// once `mutex` is released.
     private func encodeAndWrite<C: Collection<LogEntry>>(_ entries: C, timestamp: UInt64?) throws(LogError)
-        -> ClosedRange<UInt64>
+        -> (ClosedRange<UInt64>, RollWork)
     {
         // A reader would reject a larger body: refuse it before anything is written.
         for entry in entries where entry.body.count > Format.maximumBodyBytes {
@@ -110,15 +116,23 @@ extension WriteAheadLog {
                     + "\(configuration.segmentSizeBytes - Format.segmentHeaderSize)"
             )
         }
-        if state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0 {
-            try roll(createdMilliseconds: timestamp)
+        var work = RollWork()
+        if state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0,
+            let spare = state.spare
+        {
+            try roll(onto: spare, firstSequence: first, createdMilliseconds: timestamp)
+            work.insert(.syncSealed)
         }
         sealChecksums(salt: state.active.salt)
         try writeScratch()
         state.active.sizeBytes += total
         state.active.recordCount += entries.count
         state.nextSequence += UInt64(entries.count)
-        return first...(first + UInt64(entries.count) - 1)
+        if state.wantsSpare(segmentSizeBytes: configuration.segmentSizeBytes) {
+            state.preparingSpare = true
+            work.insert(.prepareSpare)
+        }
+        return (first...(first + UInt64(entries.count) - 1), work)
     }
 
     private static let zeroHeader = [UInt8](repeating: 0, count: Format.recordHeaderSize)
@@ -151,35 +165,6 @@ extension WriteAheadLog {
             state.phase = .failed(error)
             throw error
         }
-    }
-
-    /// Seals the active segment and starts the next one. Under `mutex`.
-    /// `createdMilliseconds`: the new segment's creation time, the first record's timestamp.
-    private func roll(createdMilliseconds: UInt64) throws(LogError) {
-        let old = state.active
-        // Synced whatever the policy (one fsync per segment): a sealed segment is then complete
-        // on disk before any later record can be, so a crash never leaves a hole in the log.
-        do {
-            try old.file.sync()
-            commit.markDurable(through: state.nextSequence - 1)
-        } catch {
-            state.phase = .failed(error)
-            throw error
-        }
-        do {
-            state.active = try Opener.createSegment(
-                directory: directory, firstSequence: state.nextSequence, createdMilliseconds: createdMilliseconds,
-                configuration: configuration, fileSystem: fileSystem)
-        } catch {
-            // A full disk: keep appending to the old segment (it only grows past its nominal
-            // size) once space is back. Anything else: the log is failed.
-            if error.code != .diskFull { state.phase = .failed(error) }
-            throw error
-        }
-        state.sealed.append(
-            SegmentInfo(
-                name: old.name, firstSequence: old.firstSequence, sizeBytes: old.sizeBytes, salt: old.salt,
-                reader: old.reader))
     }
 }
 

@@ -15,15 +15,36 @@ extension WriteAheadLog {
         case always
     }
 
+    /// Where the log does the blocking work of a roll: creating the next segment's file ahead
+    /// of time (once the active segment is half full) and syncing a segment it sealed. Either
+    /// way the roll itself, under the log's lock, only writes the new segment's header into the
+    /// file prepared ahead and renames it into place: no fsync, no file created. A sealed
+    /// segment is synced right after, before any later fsync is reported done (so a synced
+    /// record never follows a lost one), and its records are durable only from then on.
+    public enum SegmentPreparation: Sendable, Hashable {
+        /// On the appending thread, once the log's lock is released: deterministic, for a
+        /// caller that holds no lock of its own while it appends. An append that rolled
+        /// returns once the sealed segment is synced (and throws if that fails).
+        case inline
+        /// On a serial queue of the log's own: for a caller that appends under a lock of its
+        /// own, which must never wait for the disk (a courier's core). Until the next segment
+        /// is ready, the active one grows past `segmentSizeBytes`.
+        case background
+    }
+
     /// Settings of a log. A `Sendable` value: build it, then hand it to `WriteAheadLog.init`.
     public struct Configuration: Sendable {
         /// The size at which a segment is sealed and a new one started; a record never spans
-        /// two segments. The default is 8 MiB: a segment is read whole during replay, so this
-        /// bounds replay's peak memory on a phone; compaction frees space a segment at a time,
-        /// so smaller segments return space sooner; and at ~200 bytes per record a segment
-        /// still holds ~40,000 records, so rolls (two fsyncs each) are rare. From 4 KiB
-        /// (`Format.minimumSegmentBytes`) to 1 GiB (`Format.maximumSegmentBytes`).
+        /// two segments. The default is 8 MiB: compaction frees space a segment at a time, so
+        /// smaller segments return space sooner; and at ~200 bytes per record a segment still
+        /// holds ~40,000 records, so rolls are rare. From 4 KiB (`Format.minimumSegmentBytes`)
+        /// to 1 GiB (`Format.maximumSegmentBytes`). A segment may grow past it by a record or
+        /// so when the next one is not prepared yet (`segmentPreparation`).
         public var segmentSizeBytes: Int = 8 << 20
+
+        /// Where the next segment is prepared, and a sealed one synced. Never under the log's
+        /// own lock; the default, `.inline`, does it on the appending thread.
+        public var segmentPreparation: SegmentPreparation = .inline
 
         /// The default is `.interval(.milliseconds(100))`: a phone rarely loses power
         /// abruptly (the battery drains with warning), so a 100 ms window of exposure buys

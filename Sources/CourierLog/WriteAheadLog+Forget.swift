@@ -4,26 +4,30 @@ extension WriteAheadLog {
     ///
     /// Each deletion is made durable (directory fsync) before the next is issued, so a crash
     /// leaves the surviving segments contiguous: the log can lose a prefix, never a hole.
+    /// The deletions and their syncs run outside the log's lock (appends go on meanwhile): a
+    /// segment leaves the log's list first, so a read back of one of its records is
+    /// `.notFound`, and comes back to the list if its deletion fails.
     @discardableResult
     public func forget(below sequence: UInt64) throws(LogError) -> [String] {
-        try mutex.withLock { () throws(LogError) -> [String] in
+        assert(!BlockingIO.isForbidden, "a directory fsync under a lock that forbids blocking I/O (a courier's core)")
+        var removed: [String] = []
+        // One segment per turn: bounded by the sealed segments, which only rolls add to (at the end).
+        while let oldest = try mutex.withLock({ () throws(LogError) -> SegmentInfo? in
             try state.checkOpen()
-            var removed: [String] = []
-            // Bounded by the number of sealed segments.
-            while let oldest = state.sealed.first {
-                let nextFirst = state.sealed.count > 1 ? state.sealed[1].firstSequence : state.active.firstSequence
-                guard nextFirst <= sequence else { break }
+            guard !state.sealed.isEmpty else { return nil }
+            let nextFirst = state.sealed.count > 1 ? state.sealed[1].firstSequence : state.active.firstSequence
+            guard nextFirst <= sequence else { return nil }
+            return state.sealed.removeFirst()
+        }) {
+            do {
                 try fileSystem.removeFile(atPath: joinPath(directory, oldest.name))
                 try fileSystem.syncDirectory(atPath: directory)
-                state.sealed.removeFirst()
-                removed.append(oldest.name)
+            } catch {
+                mutex.withLock { state.sealed.insert(oldest, at: 0) }
+                throw error
             }
-            return removed
+            removed.append(oldest.name)
         }
-    }
-
-    /// The first sequence number still held by the oldest segment.
-    public var oldestSequence: UInt64 {
-        mutex.withLock { state.sealed.first?.firstSequence ?? state.active.firstSequence }
+        return removed
     }
 }

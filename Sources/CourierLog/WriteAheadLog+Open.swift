@@ -10,6 +10,10 @@ struct Opener {
         WriterState, RecoveryReport, ReplayReport?
     ) {
         let reader = LogReader(directory: directory, fileSystem: fileSystem)
+        // A spare segment left by the last session: never renamed into place, so nothing in it
+        // was ever reported durable (`WriteAheadLog+Roll.swift`).
+        let spare = joinPath(directory, Format.spareSegmentName)
+        if (try? fileSystem.fileSize(atPath: spare)) != nil { try fileSystem.removeFile(atPath: spare) }
         var names = try reader.segmentNames().segments
         var report = RecoveryReport()
         var replay: ReplayReport?

@@ -78,18 +78,6 @@ public final class WriteAheadLog {
         mutex.withLock { (state.sealed.count + 1, state.active.firstSequence) }
     }
 
-    /// Whether appending a record of at most `bodyBytes` bytes of body now could block on the
-    /// disk: it would roll to a new segment (an fsync of the old one, a directory sync), or
-    /// the sync policy is `.always`. A caller that appends under a lock of its own, as the only
-    /// appender, gets an exact answer; it runs such an append where blocking is allowed.
-    public func appendMayBlock(bodyBytes: Int) -> Bool {
-        if case .always = configuration.syncPolicy { return true }
-        let bytes = Format.worstCaseRecordBytes(bodyBytes: bodyBytes)
-        return mutex.withLock {
-            state.active.sizeBytes + bytes > configuration.segmentSizeBytes && state.active.recordCount > 0
-        }
-    }
-
     /// Bytes on disk over all segments (headers included).
     public var sizeBytes: Int {
         mutex.withLock { state.sealed.reduce(state.active.sizeBytes) { $0 + $1.sizeBytes } }
@@ -99,12 +87,36 @@ public final class WriteAheadLog {
     /// is harmless. Throws if the final sync fails (the directory is released all the same).
     public func close() throws(LogError) {
         defer { directoryLock.unlock() }
-        let file: (any LogFile)? = mutex.withLock {
-            guard case .open = state.phase else { return nil }
+        let wasOpen = mutex.withLock { () -> Bool in
+            guard case .open = state.phase else { return false }
             state.phase = .closed
-            return state.active.file
+            return true
         }
-        try file?.sync()
+        guard wasOpen else { return }
+        // A preparation under way ends first (it finds the log closed and leaves no spare).
+        if configuration.segmentPreparation == .background { commit.queue.sync {} }
+        let (work, spare) = mutex.withLock { () -> (SyncWork, (any LogFile)?) in
+            defer { state.spare = nil }
+            return (state.syncWork, state.spare?.file)
+        }
+        if spare != nil { try? fileSystem.removeFile(atPath: joinPath(directory, Format.spareSegmentName)) }
+        try sync(work)
+    }
+}
+
+/// What one sync makes durable: the sealed segments not yet synced, the renames that put
+/// segments in place, and the active segment through `through`.
+struct SyncWork {
+    var sealed: [any LogFile]
+    var renames: Int
+    var active: any LogFile
+    var through: UInt64
+}
+
+extension WriterState {
+    /// Everything written so far, as a sync to make.
+    var syncWork: SyncWork {
+        SyncWork(sealed: unsyncedSealed, renames: unsyncedRenames, active: active.file, through: nextSequence - 1)
     }
 }
 
@@ -201,4 +213,17 @@ struct WriterState {
     var recordStarts: [Int] = []
     /// Where the last write went in the active segment (for the addresses of its records).
     var lastWriteOffset = 0
+    /// The next segment's file (`Format.spareSegmentName`, empty) and salt, prepared ahead
+    /// of the roll that renames it into place.
+    var spare: (file: any LogFile, salt: UInt32)?
+    /// A spare is being prepared (at most one at a time).
+    var preparingSpare = false
+    /// The active segment's size when preparing a spare last failed: no new try before it grew
+    /// by a sixteenth of a segment (a full disk must not cost a try per append).
+    var spareFailedAtBytes: Int?
+    /// Sealed segments not synced since their last write, oldest first: a sync makes them
+    /// durable before the active one.
+    var unsyncedSealed: [any LogFile] = []
+    /// Renames into place (rolls) since the directory was last synced.
+    var unsyncedRenames = 0
 }

@@ -55,7 +55,9 @@ extension SimulatedFileSystem {
     }
 
     public func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
-        try lock.withLock { () throws(LogError) -> any LogFile in
+        let forbidden = create && BlockingIO.isForbidden
+        return try lock.withLock { () throws(LogError) -> any LogFile in
+            if refuses(forbidden) { throw Self.error(5, "a file created under a lock that forbids it", path) }
             if create {
                 if case .error(let e)? = takeFault(.create) { throw Self.error(e, "create failed", path) }
                 guard entries[path] == nil else { throw LogError(.io, "file exists", path: path, errno: 17) }
@@ -76,8 +78,21 @@ extension SimulatedFileSystem {
         }
     }
 
-    public func syncDirectory(atPath path: String) throws(LogError) {
+    /// Durable with the next `syncDirectory`: a crash before it brings the old name back.
+    public func renameFile(atPath path: String, toPath newPath: String) throws(LogError) {
         try lock.withLock { () throws(LogError) in
+            if case .error(let e)? = takeFault(.rename) { throw Self.error(e, "rename failed", path) }
+            guard let id = entries.removeValue(forKey: path) else {
+                throw LogError(.io, "no such file", path: path, errno: 2)
+            }
+            entries[newPath] = id
+        }
+    }
+
+    public func syncDirectory(atPath path: String) throws(LogError) {
+        let forbidden = BlockingIO.isForbidden
+        try lock.withLock { () throws(LogError) in
+            if refuses(forbidden) { throw Self.error(5, "a directory fsync under a lock that forbids it", path) }
             if case .error(let e)? = takeFault(.syncDirectory) { throw Self.error(e, "directory fsync failed", path) }
             let prefix = path.hasSuffix("/") ? path : path + "/"
             let inDirectory: (String) -> Bool = { $0.hasPrefix(prefix) && !$0.dropFirst(prefix.count).contains("/") }
@@ -125,7 +140,9 @@ extension SimulatedFileSystem {
     }
 
     func sync(node: Int, path: String) throws(LogError) {
+        let forbidden = BlockingIO.isForbidden
         try lock.withLock { () throws(LogError) in
+            if refuses(forbidden) { throw Self.error(5, "an fsync under a lock that forbids it", path) }
             if case .error(let e)? = takeFault(.sync) { throw Self.error(e, "fsync failed", path) }
             if var n = nodes[node] {
                 n.durableBytes = n.bytes

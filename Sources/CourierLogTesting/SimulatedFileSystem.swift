@@ -11,7 +11,9 @@ import CourierLog
 /// Faults are scheduled with `inject(_:on:)` or arise from `capacityBytes` (a full disk).
 public final class SimulatedFileSystem: LogFileSystem {
     /// An operation a fault can be attached to.
-    public enum Operation: Sendable, Hashable { case write, sync, syncDirectory, remove, create, truncate, read }
+    public enum Operation: Sendable, Hashable {
+        case write, sync, syncDirectory, remove, rename, create, truncate, read
+    }
 
     /// What an injected fault does.
     public enum Fault: Sendable, Hashable {
@@ -36,6 +38,8 @@ public final class SimulatedFileSystem: LogFileSystem {
     var capacity: Int?
     var counts: [Operation: Int] = [:]
     var operationsLeft: Int?
+    var refusesUnderLocks = true
+    var refusedUnderLocks = 0
 
     struct Node {
         var bytes: [UInt8] = []
@@ -67,6 +71,25 @@ public final class SimulatedFileSystem: LogFileSystem {
 
     /// Mutating calls made so far, all kinds together.
     public var operationCount: Int { lock.withLock { counts.values.reduce(0, +) } }
+
+    /// Whether an fsync, a directory fsync or a file creation made while the calling thread
+    /// holds a lock that forbids blocking file work (a courier's core: `BlockingIO`) fails with
+    /// EIO, as a test of that promise wants (default true). `blockingCallsRefused` counts them.
+    public var refusesBlockingCallsUnderLocks: Bool {
+        get { lock.withLock { refusesUnderLocks } }
+        set { lock.withLock { refusesUnderLocks = newValue } }
+    }
+
+    /// Blocking calls refused because a lock that forbids them was held (see above).
+    public var blockingCallsRefused: Int { lock.withLock { refusedUnderLocks } }
+
+    /// Under `lock`: whether a blocking call must fail because the calling thread holds a lock
+    /// that forbids it (checked by the caller before taking `lock`: `forbidden`).
+    func refuses(_ forbidden: Bool) -> Bool {
+        guard forbidden && refusesUnderLocks else { return false }
+        refusedUnderLocks += 1
+        return true
+    }
 
     /// Forgets the scheduled faults.
     public func clearFaults() { lock.withLock { scheduled.removeAll() } }

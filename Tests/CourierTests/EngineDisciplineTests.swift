@@ -29,6 +29,40 @@ import Testing
         #expect(clock.violations == 0)
     }
 
+    /// The core's lock forbids blocking file work: with every state change of a courier that
+    /// rolls segments (sends, outcomes, cancels, compaction's snapshots), no fsync, directory
+    /// fsync or file creation runs under it. The file system double refuses such a call (the
+    /// log would fail, and sends would throw); here it counts none.
+    @Test func noFsyncRunsUnderTheCoresLockAcrossSegmentRolls() async throws {
+        let fs = SimulatedFileSystem()
+        let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 500) : .response(status: 200) }
+        let clock = ManualClock()
+        var config = testConfiguration(clock: clock, transport: transport)
+        config.fileSystem = fs
+        config.useSmallestSegments()
+        config.compactionThreshold = 20
+        config.durability = .interval(.milliseconds(5))
+        config.destinationBackoff = .disabled
+        let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
+        var ids: [MessageID] = []
+        for i in 0..<300 {
+            ids.append(try courier.send(["n": i, "pad": String(repeating: "x", count: 80)], to: inbox))
+            if i % 7 == 0 { courier.cancel(ids[i]) }
+            if i % 25 == 0 { await courier.settle(); await clock.advance(by: .seconds(2)) }
+        }
+        // Bounded: every message's second attempt succeeds; 60 rounds of 10 s outlast any backoff.
+        for _ in 0..<60 where courier.pendingCount > 0 {
+            await courier.settle()
+            await clock.advance(by: .seconds(10))
+        }
+        await courier.settle()
+        #expect(courier.pendingCount == 0)
+        #expect(courier.compactionCount > 0, "compaction's snapshots ran too")
+        await courier.close()
+        #expect(fs.count(of: .sync) > 10 && fs.count(of: .rename) > 10, "the log synced and rolled")
+        #expect(fs.blockingCallsRefused == 0, "blocking calls made under the core's lock")
+    }
+
     /// Records carry the wall time the engine read (the injected `now` at open plus the
     /// injected clock's elapsed time), which the core hands the log: the log never calls a clock.
     @Test func recordsAreStampedWithTheEnginesWallTime() async throws {
@@ -184,6 +218,10 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     }
     func removeFile(atPath path: String) throws(LogError) { note(); try base.removeFile(atPath: path) }
     func syncDirectory(atPath path: String) throws(LogError) { note(); try base.syncDirectory(atPath: path) }
+    /// A roll's rename: metadata only, it does not wait for the disk (not counted).
+    func renameFile(atPath path: String, toPath newPath: String) throws(LogError) {
+        try base.renameFile(atPath: path, toPath: newPath)
+    }
     func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock { try base.lockDirectory(atPath: path) }
 }
 

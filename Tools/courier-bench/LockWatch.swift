@@ -37,6 +37,9 @@ final class LockWatchingFileSystem: LogFileSystem {
         return WatchedFile(base: try base.openFile(atPath: path, create: create), watch: self)
     }
     func removeFile(atPath path: String) throws(LogError) { try base.removeFile(atPath: path) }
+    func renameFile(atPath path: String, toPath newPath: String) throws(LogError) {
+        try base.renameFile(atPath: path, toPath: newPath)
+    }
     func syncDirectory(atPath path: String) throws(LogError) {
         noteBlockingCall()
         try base.syncDirectory(atPath: path)
@@ -85,7 +88,8 @@ func reportCoreLock(_ watch: LockWatchingFileSystem) {
     func micros(_ d: Duration) -> String { String(format: "%.0f µs", seconds(d) * 1e6) }
     say(
         "core lock: \(figures.sections) critical sections, \(figures.sectionsWithRoll) with a segment roll; "
-            + "longest hold with a roll \(micros(figures.longestWithRoll)), "
+            + "hold with a roll: longest \(micros(figures.longestWithRoll)), mean "
+            + "\(micros(figures.totalWithRoll / max(1, figures.sectionsWithRoll))); longest "
             + "without \(micros(figures.longestWithoutRoll)) (\(figures.slowWithoutRoll) over 1 ms)")
     #endif
 }

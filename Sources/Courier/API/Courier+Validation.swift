@@ -11,6 +11,9 @@ extension Courier.Configuration {
     func logConfiguration() -> WriteAheadLog.Configuration {
         var log = WriteAheadLog.Configuration()
         log.segmentSizeBytes = segmentSizeBytes
+        // Appends run under the core's lock, where nothing may wait for the disk: the next
+        // segment is prepared, and a sealed one synced, on the log's own queue.
+        log.segmentPreparation = .background
         // `.always` is applied by Courier itself, outside its lock, so concurrent senders
         // share fsyncs; the log only does `write(2)` under the lock.
         log.syncPolicy = durability == .always ? .never : durability

@@ -46,9 +46,9 @@ extension Courier {
     }
 
     /// For tests (public as `settle()` in CourierTesting): returns once the engine has nothing
-    /// runnable — no attempt or hand-off pass under way and no timer past its deadline waiting to run. With a
-    /// manual clock, "advance, then settle" makes every step of the engine observable without
-    /// sleeping.
+    /// runnable (no attempt, hand-off pass or compaction under way, no timer past its deadline
+    /// waiting to run) and the log's roll work queued so far is done. With a manual clock,
+    /// "advance, then settle" makes every step of the engine observable without sleeping.
     @_spi(CourierTesting)
     public func settleForTesting() async {
         await core.read(\.reconciliation)?.value  // background hand-off: the engine starts after it
@@ -61,6 +61,8 @@ extension Courier {
             }.0
             if now { continuation.resume() }
         }
+        // And the log's own work after a segment roll (made ahead, off the core's lock).
+        await onIOQueue(readQueue) { [log] in log.waitForRollWork() }
     }
 
     /// Under the core's lock: the settle waiters to resume, if the engine is settled at `instant`.

@@ -71,18 +71,11 @@ extension Courier {
     /// the hand-off) is freed, and the scheduler's next plan is carried out.
     ///
     /// It runs on the thread that heard the outcome: an append is a write(2) into the page
-    /// cache, as `send` makes on the app's thread. Only if that append could block on the disk
-    /// (a segment roll's fsync, or `durability: .always`) does it move to the I/O queue:
-    /// no hop without work to hop for.
-    func record(_ ending: Ending) async -> Recorded {
-        let judged = judge(ending, continuing: !Task.isCancelled)
-        if let recorded = commit(judged, mayBlock: false) { return recorded }
-        return await onIOQueue { [self] in commit(judged, mayBlock: true)! }
-    }
-
-    /// `record` on a thread that may block (the I/O queue).
-    func recordBlocking(_ ending: Ending) -> Recorded {
-        commit(judge(ending, continuing: false), mayBlock: true)!
+    /// cache, as `send` makes on the app's thread, and never waits for the disk (a segment
+    /// roll renames a file prepared ahead: `WriteAheadLog.SegmentPreparation`).
+    /// `continuing`: whether the engine's runner may make the next attempt.
+    func record(_ ending: Ending, continuing: Bool) -> Recorded {
+        commit(judge(ending, continuing: continuing))
     }
 
     /// What recording an outcome left to do.
@@ -101,8 +94,6 @@ extension Courier {
         var instant: EngineInstant
         var verdict: AttemptVerdict
         var report: DestinationReport
-        /// A bound on the body of the record the outcome appends.
-        var bodyBytes: Int
         /// Whether the engine's runner may make the next attempt (its task is not cancelled).
         var continuing: Bool
     }
@@ -126,21 +117,12 @@ extension Courier {
             "\(what) ended: \(outcome) → \(decision)",
             metadata: Self.metadata(attempt, url: ending.url))
         let report = destinationReport(outcome, nowMilliseconds: now, random: random, startedMilliseconds: started)
-        // Fixed fields (id, attempt, status, due) take under 64 bytes; the rest is text.
-        var bodyBytes = 128
-        switch outcome {
-        case .response(_, let retryAfter): bodyBytes += retryAfter?.utf8.count ?? 0
-        case .failure(let failure): bodyBytes += failure.message.utf8.count
-        }
-        if case .giveUp(let reason) = verdict { bodyBytes += reason.utf8.count }
         return JudgedEnding(
-            ending: ending, instant: instant, verdict: verdict, report: report, bodyBytes: bodyBytes,
-            continuing: continuing)
+            ending: ending, instant: instant, verdict: verdict, report: report, continuing: continuing)
     }
 
-    /// The critical section of `record`; nil, having done nothing, if its append could block
-    /// and `mayBlock` is false.
-    private func commit(_ judged: JudgedEnding, mayBlock: Bool) -> Recorded? {
+    /// The critical section of `record`.
+    private func commit(_ judged: JudgedEnding) -> Recorded {
         let ending = judged.ending, id = ending.attempt.id
         var token: UInt64?, ticket: UInt64?
         switch ending.runner {
@@ -148,8 +130,7 @@ extension Courier {
         case .upload(let t): ticket = t
         }
         let compacts = configuration.isCompactionEnabled
-        let (recorded, effects) = core.write { state, effects -> Recorded? in
-            if !mayBlock && log.appendMayBlock(bodyBytes: judged.bodyBytes) { return nil }
+        let (recorded, effects) = core.write { state, effects -> Recorded in
             state.wallMilliseconds = max(state.wallMilliseconds, judged.instant.wallMilliseconds)
             core.record(
                 judged.verdict, of: ending.attempt, outcome: ending.outcome, destination: judged.report,
@@ -235,8 +216,7 @@ extension Courier {
 /// gave it (reads the message back, prepares and sends the request, records the outcome on the
 /// thread that heard it, through the outcome path above, shared with background uploads),
 /// then the next one the scheduler gives it, until there is none. It hops to the I/O queue
-/// only for blocking work: an append that could block (a segment roll, or
-/// `durability: .always`), or a compaction.
+/// only for blocking work: a compaction.
 extension Courier {
     /// Runs `first`, then each attempt the scheduler gives this runner as one ends. Ends when
     /// it gives none (nothing due, paused, stopping, closed), or when the task is cancelled:
@@ -309,7 +289,7 @@ extension Courier {
         let ending = Ending(
             attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
             runner: .engine(token: token), url: state.url)
-        let recorded = await record(ending)
+        let recorded = record(ending, continuing: !Task.isCancelled)
         guard let compaction = recorded.compaction else { return recorded.next }
         // Its slot was kept for the compaction (blocking file work, on the I/O queue).
         await runCompaction(compaction)

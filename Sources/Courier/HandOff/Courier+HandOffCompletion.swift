@@ -42,7 +42,7 @@ extension Courier {
         // The same outcome path as the engine's; the body file's removal is file work, so the
         // I/O queue has work to do anyway.
         let recorded = await onIOQueue { [self] in
-            let recorded = recordBlocking(ending)
+            let recorded = record(ending, continuing: false)
             log.removeBody(of: id, ticket: handOff.ticket)
             return recorded
         }

@@ -15,6 +15,8 @@ public enum CoreLockProbe {
         /// The longest hold of the core's lock in a section with a roll, and in any other.
         public var longestWithRoll: Duration = .zero
         public var longestWithoutRoll: Duration = .zero
+        /// The holds of sections with a roll, added up (their mean: this / `sectionsWithRoll`).
+        public var totalWithRoll: Duration = .zero
         /// Sections without a roll that held the lock over 1 ms.
         public var slowWithoutRoll = 0
     }
@@ -30,6 +32,7 @@ public enum CoreLockProbe {
             if rolled {
                 f.sectionsWithRoll += 1
                 f.longestWithRoll = max(f.longestWithRoll, held)
+                f.totalWithRoll += held
             } else {
                 f.longestWithoutRoll = max(f.longestWithoutRoll, held)
                 if held > .milliseconds(1) { f.slowWithoutRoll += 1 }

@@ -46,11 +46,6 @@ final class MessageLog: Sendable {
         try log.append(batch: entries, timestampMilliseconds: timestampMilliseconds)
     }
 
-    /// Whether appending one event of at most `bodyBytes` of body could block on the disk now
-    /// (a segment roll's fsync, or `durability: .always`). Exact under the core's lock: every
-    /// append is made under it.
-    func appendMayBlock(bodyBytes: Int) -> Bool { log.appendMayBlock(bodyBytes: bodyBytes) }
-
     // MARK: - Reads
 
     /// The full state recorded at `address`, which must be message `id`'s `enqueued` or
@@ -80,6 +75,10 @@ final class MessageLog: Sendable {
     /// the durability tests watch).
     var nextSequence: UInt64 { log.nextSequence }
     var durableSequence: UInt64 { log.durableSequence }
+
+    /// Returns once the log's queued roll work (the next segment's preparation, a sealed
+    /// segment's sync) is done. Blocks.
+    func waitForRollWork() { log.waitForRollWork() }
 
     /// Makes every append so far durable (an fsync, unless one already covered it).
     func sync() throws(LogError) { try log.sync() }
