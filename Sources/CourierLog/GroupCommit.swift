@@ -136,4 +136,12 @@ extension WriteAheadLog {
         }
         try commit.waitUntilDurable(target, log: self)
     }
+
+    /// Returns once record `sequence` (and every one before it) is on stable storage: at once
+    /// if it already is, else after an fsync it shares with concurrent callers (group commit).
+    /// Throws the fsync's failure (the log is then failed). After `close()`, which synced
+    /// everything, it returns at once.
+    public func sync(through sequence: UInt64) throws(LogError) {
+        try commit.waitUntilDurable(min(sequence, nextSequenceForSync), log: self)
+    }
 }

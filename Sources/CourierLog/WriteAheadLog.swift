@@ -95,12 +95,13 @@ public final class WriteAheadLog {
         guard wasOpen else { return }
         // A preparation under way ends first (it finds the log closed and leaves no spare).
         if configuration.segmentPreparation == .background { commit.queue.sync {} }
-        let (work, spare) = mutex.withLock { () -> (SyncWork, (any LogFile)?) in
+        let spare = mutex.withLock { () -> (any LogFile)? in
             defer { state.spare = nil }
-            return (state.syncWork, state.spare?.file)
+            return state.spare?.file
         }
         if spare != nil { try? fileSystem.removeFile(atPath: joinPath(directory, Format.spareSegmentName)) }
-        try sync(work)
+        // Through the group commit, so the durable point says what the last sync covered.
+        try commit.waitUntilDurable(nextSequenceForSync, log: self)
     }
 }
 

@@ -39,7 +39,11 @@ extension Courier {
         /// The default is `.unordered`.
         public var deliveryOrder = DeliveryOrder.unordered
         /// What a power loss can lose (a killed app never loses a sent message, whatever this
-        /// says). The default is `.interval(.milliseconds(100))`; see `WriteAheadLog.SyncPolicy`.
+        /// says). The default is `.interval(.milliseconds(100))`. `.always` makes every state
+        /// change durable before anyone sees it: `send` and `cancel` return after their fsync,
+        /// an outcome is synced before its events, callbacks and `delivered(id)`, and before the
+        /// message's next attempt (the article "Durability and what each setting promises"
+        /// says it record by record).
         public var durability: WriteAheadLog.SyncPolicy = .interval(.milliseconds(100))
         /// Backoff per destination: after `failuresBeforeDown` failing attempts in a row, a
         /// destination's messages wait while one probe at a time checks it (see

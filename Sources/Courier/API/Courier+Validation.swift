@@ -14,9 +14,10 @@ extension Courier.Configuration {
         // Appends run under the core's lock, where nothing may wait for the disk: the next
         // segment is prepared, and a sealed one synced, on the log's own queue.
         log.segmentPreparation = .background
-        // `.always` is applied by Courier itself, outside its lock, so concurrent senders
-        // share fsyncs; the log only does `write(2)` under the lock.
-        log.syncPolicy = durability == .always ? .never : durability
+        // `.always` is applied by Courier itself, outside its lock (every state change is
+        // synced before it is seen: `Courier.runWhenDurable`), so concurrent callers share
+        // fsyncs; the log's own policy is only a backstop then, a sync within 100 ms.
+        log.syncPolicy = durability == .always ? .interval(.milliseconds(100)) : durability
         return log
     }
 

@@ -41,7 +41,8 @@ public final class Courier {
     /// disk cannot starve the app's other async work. Serial: it also orders that work.
     let ioQueue: DispatchQueue
     /// Attempts read their messages back from the log here (concurrently, and never behind a
-    /// compaction's fsync on `ioQueue`).
+    /// compaction's fsync on `ioQueue`); under `durability: .always`, outcomes are recorded and
+    /// wait for their fsync here (concurrently, so that they share fsyncs).
     let readQueue = DispatchQueue(label: "courier.read", qos: .utility, attributes: .concurrent)
     /// What opening found: the log's recovery plus what replay found.
     public let recovery: RecoveryReport

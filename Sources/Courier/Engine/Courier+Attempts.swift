@@ -72,10 +72,42 @@ extension Courier {
     ///
     /// It runs on the thread that heard the outcome: an append is a write(2) into the page
     /// cache, as `send` makes on the app's thread, and never waits for the disk (a segment
-    /// roll renames a file prepared ahead: `WriteAheadLog.SegmentPreparation`).
-    /// `continuing`: whether the engine's runner may make the next attempt.
+    /// roll renames a file prepared ahead: `WriteAheadLog.SegmentPreparation`). Under
+    /// `durability: .always` it blocks for the record's fsync before its effects run (and a
+    /// message to retry is attempted again only after it): call it where blocking is allowed
+    /// then (`recordWhereAllowed`). `continuing`: whether the engine's runner may go on.
     func record(_ ending: Ending, continuing: Bool) -> Recorded {
-        commit(judge(ending, continuing: continuing))
+        let (recorded, effects) = commit(judge(ending, continuing: continuing))
+        runWhenDurable(effects)
+        guard recorded.heldUntilDurable else { return recorded }
+        core.releaseHeld(ending.attempt.id)
+        // An engine runner kept its slot for the hold, and frees it now (`endAttempt`); after
+        // an upload, the next plan runs here.
+        if case .upload = ending.runner { pump(handOffAsked: true) }
+        return recorded
+    }
+
+    /// `record` from a runner, which may sit on an event loop: under `durability: .always` it
+    /// moves to `readQueue` (concurrent, so runners' fsyncs are shared), where blocking is allowed.
+    func recordWhereAllowed(_ ending: Ending, continuing: Bool) async -> Recorded {
+        guard configuration.durability == .always else { return record(ending, continuing: continuing) }
+        return await onIOQueue(readQueue) { [self] in record(ending, continuing: continuing) }
+    }
+
+    /// Runs `effects` once the last record their critical section appended is on stable
+    /// storage, as `durability: .always` promises of every state change (other settings: at
+    /// once). A failed fsync fails the log and is reported (`.storageFailed`); the effects run
+    /// all the same (delivery goes on in memory, as after any failure to log). Blocks under
+    /// `.always`: never on an event loop or the cooperative pool.
+    func runWhenDurable(_ effects: Effects) {
+        if configuration.durability == .always, let sequence = effects.appendedThrough {
+            do throws(LogError) {
+                try log.sync(through: sequence)
+            } catch {
+                core.report("could not make record \(sequence) durable: \(error)").run()
+            }
+        }
+        effects.run()
     }
 
     /// What recording an outcome left to do.
@@ -86,6 +118,9 @@ extension Courier {
         var pass: Task<Int, Never>?
         /// The attempt the engine's runner makes next, if the plan gave it one.
         var next: Attempt?
+        /// `.always`: the message was to be retried and stayed out of delivery until its record
+        /// was durable; an engine runner kept its slot meanwhile (`settle()` waits for it).
+        var heldUntilDurable = false
     }
 
     /// An ending judged, ready to commit.
@@ -121,8 +156,8 @@ extension Courier {
             ending: ending, instant: instant, verdict: verdict, report: report, continuing: continuing)
     }
 
-    /// The critical section of `record`.
-    private func commit(_ judged: JudgedEnding) -> Recorded {
+    /// The critical section of `record`; its effects are left to run.
+    private func commit(_ judged: JudgedEnding) -> (Recorded, Effects) {
         let ending = judged.ending, id = ending.attempt.id
         var token: UInt64?, ticket: UInt64?
         switch ending.runner {
@@ -130,25 +165,26 @@ extension Courier {
         case .upload(let t): ticket = t
         }
         let compacts = configuration.isCompactionEnabled
-        let (recorded, effects) = core.write { state, effects -> Recorded in
+        let holdingRetry = configuration.durability == .always
+        return core.write { state, effects -> Recorded in
             state.wallMilliseconds = max(state.wallMilliseconds, judged.instant.wallMilliseconds)
-            core.record(
+            let held = core.record(
                 judged.verdict, of: ending.attempt, outcome: ending.outcome, destination: judged.report,
-                handOff: ticket, in: &state, &effects)
+                handOff: ticket, holdingRetry: holdingRetry, in: &state, &effects)
             if ticket != nil, ending.outcome.isUnauthorized, state.projection.slot(of: id) != nil {
                 state.foregroundOnly.insert(id)  // no hand-off takes it again in this process
             }
             let compaction = compacts ? core.planCompaction(&state, force: false) : nil
-            // A runner with a compaction to run keeps its slot until it has run it, so `settle()`
-            // and `close()` wait for the compaction too.
+            // A runner with a compaction to run, or a message held until its record is durable,
+            // keeps its slot until that is done, so `settle()` and `close()` wait for it too.
+            let keepsSlot = compaction != nil || held
             let scheduled = schedule(
                 &state, &effects, at: judged.instant, handOffAsked: ticket != nil,
-                freeing: compaction == nil ? token : nil, continuing: judged.continuing,
-                tellSettleWaiters: compaction == nil)
-            return Recorded(compaction: compaction, pass: scheduled.pass, next: scheduled.next)
+                freeing: keepsSlot ? nil : token, continuing: judged.continuing,
+                tellSettleWaiters: !keepsSlot)
+            return Recorded(
+                compaction: compaction, pass: scheduled.pass, next: scheduled.next, heldUntilDurable: held)
         }
-        effects.run()
-        return recorded
     }
 
     /// The retry policy's verdict on an attempt's outcome, decided outside any lock, with a
@@ -289,11 +325,12 @@ extension Courier {
         let ending = Ending(
             attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
             runner: .engine(token: token), url: state.url)
-        let recorded = record(ending, continuing: !Task.isCancelled)
-        guard let compaction = recorded.compaction else { return recorded.next }
-        // Its slot was kept for the compaction (blocking file work, on the I/O queue).
-        await runCompaction(compaction)
-        return endAttempt(token)
+        let recorded = await recordWhereAllowed(ending, continuing: !Task.isCancelled)
+        // Its slot was kept for a compaction (blocking file work, on the I/O queue), or while
+        // the message was held until its record was durable: freed now.
+        if let compaction = recorded.compaction { await runCompaction(compaction) }
+        if recorded.compaction != nil || recorded.heldUntilDurable { return endAttempt(token) }
+        return recorded.next
     }
 
     /// An attempt ended without an outcome to record: its slot is free, and what the scheduler

@@ -17,6 +17,11 @@ struct Effects {
     var endedHandOffs: [(MessageID, HandOff)] = []
     /// Set by `CourierCore.write` when a hand-off ended: the courier's way to end one.
     var endHandOff: (@Sendable (MessageID, HandOff) -> Void)?
+    /// The last record the critical section appended, if it appended one: under
+    /// `durability: .always` it is made durable before these effects run
+    /// (`Courier.runWhenDurable`), so nothing is seen of a state change that a power loss could
+    /// undo.
+    var appendedThrough: UInt64?
     /// Whether anyone subscribes: without subscribers, events are not even collected (an
     /// array per `send` for nobody showed in the send path's profile).
     var listening = true

@@ -63,7 +63,7 @@ extension Courier {
         let tasks = await uploads.session.outstandingTasks()
         let result = await onIOQueue { [self] () -> CourierCore.Reconciliation in
             let (result, effects) = core.reconcile(with: tasks)
-            effects.run()
+            runWhenDurable(effects)
             log.sweepBodies(keeping: core.handOffs)
             return result
         }
@@ -183,9 +183,9 @@ extension Courier {
         upload.allowsConstrainedNetworkAccess = configuration.allowsConstrainedNetworkAccess
         let task = uploads.session.makeUploadTask(upload)
         let identifier = UInt64(bitPattern: Int64(task.identifier))
-        let recorded = await onIOQueue { [core] () -> Bool in
+        let recorded = await onIOQueue { [self] () -> Bool in
             let (recorded, effects) = core.recordHandOff(id, ticket: ready.ticket, taskIdentifier: identifier)
-            effects.run()
+            runWhenDurable(effects)
             return recorded
         }
         if !recorded {

@@ -87,7 +87,7 @@ extension Courier {
             if case .response(let status, _) = completion.outcome, (200..<300).contains(status) {
                 // A hand-off the message has now (a later one) ends with it: the effects cancel
                 // its task and remove its body file.
-                core.recordLateSuccess(id, attempt: parsed.attempt, status: UInt16(clamping: status)).run()
+                runWhenDurable(core.recordLateSuccess(id, attempt: parsed.attempt, status: UInt16(clamping: status)))
             }
             log.removeBody(of: id, ticket: parsed.ticket)
         }

@@ -72,17 +72,20 @@ extension CourierCore {
     /// path frees the attempt's slot or the hand-off and plans what runs next).
     /// With `handOff`, the attempt was a background upload task with that ticket: its outcome
     /// counts only while the message is still handed off to that task; the hand-off ends.
+    /// With `holdingRetry` (`durability: .always`), a message to retry stays out of delivery
+    /// until its `attempted` record is durable (`releaseHeld`): returns whether it was held.
+    @discardableResult
     func record(
         _ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome,
-        destination: DestinationReport, handOff ticket: UInt64?,
+        destination: DestinationReport, handOff ticket: UInt64?, holdingRetry: Bool = false,
         in state: inout CoreState, _ effects: inout Effects
-    ) {
+    ) -> Bool {
         let id = attempt.id, number = UInt32(attempt.number)
         // Cancelled while its attempt was in flight: the message is done, and its outcome is
         // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
-        guard let slot = state.projection.slotIndex(of: id) else { return }
+        guard let slot = state.projection.slotIndex(of: id) else { return false }
         if let ticket {
-            guard state.handOffs[id]?.ticket == ticket else { return }
+            guard state.handOffs[id]?.ticket == ticket else { return false }
             state.handOffs[id] = nil
         }
         // The destination first: a recovery unparks the others before this one resolves.
@@ -114,11 +117,22 @@ extension CourierCore {
             append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), state, &effects)
             state.projection.retry(id, attempts: number, dueMilliseconds: due)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: delay))
+            if holdingRetry && effects.appendedThrough != nil {
+                state.projection.hold(id)
+                return true
+            }
         case .giveUp(let reason):
             append(.abandoned(id, attempt: number, reason: reason), state, &effects)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: .zero))
             Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
         }
+        return false
+    }
+
+    /// `.always`: message `id`'s `attempted` record is durable (or could not be made so: the
+    /// log is failed, and delivery goes on in memory); it may be attempted again.
+    func releaseHeld(_ id: MessageID) {
+        _ = write { state, _ in state.projection.release(id) }
     }
 
     /// The app withdraws message `id` for good: a `cancelled` record, then it resolves as
@@ -166,7 +180,7 @@ extension CourierCore {
     /// restart, which the key dedupes).
     func append(_ event: Event, _ state: CoreState, _ effects: inout Effects) {
         do {
-            try log.append(event, at: state.wallMilliseconds)
+            effects.appendedThrough = try log.append(event, at: state.wallMilliseconds)
         } catch {
             effects.emit(.storageFailed("could not log \(event.kind) of \(event.id): \(error)"))
         }

@@ -36,9 +36,9 @@ final class MessageLog: Sendable {
         try log.append(body, kind: .enqueued, timestampMilliseconds: timestampMilliseconds)
     }
 
-    /// One event's record.
-    func append(_ event: Event, at timestampMilliseconds: UInt64) throws(LogError) {
-        try log.append(event.encoded(), kind: event.kind, timestampMilliseconds: timestampMilliseconds)
+    /// One event's record; returns its sequence number.
+    func append(_ event: Event, at timestampMilliseconds: UInt64) throws(LogError) -> UInt64 {
+        try log.append(event.encoded(), kind: event.kind, timestampMilliseconds: timestampMilliseconds).sequence
     }
 
     /// Records that land together or not at all, in one segment (compaction's snapshots).
@@ -82,6 +82,10 @@ final class MessageLog: Sendable {
 
     /// Makes every append so far durable (an fsync, unless one already covered it).
     func sync() throws(LogError) { try log.sync() }
+
+    /// Makes record `sequence` and those before it durable (an fsync shared with concurrent
+    /// callers, unless one already covered it). Blocks: never under the core's lock.
+    func sync(through sequence: UInt64) throws(LogError) { try log.sync(through: sequence) }
 
     /// Deletes the segments wholly below `sequence` (compaction's last step).
     func forget(below sequence: UInt64) throws(LogError) { _ = try log.forget(below: sequence) }
