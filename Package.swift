@@ -134,13 +134,19 @@ let package = Package(
         // writer, wal-dump. Built with `--sanitize fuzzer`, without the HTTP client trait.
         .executableTarget(name: "fuzz-courier", dependencies: ["Courier", "CourierLog", "CourierLogTesting", "WALDumpCore"],
                           path: "Tools/fuzz-courier"),
-        .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting"], path: "Tools/wal-fixtures"),
+        // The messaging layer's golden records (Fixtures/logs/courier-v1), made by today's
+        // encoder: `wal-fixtures` writes them, CourierTests decodes them. Not a product.
+        .target(name: "GoldenRecords", dependencies: ["Courier", "CourierLog", "CourierLogTesting"],
+                path: "Tools/wal-fixtures/Records"),
+        .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting", "GoldenRecords"],
+                          path: "Tools/wal-fixtures/CLI"),
 
         // Tests
         .testTarget(name: "CourierSampleTests", dependencies: ["CourierSample", "Courier", "CourierTesting"]),
         .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting",
                                                           .target(name: "CLZ4", condition: .when(platforms: [.linux]))]),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer",
+                                                       "GoldenRecords",
                                                        .product(name: "Logging", package: "swift-log"),
                                                        .product(name: "AsyncHTTPClient", package: "async-http-client",
                                                                 condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),

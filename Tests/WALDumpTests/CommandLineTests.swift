@@ -37,7 +37,7 @@ func walDump(_ arguments: [String]) throws -> (Int32, String) {
     @Test(arguments: goldenNames)
     func verifyExitStatusOnEachGoldenLog(name: String) throws {
         let (status, output) = try walDump(["verify", fixtures + "/logs/" + name])
-        #expect(status == GoldenLogs.expectedVerifyStatus[name], "\(name): \(output)")
+        #expect(status == expectedVerifyStatus[name], "\(name): \(output)")
     }
 
     @Test func usageErrorsExitTwo() throws {

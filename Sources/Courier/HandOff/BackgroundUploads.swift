@@ -50,19 +50,30 @@ extension Courier {
 
 /// A handed-off message: which task carries which attempt (in memory, and in its
 /// `handed-off` record).
-struct HandOff: Sendable, Hashable {
+package struct HandOff: Sendable, Hashable {
     /// The attempt the task makes (1-based, counted with the engine's).
-    var attempt: UInt32
+    package var attempt: UInt32
     /// Random, per hand-off: tells this task from earlier ones of the same message.
-    var ticket: UInt64
+    package var ticket: UInt64
     /// The session's `taskIdentifier` (its bit pattern).
-    var taskIdentifier: UInt64
-    var earliestBeginMilliseconds: UInt64
+    package var taskIdentifier: UInt64
+    package var earliestBeginMilliseconds: UInt64
     /// When the message was created (wall ms), if this process made the hand-off (not logged:
     /// a replayed or adopted hand-off reads it back). A failed upload is judged by the
     /// message's age (`RetryPolicy.expiry`) without reading the message, so even if it cannot
     /// be read.
     var createdMilliseconds: UInt64?
+
+    package init(
+        attempt: UInt32, ticket: UInt64, taskIdentifier: UInt64, earliestBeginMilliseconds: UInt64,
+        createdMilliseconds: UInt64? = nil
+    ) {
+        self.attempt = attempt
+        self.ticket = ticket
+        self.taskIdentifier = taskIdentifier
+        self.earliestBeginMilliseconds = earliestBeginMilliseconds
+        self.createdMilliseconds = createdMilliseconds
+    }
 
     static func hex(_ value: UInt64) -> String {
         let digits = String(value, radix: 16)

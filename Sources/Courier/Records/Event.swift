@@ -1,17 +1,33 @@
 import CourierLog
 
 /// Everything needed to send a message again: what `enqueued` and `snapshot` records hold.
-struct MessageState: Sendable, Equatable {
-    var id: MessageID
-    var url: String
+/// `package`, as the rest of the record format: the package's tools write golden records
+/// (`wal-fixtures`) and fuzz the parser with it.
+package struct MessageState: Sendable, Equatable {
+    package var id: MessageID
+    package var url: String
     /// Header name/value pairs sent with every attempt (Content-Type included).
-    var headers: [Header]
-    var body: [UInt8]
-    var createdMilliseconds: UInt64
-    var attempts: UInt32 = 0
-    var nextDueMilliseconds: UInt64
+    package var headers: [Header]
+    package var body: [UInt8]
+    package var createdMilliseconds: UInt64
+    package var attempts: UInt32 = 0
+    package var nextDueMilliseconds: UInt64
     /// Messages with the same key are delivered one after another, in send order.
-    var orderingKey: String? = nil
+    package var orderingKey: String? = nil
+
+    package init(
+        id: MessageID, url: String, headers: [Header], body: [UInt8], createdMilliseconds: UInt64,
+        attempts: UInt32 = 0, nextDueMilliseconds: UInt64, orderingKey: String? = nil
+    ) {
+        self.id = id
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.createdMilliseconds = createdMilliseconds
+        self.attempts = attempts
+        self.nextDueMilliseconds = nextDueMilliseconds
+        self.orderingKey = orderingKey
+    }
 }
 
 extension MessageState {
@@ -25,9 +41,14 @@ extension MessageState {
     }
 }
 
-struct Header: Sendable, Hashable {
-    var name: String
-    var value: String
+package struct Header: Sendable, Hashable {
+    package var name: String
+    package var value: String
+
+    package init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
 }
 
 /// A message's state change: one record in the log. Layout of every body (little-endian):
@@ -45,7 +66,7 @@ struct Header: Sendable, Hashable {
 /// (`string` = u16 length + UTF-8, `blob` = u32 length + bytes.) The ordering key is there only
 /// when the message has one, so a message without one is byte for byte what it was before keys
 /// existed; a reader older than keys rejects a record that has one (as undecodable, reported).
-enum Event: Sendable, Equatable {
+package enum Event: Sendable, Equatable {
     case enqueued(MessageState)
     case attempted(MessageID, attempt: UInt32, outcome: DeliveryOutcome, nextDueMilliseconds: UInt64)
     case delivered(MessageID, attempt: UInt32, status: UInt16)
@@ -61,7 +82,7 @@ enum Event: Sendable, Equatable {
     /// Bytes of an `enqueued` or `snapshot` body besides its URL, headers and body.
     static let stateOverheadBytes = 1 + 16 + 2 + 1 + 4 + 8 + 4 + 8
 
-    var kind: RecordKind {
+    package var kind: RecordKind {
         switch self {
         case .enqueued: .enqueued
         case .attempted: .attempted
@@ -73,7 +94,7 @@ enum Event: Sendable, Equatable {
         }
     }
 
-    var id: MessageID {
+    package var id: MessageID {
         switch self {
         case .enqueued(let s), .snapshot(let s): s.id
         case .attempted(let id, _, _, _), .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id),
@@ -82,7 +103,7 @@ enum Event: Sendable, Equatable {
         }
     }
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var w = ByteWriter()
         if let s = fullState { w.bytes.reserveCapacity(64 + s.url.utf8.count + s.body.count + 32 * s.headers.count) }
         w.u8(Self.version)
@@ -131,7 +152,7 @@ enum Event: Sendable, Equatable {
     }
 
     /// Decodes a record, or nil if it is not an event this version understands.
-    static func decode(kind: RecordKind, body: [UInt8]) -> Event? {
+    package static func decode(kind: RecordKind, body: [UInt8]) -> Event? {
         body.withUnsafeBytes { decode(kind: kind, body: $0) }
     }
 

@@ -1,9 +1,11 @@
 // wal-fixtures: writes the golden logs of Fixtures/logs, or a small demo log.
 //
-//     wal-fixtures golden Fixtures/logs     (what `make fixtures` runs)
-//     wal-fixtures demo DIR                 (what `make demo` runs until the sample app lands)
+//     wal-fixtures golden Fixtures/logs     (what `make fixtures` runs: the log layer's logs
+//                                            and the messaging layer's `courier-v1`)
+//     wal-fixtures demo DIR                 (a small log of made-up records)
 import CourierLog
 import CourierLogTesting
+import GoldenRecords
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, ["golden", "demo"].contains(arguments[1]) else {
@@ -14,6 +16,7 @@ let fs = PosixFileSystem()
 do {
     if arguments[1] == "golden" {
         try GoldenLogs.writeAll(root: arguments[2], fileSystem: fs)
+        try GoldenRecords.write(directory: arguments[2] + "/" + GoldenRecords.name, fileSystem: fs)
         print("wrote golden logs under \(arguments[2])")
     } else {
         let log = try WriteAheadLog(directory: arguments[2])

@@ -1,0 +1,86 @@
+@testable import Courier
+import CourierLog
+import CourierLogTesting
+import CourierTesting
+import Foundation
+import GoldenRecords
+import Testing
+
+/// The messaging layer's record bodies, pinned by golden bytes (`Fixtures/logs/courier-v1`, one
+/// record of each kind, written once by `wal-fixtures`). Round trips alone would pass a change
+/// made to the encoder and the parser together, and strand every backlog already on disk.
+@Suite struct RecordFormatTests {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/logs/\(GoldenRecords.name)").path
+
+    /// The committed records, read with the one reader.
+    func committed() throws -> [LogRecord] {
+        var records: [LogRecord] = []
+        let report = try LogReader(directory: Self.directory).read { records.append($0.record()) }
+        #expect(report.damaged.isEmpty && report.missingSequences == 0)
+        return records
+    }
+
+    @Test func theCommittedBodiesDecodeToTheirEventsFieldByField() throws {
+        let records = try committed()
+        #expect(records.map(\.kind) == GoldenRecords.events.map(\.kind))
+        for (record, event) in zip(records, GoldenRecords.events) {
+            #expect(Event.decode(kind: record.kind, body: record.body) == event, "record \(record.sequence)")
+        }
+        let kinds = Set(records.map(\.kind))
+        #expect(kinds == [.enqueued, .attempted, .delivered, .abandoned, .snapshot, .cancelled, .handedOff])
+    }
+
+    @Test func todaysEncoderReproducesTheCommittedBodiesByteForByte() throws {
+        for (record, event) in zip(try committed(), GoldenRecords.events) {
+            #expect(event.encoded() == record.body, "record \(record.sequence) (\(record.kind))")
+        }
+    }
+
+    @Test func todaysWriterReproducesTheCommittedLogByteForByte() throws {
+        let fs = SimulatedFileSystem()
+        try GoldenRecords.write(directory: "/v1", fileSystem: fs)
+        let made = fs.allPaths().filter { $0.hasPrefix("/v1/") }
+        #expect(made == ["/v1/0000000000000001.wal"])
+        for path in made {
+            let committed = Self.directory + "/" + path.dropFirst("/v1/".count)
+            let bytes = try #require(FileManager.default.contents(atPath: committed), "missing \(committed)")
+            #expect(Array(bytes) == fs.contents(of: path), "\(committed) differs from what the writer makes")
+        }
+    }
+
+    /// ARCHITECTURE.md's worked example of an `enqueued` body, byte for byte.
+    @Test func theFirstEnqueuedBodyIsArchitecturesWorkedExample() throws {
+        let hex =
+            "01" + "0a1b2c3d4e5f46078899aabbccddeeff"  // version, id
+            + "1900" + "68747470733a2f2f6578616d706c652e636f6d2f696e626f78"  // URL (25 bytes)
+            + "02" + "0c00" + "436f6e74656e742d54797065" + "1000" + "6170706c69636174696f6e2f6a736f6e"  // headers
+            + "0700" + "582d5472616365" + "0300" + "742d31"
+            + "0d000000" + "7b2274657874223a226869227d"  // body (13 bytes)
+            + "00d424a79a010000" + "00000000" + "00d424a79a010000"  // created ms, attempts, next due ms
+        let expected = stride(from: 0, to: hex.count, by: 2).map { i -> UInt8 in
+            let start = hex.index(hex.startIndex, offsetBy: i)
+            return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
+        }
+        #expect(expected.count == 128)
+        #expect(try committed().first?.body == expected)
+    }
+
+    /// Replay reads the records as a courier would: the first message delivered, the keyed one
+    /// abandoned, the cancel of an unknown id ignored. Nothing is pending.
+    @Test func aCourierReplaysTheCommittedRecords() async throws {
+        let scratch = TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: Self.directory, toPath: scratch.url.path)
+        let held = ScriptedTransport()
+        held.holdResponses = true
+        let courier = try Courier(
+            directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: held))
+        #expect(courier.pendingCount == 0)
+        #expect(courier.recovery.isClean, "\(courier.recovery.summary)")
+        guard case .enqueued(let first) = GoldenRecords.events[0], case .enqueued(let keyed) = GoldenRecords.events[1]
+        else { Issue.record("the fixture begins with two enqueued records"); return }
+        try await courier.delivered(first.id)
+        await #expect(throws: CourierError.self) { try await courier.delivered(keyed.id) }
+        await courier.close()
+    }
+}

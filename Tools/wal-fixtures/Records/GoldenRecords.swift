@@ -1,0 +1,62 @@
+import Courier
+import CourierLog
+import CourierLogTesting
+import Foundation
+
+/// The messaging layer's golden records (`Fixtures/logs/courier-v1`): one record of each kind,
+/// full states with and without an ordering key, `attempted` with both outcome forms, encoded
+/// by today's `Event.encoded()` into a log made with the golden settings (fixed salt and
+/// time). `wal-fixtures courier DIR` writes it once; `RecordFormatTests` decode the committed
+/// bytes field by field and require today's encoder to reproduce them, so a change made to
+/// the encoder and the parser together cannot strand a backlog already on disk.
+///
+/// Not a product: a target of this package's tools and tests only.
+package enum GoldenRecords {
+    /// The fixture's directory name under `Fixtures/logs`.
+    package static let name = "courier-v1"
+
+    static let id = MessageID(UUID(uuidString: "0A1B2C3D-4E5F-4607-8899-AABBCCDDEEFF")!)
+    static let keyedID = MessageID(UUID(uuidString: "11111111-2222-4333-8444-555555555555")!)
+    static let createdMilliseconds: UInt64 = 1_763_740_800_000  // 2025-11-21T16:00:00Z
+
+    /// A message's full state as `send` records it: `Content-Type` first, the app's headers
+    /// sorted after it.
+    static func state(_ id: MessageID, key: String?, attempts: UInt32 = 0, due: UInt64? = nil) -> MessageState {
+        MessageState(
+            id: id, url: "https://example.com/inbox",
+            headers: [Header(name: "Content-Type", value: "application/json"), Header(name: "X-Trace", value: "t-1")],
+            body: Array(#"{"text":"hi"}"#.utf8), createdMilliseconds: createdMilliseconds, attempts: attempts,
+            nextDueMilliseconds: due ?? createdMilliseconds, orderingKey: key)
+    }
+
+    /// The records, in log order: what the committed bodies must decode to.
+    package static let events: [Event] = [
+        .enqueued(state(id, key: nil)),
+        .enqueued(state(keyedID, key: "chat-42")),
+        .attempted(
+            id, attempt: 1, outcome: .response(status: 503, retryAfter: "5"),
+            nextDueMilliseconds: createdMilliseconds + 5_000),
+        .attempted(
+            keyedID, attempt: 1, outcome: .failure(TransportFailure(.timeout, "request timed out")),
+            nextDueMilliseconds: createdMilliseconds + 1_000),
+        .snapshot(state(id, key: nil, attempts: 1, due: createdMilliseconds + 5_000)),
+        .snapshot(state(keyedID, key: "chat-42", attempts: 1, due: createdMilliseconds + 1_000)),
+        .handedOff(
+            id,
+            HandOff(
+                attempt: 2, ticket: 0x0123_4567_89AB_CDEF, taskIdentifier: 42,
+                earliestBeginMilliseconds: createdMilliseconds + 5_000)),
+        .delivered(id, attempt: 2, status: 200),
+        .abandoned(keyedID, attempt: 3, reason: "gave up after 3 attempts"),
+        .cancelled(MessageID(UUID(uuidString: "FFFFFFFF-0000-4000-8000-000000000001")!))
+    ]
+
+    /// Writes the log: each event as its own record, in the golden settings.
+    package static func write(directory: String, fileSystem: any LogFileSystem) throws {
+        let log = try WriteAheadLog(
+            directory: directory, configuration: GoldenLogs.configuration(), fileSystem: fileSystem)
+        for event in events { try log.append(event.encoded(), kind: event.kind) }
+        try log.close()
+        try fileSystem.removeFile(atPath: directory + "/" + Format.lockFileName)  // empty; not part of the format
+    }
+}
