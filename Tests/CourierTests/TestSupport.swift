@@ -100,3 +100,9 @@ extension Event {
         return MessageID(bytes: body[1..<17])
     }
 }
+
+/// A `RandomNumberGenerator` over a closure (a seeded source's `next`).
+struct ClosureRandom: RandomNumberGenerator {
+    let source: @Sendable () -> UInt64
+    mutating func next() -> UInt64 { source() }
+}

@@ -113,6 +113,6 @@ extension Courier.Configuration {
     var coreLimits: CourierCore.Limits {
         CourierCore.Limits(
             maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
-            compactionThreshold: compactionThreshold)
+            compactionThreshold: compactionThreshold, retry: retry)
     }
 }

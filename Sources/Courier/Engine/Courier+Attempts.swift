@@ -78,6 +78,10 @@ extension Courier {
     /// then (`recordWhereAllowed`). `continuing`: whether the engine's runner may go on.
     func record(_ ending: Ending, continuing: Bool) -> Recorded {
         let (recorded, effects) = commit(judge(ending, continuing: continuing))
+        let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
+        configuration.logger.debug(
+            "\(what) ended: \(ending.outcome) → \(recorded.verdict.map { "\($0)" } ?? "dropped (message gone)")",
+            metadata: Self.metadata(ending.attempt, url: ending.url))
         runWhenDurable(effects)
         guard recorded.heldUntilDurable else { return recorded }
         core.releaseHeld(ending.attempt.id)
@@ -121,44 +125,48 @@ extension Courier {
         /// `.always`: the message was to be retried and stayed out of delivery until its record
         /// was durable; an engine runner kept its slot meanwhile (`settle()` waits for it).
         var heldUntilDurable = false
+        /// What the one rule decided (nil: the outcome was dropped, its message gone).
+        var verdict: NextDue.Verdict?
     }
 
-    /// An ending judged, ready to commit.
+    /// An ending with what is known of it outside the lock, ready to commit.
     struct JudgedEnding: Sendable {
         var ending: Ending
         var instant: EngineInstant
-        var verdict: AttemptVerdict
+        /// What the one rule (`NextDue`) decides from, under the lock.
+        var facts: NextDue.Facts
         var report: DestinationReport
         /// Whether the engine's runner may make the next attempt (its task is not cancelled).
         var continuing: Bool
     }
 
-    /// Judges an ending outside any lock. An upload's 401 is retried at once by the engine,
-    /// with fresh credentials (`prepareRequest`): the upload's were made at hand-off.
+    /// Gathers outside any lock what deciding an ending needs: the time, the server's
+    /// `Retry-After` (read once, for the message and its destination), and random values drawn
+    /// from the app's source (jitter, the probe delay), which no lock may call.
     private func judge(_ ending: Ending, continuing: Bool) -> JudgedEnding {
         let instant = currentInstant()
-        let now = instant.wallMilliseconds, attempt = ending.attempt, outcome = ending.outcome
-        let (judged, decision, random) = judge(
-            outcome, attempt: attempt.number,
-            createdMilliseconds: ending.createdMilliseconds, nowMilliseconds: now)
-        var verdict = judged
+        let now = instant.wallMilliseconds, outcome = ending.outcome
+        let retryAfter = configuration.retry.retryAfter(
+            of: outcome, now: Date(timeIntervalSince1970: Double(now) / 1000))
+        var byUpload = false
         var started: UInt64?
         switch ending.runner {
-        case .engine: started = attempt.startedMilliseconds
-        case .upload: if outcome.isUnauthorized { verdict = .retry(dueMilliseconds: now, delay: .zero) }
+        case .engine: started = ending.attempt.startedMilliseconds
+        case .upload: byUpload = true
         }
-        let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
-        configuration.logger.debug(
-            "\(what) ended: \(outcome) → \(decision)",
-            metadata: Self.metadata(attempt, url: ending.url))
-        let report = destinationReport(outcome, nowMilliseconds: now, random: random, startedMilliseconds: started)
-        return JudgedEnding(
-            ending: ending, instant: instant, verdict: verdict, report: report, continuing: continuing)
+        let facts = NextDue.Facts(
+            outcome: outcome, attempt: ending.attempt.number, byUpload: byUpload,
+            sinceSend: .milliseconds(Int64(now - min(now, ending.createdMilliseconds))), retryAfter: retryAfter,
+            random: configuration.random())
+        let report = destinationReport(
+            outcome, nowMilliseconds: now, retryAfter: retryAfter, random: configuration.random(),
+            startedMilliseconds: started)
+        return JudgedEnding(ending: ending, instant: instant, facts: facts, report: report, continuing: continuing)
     }
 
     /// The critical section of `record`; its effects are left to run.
     private func commit(_ judged: JudgedEnding) -> (Recorded, Effects) {
-        let ending = judged.ending, id = ending.attempt.id
+        let ending = judged.ending
         var token: UInt64?, ticket: UInt64?
         switch ending.runner {
         case .engine(let t): token = t
@@ -168,12 +176,10 @@ extension Courier {
         let holdingRetry = configuration.durability == .always
         return core.write { state, effects -> Recorded in
             state.wallMilliseconds = max(state.wallMilliseconds, judged.instant.wallMilliseconds)
-            let held = core.record(
-                judged.verdict, of: ending.attempt, outcome: ending.outcome, destination: judged.report,
-                handOff: ticket, holdingRetry: holdingRetry, in: &state, &effects)
-            if ticket != nil, ending.outcome.isUnauthorized, state.projection.slot(of: id) != nil {
-                state.foregroundOnly.insert(id)  // no hand-off takes it again in this process
-            }
+            let recording = core.record(
+                judged.facts, of: ending.attempt, destination: judged.report, handOff: ticket,
+                holdingRetry: holdingRetry, in: &state, &effects)
+            let held = recording?.held ?? false
             let compaction = compacts ? core.planCompaction(&state, force: false) : nil
             // A runner with a compaction to run, or a message held until its record is durable,
             // keeps its slot until that is done, so `settle()` and `close()` wait for it too.
@@ -183,31 +189,9 @@ extension Courier {
                 freeing: keepsSlot ? nil : token, continuing: judged.continuing,
                 tellSettleWaiters: !keepsSlot)
             return Recorded(
-                compaction: compaction, pass: scheduled.pass, next: scheduled.next, heldUntilDurable: held)
+                compaction: compaction, pass: scheduled.pass, next: scheduled.next, heldUntilDurable: held,
+                verdict: recording?.verdict)
         }
-    }
-
-    /// The retry policy's verdict on an attempt's outcome, decided outside any lock, with a
-    /// random value for the destination's probe delay.
-    func judge(
-        _ outcome: DeliveryOutcome, attempt: Int, createdMilliseconds: UInt64,
-        nowMilliseconds now: UInt64
-    ) -> (AttemptVerdict, RetryPolicy.Decision, UInt64) {
-        var random = ClosureRandom(source: configuration.random)
-        let decision = configuration.retry.decide(
-            outcome, attempt: attempt, sinceSend: .milliseconds(Int64(now - min(now, createdMilliseconds))),
-            now: Date(timeIntervalSince1970: Double(now) / 1000), using: &random)
-        let verdict: AttemptVerdict
-        switch decision {
-        case .delivered:
-            let status = if case .response(let s, _) = outcome { UInt16(clamping: s) } else { UInt16(0) }
-            verdict = .delivered(status: status)
-        case .retry(let delay):
-            verdict = .retry(dueMilliseconds: now + UInt64(max(0, delay.seconds * 1000)), delay: delay)
-        case .giveUp(let reason):
-            verdict = .giveUp(reason: reason)
-        }
-        return (verdict, decision, random.next())
     }
 
     /// What `outcome` says about its destination, with the probe delay ready to compute under
@@ -215,28 +199,21 @@ extension Courier {
     /// With `startedMilliseconds`, the outcome is an engine attempt's, taken then: its latency
     /// is measured (a background upload's is not: the system chose when it ran).
     func destinationReport(
-        _ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, random: UInt64,
+        _ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, retryAfter: Duration?, random: UInt64,
         startedMilliseconds: UInt64? = nil
     ) -> DestinationReport {
         let backoff = configuration.destinationBackoff
         let policy = configuration.retry
-        var retryAfter: UInt64?
-        if case .response(let status, let header?) = outcome, DeliveryOutcome.honoursRetryAfter(status: status),
-            let asked = RetryAfter.parse(header, now: Date(timeIntervalSince1970: Double(now) / 1000))
-        {
-            retryAfter = UInt64(max(0, min(asked, policy.retryAfterLimit).seconds * 1000))
-        }
         return DestinationReport(
             signal: DestinationBackoff.signal(for: outcome), nowMilliseconds: now,
             failuresBeforeDown: backoff.isEnabled ? backoff.failuresBeforeDown : 0,
             probeDelayMilliseconds: { failedProbes in
                 let delay = DestinationBackoff.probeDelay(
-                    policy, failedProbes: failedProbes, outcome: outcome,
-                    now: Double(now) / 1000, random: random)
-                return UInt64(max(0, delay.seconds * 1000))
+                    policy, failedProbes: failedProbes, outcome: outcome, retryAfter: retryAfter, random: random)
+                return NextDue.milliseconds(delay)
             },
             latencyMilliseconds: startedMilliseconds.map { now - min(now, $0) },
-            startedMilliseconds: startedMilliseconds ?? 0, retryAfterMilliseconds: retryAfter,
+            startedMilliseconds: startedMilliseconds ?? 0, retryAfterMilliseconds: retryAfter.map(NextDue.milliseconds),
             wasAnswered: { if case .response = outcome { true } else { false } }())
     }
 
@@ -304,7 +281,8 @@ extension Courier {
             // is free for the next due message.
             return endAttempt(token)
         case .failure(let error):
-            let due = currentInstant().wallMilliseconds + UInt64(configuration.retry.maximumDelay.seconds * 1000)
+            let due = NextDue.afterUnreadableRecord(
+                policy: configuration.retry, nowMilliseconds: currentInstant().wallMilliseconds)
             core.recordUnreadable(attempt.id, error: error, dueMilliseconds: due).run()
             return endAttempt(token)
         }

@@ -132,12 +132,6 @@ struct EngineInstant {
     var wallMilliseconds: UInt64
 }
 
-/// A `RandomNumberGenerator` over the configuration's closure.
-struct ClosureRandom: RandomNumberGenerator {
-    let source: @Sendable () -> UInt64
-    mutating func next() -> UInt64 { source() }
-}
-
 /// Compaction (the protocol is in `CourierCore+Compaction.swift`), run on the I/O queue.
 extension Courier {
     /// Compactions run since open (public as `compactionCount` in CourierTesting).

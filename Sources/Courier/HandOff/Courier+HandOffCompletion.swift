@@ -61,7 +61,7 @@ extension Courier {
         nowMilliseconds now: UInt64
     ) async {
         guard core.endHandOff(id, ticket: handOff.ticket, dueAtLatest: now) else { return }
-        let due = now + UInt64(configuration.retry.maximumDelay.seconds * 1000)
+        let due = NextDue.afterUnreadableRecord(policy: configuration.retry, nowMilliseconds: now)
         await onIOQueue { [self] in
             core.recordUnreadable(id, error: error, dueMilliseconds: due).run()
             log.removeBody(of: id, ticket: handOff.ticket)

@@ -67,7 +67,7 @@ public struct DestinationBackoff: Sendable, Hashable {
     /// destination is never abandoned; its messages are, by their own policy).
     static func probeDelay(
         _ policy: RetryPolicy, failedProbes: Int, outcome: DeliveryOutcome,
-        now: Double, random: UInt64
+        retryAfter: Duration?, random: UInt64
     ) -> Duration {
         var probing = policy
         probing.maximumAttempts = nil
@@ -77,8 +77,7 @@ public struct DestinationBackoff: Sendable, Hashable {
         // under the core's lock never calls the app's random source.
         var source = SplitMix64(seed: random)
         let failure: DeliveryOutcome = outcome.isSuccess ? .response(status: 503) : outcome
-        switch probing.decide(
-            failure, attempt: failedProbes, sinceSend: .zero, now: .init(timeIntervalSince1970: now), using: &source)
+        switch probing.decide(failure, attempt: failedProbes, sinceSend: .zero, retryAfter: retryAfter, using: &source)
         {
         case .retry(let delay): return delay
         case .delivered, .giveUp: return policy.maximumDelay

@@ -118,6 +118,26 @@ public struct RetryPolicy: Sendable, Hashable {
         _ outcome: DeliveryOutcome, attempt: Int, sinceSend: Duration, now: Date,
         using random: inout some RandomNumberGenerator
     ) -> Decision {
+        decide(
+            outcome, attempt: attempt, sinceSend: sinceSend, retryAfter: retryAfter(of: outcome, now: now),
+            using: &random)
+    }
+
+    /// The wait a `Retry-After` on `outcome` asks for, clamped to `retryAfterLimit`; nil if the
+    /// outcome is not a 429 or 503, or carries none the parser understands. The engine reads it
+    /// once per outcome, for the message and for its destination.
+    func retryAfter(of outcome: DeliveryOutcome, now: Date) -> Duration? {
+        guard case .response(let status, let header?) = outcome, DeliveryOutcome.honoursRetryAfter(status: status),
+            let asked = RetryAfter.parse(header, now: now)
+        else { return nil }
+        return min(asked, retryAfterLimit)
+    }
+
+    /// `decide` with the outcome's `Retry-After` already read (`retryAfter(of:now:)`).
+    func decide(
+        _ outcome: DeliveryOutcome, attempt: Int, sinceSend: Duration, retryAfter: Duration?,
+        using random: inout some RandomNumberGenerator
+    ) -> Decision {
         if outcome.isSuccess { return .delivered }
         if classifier == .giveUpOnClientErrors, case .response(let status, _) = outcome,
             (400..<500).contains(status), ![408, 425, 429].contains(status), !(status == 401 && retriesUnauthorized)
@@ -128,11 +148,7 @@ public struct RetryPolicy: Sendable, Hashable {
             return .giveUp(reason: "\(attempt) attempts, the maximum; last: \(outcome)")
         }
         var delay = jittered(backoff(attempt: attempt), using: &random)
-        if case .response(let status, let header?) = outcome, DeliveryOutcome.honoursRetryAfter(status: status),
-            let asked = RetryAfter.parse(header, now: now)
-        {
-            delay = max(delay, min(asked, retryAfterLimit))
-        }
+        if let retryAfter { delay = max(delay, retryAfter) }
         if let expiry, sinceSend + delay > expiry {
             return .giveUp(reason: "expired: next try would be past \(expiry) since send; last: \(outcome)")
         }

@@ -32,13 +32,6 @@ struct DestinationReport: Sendable {
     var wasAnswered = false
 }
 
-/// What was decided about an attempt's outcome (by the retry policy, outside the lock).
-enum AttemptVerdict: Sendable {
-    case delivered(status: UInt16)
-    case retry(dueMilliseconds: UInt64, delay: Duration)
-    case giveUp(reason: String)
-}
-
 extension CourierCore {
     /// Message `id`'s full state if it is among the recently sent (no file work).
     func recentState(_ id: MessageID) -> MessageState? { read { $0.recentState(of: id) } }
@@ -67,42 +60,42 @@ extension CourierCore {
         throw lastError
     }
 
-    /// An attempt ended: logs the verdict, updates the projection, releases waiters. Under the
-    /// core's lock, inside a `write` that does more in the same critical section (the outcome
-    /// path frees the attempt's slot or the hand-off and plans what runs next).
+    /// What recording an outcome decided.
+    struct Recording {
+        /// The one rule's verdict (`NextDue`).
+        var verdict: NextDue.Verdict
+        /// `.always`: the message to retry stays out of delivery until its record is durable.
+        var held: Bool
+    }
+
+    /// An attempt ended: the destination is told, the one rule (`NextDue`) decides what comes
+    /// next, the verdict is logged, the projection updated, waiters released. Under the core's
+    /// lock, inside a `write` that does more in the same critical section (the outcome path
+    /// frees the attempt's slot or the hand-off and plans what runs next). Nil: the outcome was
+    /// dropped (the message was cancelled while in flight, or its hand-off ended).
     /// With `handOff`, the attempt was a background upload task with that ticket: its outcome
     /// counts only while the message is still handed off to that task; the hand-off ends.
     /// With `holdingRetry` (`durability: .always`), a message to retry stays out of delivery
-    /// until its `attempted` record is durable (`releaseHeld`): returns whether it was held.
-    @discardableResult
+    /// until its `attempted` record is durable (`releaseHeld`).
     func record(
-        _ verdict: AttemptVerdict, of attempt: Attempt, outcome: DeliveryOutcome,
-        destination: DestinationReport, handOff ticket: UInt64?, holdingRetry: Bool = false,
-        in state: inout CoreState, _ effects: inout Effects
-    ) -> Bool {
-        let id = attempt.id, number = UInt32(attempt.number)
+        _ facts: NextDue.Facts, of attempt: Attempt, destination: DestinationReport, handOff ticket: UInt64?,
+        holdingRetry: Bool = false, in state: inout CoreState, _ effects: inout Effects
+    ) -> Recording? {
+        let id = attempt.id, number = UInt32(attempt.number), outcome = facts.outcome
         // Cancelled while its attempt was in flight: the message is done, and its outcome is
         // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
-        guard let slot = state.projection.slotIndex(of: id) else { return false }
+        guard let slot = state.projection.slotIndex(of: id) else { return nil }
         if let ticket {
-            guard state.handOffs[id]?.ticket == ticket else { return false }
+            guard state.handOffs[id]?.ticket == ticket else { return nil }
             state.handOffs[id] = nil
         }
         // The destination first: a recovery unparks the others before this one resolves.
         let change = state.projection.observe(destination, slot: slot)
-        var verdict = verdict
+        let verdict = NextDue.after(
+            facts, destinationLimited: change == .limited, policy: limits.retry,
+            nowMilliseconds: destination.nowMilliseconds)
         switch change {
-        case .none: break
-        case .limited:
-            // Refused for load by a destination that is answering: retried at its pace (the
-            // parked queue), after the server's `Retry-After` if it gave one, not on the
-            // message's own backoff.
-            if case .retry = verdict {
-                let wait = destination.retryAfterMilliseconds ?? 0
-                verdict = .retry(
-                    dueMilliseconds: destination.nowMilliseconds + wait,
-                    delay: .milliseconds(Int64(wait)))
-            }
+        case .none, .limited: break
         case .wentDown(let origin, let failures):
             effects.emit(.destinationDown(origin, consecutiveFailures: failures))
         case .recovered(let origin, let downMilliseconds, let released):
@@ -113,20 +106,21 @@ extension CourierCore {
         case .delivered(let status):
             append(.delivered(id, attempt: number, status: status), state, &effects)
             Self.resolve(id, .delivered, attempts: attempt.number, &state, &effects)
-        case .retry(let due, let delay):
+        case .retry(let due, let delay, let foregroundOnly):
             append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), state, &effects)
             state.projection.retry(id, attempts: number, dueMilliseconds: due)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: delay))
+            if foregroundOnly { state.foregroundOnly.insert(id) }  // no hand-off takes it again
             if holdingRetry && effects.appendedThrough != nil {
                 state.projection.hold(id)
-                return true
+                return Recording(verdict: verdict, held: true)
             }
         case .giveUp(let reason):
             append(.abandoned(id, attempt: number, reason: reason), state, &effects)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: .zero))
             Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
         }
-        return false
+        return Recording(verdict: verdict, held: false)
     }
 
     /// `.always`: message `id`'s `attempted` record is durable (or could not be made so: the

@@ -27,6 +27,8 @@ final class CourierCore {
         var maximumStorageBytes: Int
         var segmentSizeBytes: Int
         var compactionThreshold: Int
+        /// What `NextDue` decides outcomes by.
+        var retry: RetryPolicy
     }
 
     /// Where events worth a log line go (`Effects.run` writes them, outside the lock).

@@ -107,14 +107,9 @@ final class Replayer {
         // buffers, or its first change would copy them all.
         var taken = Projection(fifoPerDestination: projection.fifoPerDestination)
         swap(&taken, &projection)
-        // No message waits longer than the current policy allows: a due time from backoff goes
-        // no further than `maximumDelay` from now, one from `Retry-After` no further than
-        // `retryAfterLimit` (an app that lowers its delays in an update, or a wall clock that
-        // went backwards since the record was written).
-        let retry = configuration.retry
-        taken.clampDue(
-            backoffAtMost: now + UInt64(retry.maximumDelay.seconds * 1000),
-            retryAfterAtMost: now + UInt64(retry.retryAfterLimit.seconds * 1000))
+        // No message waits longer than the current policy allows (the one rule, `NextDue`).
+        let limits = NextDue.limitsAtOpen(policy: configuration.retry, nowMilliseconds: now)
+        taken.clampDue(backoffAtMost: limits.backoff, retryAfterAtMost: limits.retryAfter)
         #if DEBUG
         if let broken = taken.brokenInvariant() {
             assertionFailure("projection invariant broken after replay: \(broken)")
