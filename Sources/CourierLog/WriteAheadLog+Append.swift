@@ -122,6 +122,8 @@ extension WriteAheadLog {
         {
             try roll(onto: spare, firstSequence: first, createdMilliseconds: timestamp)
             work.insert(.syncSealed)
+        } else if state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0 {
+            state.appendsPastSegmentSize += 1
         }
         sealChecksums(salt: state.active.salt)
         try writeScratch()

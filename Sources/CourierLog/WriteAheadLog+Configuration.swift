@@ -16,7 +16,7 @@ extension WriteAheadLog {
     }
 
     /// Where the log does the blocking work of a roll: creating the next segment's file ahead
-    /// of time (once the active segment is half full) and syncing a segment it sealed. Either
+    /// of time (after the first append to a segment) and syncing a segment it sealed. Either
     /// way the roll itself, under the log's lock, only writes the new segment's header into the
     /// file prepared ahead and renames it into place: no fsync, no file created. A sealed
     /// segment is synced right after, before any later fsync is reported done (so a synced

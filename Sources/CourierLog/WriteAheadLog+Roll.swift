@@ -3,8 +3,9 @@
 /// under a lock of its caller's (leveldb releases its mutex around the write and the sync for
 /// the same reason).
 ///
-/// 1. Once the active segment is half full, the next segment's file is created, empty, as
-///    `Format.spareSegmentName` (`prepareSpare`), where `SegmentPreparation` says.
+/// 1. Right after the first append to a segment, the next segment's file is created, empty, as
+///    `Format.spareSegmentName` (`prepareSpare`), where `SegmentPreparation` says: a whole
+///    segment's worth of appends later it is needed.
 /// 2. The append that does not fit rolls: under the lock it writes the new header into the spare
 ///    and renames it into place (`roll`), two system calls that do not wait for the disk. With
 ///    no spare ready, it appends to the active segment instead, which grows past its size.
@@ -24,10 +25,10 @@ struct RollWork: OptionSet {
 }
 
 extension WriterState {
-    /// Whether to prepare the next segment now: none is ready or being made, the active one is
-    /// half full, and no try failed since it last grew by a sixteenth of a segment.
+    /// Whether to prepare the next segment now: none is ready or being made, and no try failed
+    /// since the active segment last grew by a sixteenth of a segment.
     func wantsSpare(segmentSizeBytes: Int) -> Bool {
-        guard spare == nil, !preparingSpare, active.sizeBytes * 2 >= segmentSizeBytes else { return false }
+        guard spare == nil, !preparingSpare else { return false }
         if let failed = spareFailedAtBytes, active.sizeBytes < failed + segmentSizeBytes / 16 { return false }
         return true
     }
@@ -70,28 +71,34 @@ extension WriteAheadLog {
     }
 
     /// Carries out what an append left to do, outside `mutex`: on this thread (`.inline`: a
-    /// failed sync is thrown, after the log is marked failed) or on the log's queue
-    /// (`.background`: the next append reports it).
+    /// failed sync is thrown, after the log is marked failed) or on the log's queues
+    /// (`.background`: the next append reports a failed sync). A spare is made on a queue of its
+    /// own: behind the syncs (milliseconds each) it came too late for a burst of appends.
     func carryOut(_ work: RollWork) throws(LogError) {
         switch configuration.segmentPreparation {
         case .inline:
-            try perform(work)
+            if work.contains(.prepareSpare) { prepareSpare() }
+            if work.contains(.syncSealed) { try syncSealed() }
         case .background:
-            commit.queue.async { [self] in try? perform(work) }
+            if work.contains(.prepareSpare) { preparationQueue.async { [self] in prepareSpare() } }
+            if work.contains(.syncSealed) { commit.queue.async { [self] in try? syncSealed() } }
         }
     }
+
+    /// Appends that found the active segment full and its successor not prepared yet, and so
+    /// grew it past `segmentSizeBytes` (what `make lock-hold` reports).
+    package var appendsPastSegmentSize: Int { mutex.withLock { state.appendsPastSegmentSize } }
 
     /// Returns once the roll work queued so far (a spare's preparation, a sealed segment's
     /// sync) is done; at once with `.inline`, which leaves none. Blocks: for tests, and for a
     /// caller that settles.
     public func waitForRollWork() {
-        if configuration.segmentPreparation == .background { commit.queue.sync {} }
+        guard configuration.segmentPreparation == .background else { return }
+        preparationQueue.sync {}
+        commit.queue.sync {}
     }
 
-    private func perform(_ work: RollWork) throws(LogError) {
-        if work.contains(.prepareSpare) { prepareSpare() }
-        if work.contains(.syncSealed) { try commit.waitUntilDurable(nextSequenceForSync, log: self) }
-    }
+    private func syncSealed() throws(LogError) { try commit.waitUntilDurable(nextSequenceForSync, log: self) }
 
     /// Creates the next segment's file, empty. Its directory entry needs no sync of its own:
     /// the sync after the roll that renames it covers the directory. A failure is not an

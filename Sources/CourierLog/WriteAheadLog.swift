@@ -1,3 +1,5 @@
+import Dispatch
+
 /// A segmented, checksummed, LZ4-framed write-ahead log in one directory.
 ///
 ///     let log = try WriteAheadLog(directory: path)        // locks, recovers, starts a segment
@@ -26,6 +28,8 @@ public final class WriteAheadLog {
     let mutex = ConditionLock()
     var state: WriterState
     let commit: GroupCommit
+    /// Where the next segment is made ahead (`SegmentPreparation.background`).
+    let preparationQueue = DispatchQueue(label: "courier.log.prepare", qos: .utility)
 
     /// Opens the log in `directory` (creating it if needed), recovers it and starts a segment.
     /// With `visit`, replays it in the same pass: each valid record is visited (its body valid
@@ -94,7 +98,7 @@ public final class WriteAheadLog {
         }
         guard wasOpen else { return }
         // A preparation under way ends first (it finds the log closed and leaves no spare).
-        if configuration.segmentPreparation == .background { commit.queue.sync {} }
+        waitForRollWork()
         let spare = mutex.withLock { () -> (any LogFile)? in
             defer { state.spare = nil }
             return state.spare?.file
@@ -227,4 +231,6 @@ struct WriterState {
     var unsyncedSealed: [any LogFile] = []
     /// Renames into place (rolls) since the directory was last synced.
     var unsyncedRenames = 0
+    /// Appends that found the active segment full and no spare ready, so grew it instead.
+    var appendsPastSegmentSize = 0
 }

@@ -78,11 +78,12 @@ private final class WatchedFile: LogFile {
 extension WatchedFile: @unchecked Sendable {}
 
 /// Prints what was seen of the core's lock in a `--deliver` run with a segment size.
-func reportCoreLock(_ watch: LockWatchingFileSystem) {
+func reportCoreLock(_ watch: LockWatchingFileSystem, appendsPastSegmentSize: Int) {
     let calls = watch.blockingCalls
     say(
         "blocking file calls (fsync, directory fsync, create): \(calls.total), "
-            + "under the core's lock: \(calls.underLock)")
+            + "under the core's lock: \(calls.underLock); appends past a segment's size "
+            + "(its successor not prepared yet): \(appendsPastSegmentSize)")
     #if COURIER_LOCK_PROBE
     let figures = CoreLockProbe.current
     func micros(_ d: Duration) -> String { String(format: "%.0f µs", seconds(d) * 1e6) }

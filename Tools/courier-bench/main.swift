@@ -13,7 +13,7 @@
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
 #endif
-import Courier
+@_spi(CourierTesting) import Courier
 import CourierLog
 import FlakyServer
 import Foundation
@@ -140,10 +140,12 @@ if let i = arguments.firstIndex(of: "--deliver"), arguments.count >= i + 4 {
         // (blocking file calls made under it, and with -DCOURIER_LOCK_PROBE, how long it is held).
         if arguments.count > i + 4, let segmentBytes = Int(arguments[i + 4]) {
             let watch = LockWatchingFileSystem()
+            var appendsPastSize = 0
             let elapsed = try await courierRun(
-                count, to: url, round: "profile", segmentBytes: segmentBytes, fileSystem: watch)
+                count, to: url, round: "profile", segmentBytes: segmentBytes, fileSystem: watch
+            ) { appendsPastSize = $0.appendsPastSegmentSizeForTesting }
             print(elapsed)
-            reportCoreLock(watch)
+            reportCoreLock(watch, appendsPastSegmentSize: appendsPastSize)
         } else {
             print(try await courierRun(count, to: url, round: "profile"))
         }
@@ -252,7 +254,8 @@ func hammer(_ count: Int, width: Int, _ post: @escaping @Sendable (Int) async ->
 
 /// Delivers `count` messages with Courier to `url`; returns seconds from the first send to idle.
 func courierRun(
-    _ count: Int, to url: URL, round: String, segmentBytes: Int? = nil, fileSystem: (any LogFileSystem)? = nil
+    _ count: Int, to url: URL, round: String, segmentBytes: Int? = nil, fileSystem: (any LogFileSystem)? = nil,
+    inspect: ((Courier) -> Void)? = nil
 ) async throws -> Double {
     var config = Courier.Configuration()
     if let segmentBytes {
@@ -267,6 +270,7 @@ func courierRun(
     for i in 0..<count { try courier.send(["n": i, "text": "hello"], to: url) }
     await courier.waitUntilIdle()
     let elapsed = seconds(start.duration(to: clock.now))
+    inspect?(courier)
     await courier.close()
     return elapsed
 }

@@ -138,6 +138,11 @@ extension Courier {
     @_spi(CourierTesting)
     public var compactionCountForTesting: Int { core.compactionCount }
 
+    /// Appends that found the active segment full and the next one not prepared yet, so grew
+    /// it (`make lock-hold` reports it).
+    @_spi(CourierTesting)
+    public var appendsPastSegmentSizeForTesting: Int { log.appendsPastSegmentSize }
+
     /// One compaction now, whether or not it is worth it, on the calling thread (benchmarks
     /// time it). Blocking file work: never call it on the cooperative pool.
     @_spi(CourierTesting)

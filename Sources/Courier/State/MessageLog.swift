@@ -76,6 +76,9 @@ final class MessageLog: Sendable {
     var nextSequence: UInt64 { log.nextSequence }
     var durableSequence: UInt64 { log.durableSequence }
 
+    /// Appends that grew a full segment because its successor was not prepared yet.
+    var appendsPastSegmentSize: Int { log.appendsPastSegmentSize }
+
     /// Returns once the log's queued roll work (the next segment's preparation, a sealed
     /// segment's sync) is done. Blocks.
     func waitForRollWork() { log.waitForRollWork() }
