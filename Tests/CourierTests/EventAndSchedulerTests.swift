@@ -111,12 +111,12 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
     @Test func dueMessagesComeOutInDueOrderAndNotBeforeTheirTime() {
         var p = Projection(fifoPerDestination: false)
         for (n, due) in [(1, 300), (2, 100), (3, 200)] { p.apply(.enqueued(state(n, due: UInt64(due))), address: address(UInt64(n))) }
-        #expect(p.takeDue(nowMilliseconds: 99) == nil)
+        #expect(p.takeNext(.now, nowMilliseconds: 99)?.slot == nil)
         #expect(p.earliestDue == 100)
-        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(2).id)
-        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(3).id)
-        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(1).id)
-        #expect(p.takeDue(nowMilliseconds: 1000) == nil, "all three are in flight")
+        #expect(p.takeNext(.now, nowMilliseconds: 1000)?.slot.id == state(2).id)
+        #expect(p.takeNext(.now, nowMilliseconds: 1000)?.slot.id == state(3).id)
+        #expect(p.takeNext(.now, nowMilliseconds: 1000)?.slot.id == state(1).id)
+        #expect(p.takeNext(.now, nowMilliseconds: 1000)?.slot == nil, "all three are in flight")
         p.retry(state(2).id, attempts: 1, dueMilliseconds: 5000)
         #expect(p.earliestDue == 5000)
         #expect(p.checkInvariants())
@@ -127,13 +127,13 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
         p.apply(.enqueued(state(1, url: "https://a.example/x", due: 100)), address: address(1))
         p.apply(.enqueued(state(2, url: "https://a.example/x", due: 0)), address: address(2))
         p.apply(.enqueued(state(3, url: "https://b.example/y", due: 50)), address: address(3))
-        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(3).id)
-        #expect(p.takeDue(nowMilliseconds: 1000)?.id == state(1).id, "2 is due earlier but waits behind 1")
-        #expect(p.takeDue(nowMilliseconds: 1000) == nil)
+        #expect(p.takeNext(.now, nowMilliseconds: 1000)?.slot.id == state(3).id)
+        #expect(p.takeNext(.now, nowMilliseconds: 1000)?.slot.id == state(1).id, "2 is due earlier but waits behind 1")
+        #expect(p.takeNext(.now, nowMilliseconds: 1000)?.slot == nil)
         p.retry(state(1).id, attempts: 1, dueMilliseconds: 2000)
-        #expect(p.takeDue(nowMilliseconds: 1500) == nil, "1 failed and is not due; 2 still waits")
+        #expect(p.takeNext(.now, nowMilliseconds: 1500)?.slot == nil, "1 failed and is not due; 2 still waits")
         p.remove(state(1).id)
-        #expect(p.takeDue(nowMilliseconds: 1500)?.id == state(2).id)
+        #expect(p.takeNext(.now, nowMilliseconds: 1500)?.slot.id == state(2).id)
         #expect(p.checkInvariants())
     }
 
@@ -173,7 +173,7 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
                 model.apply(.delivered(id, attempt: 1, status: 200))
                 inFlight.remove(id)
             case 4:
-                if let slot = p.takeDue(nowMilliseconds: random.next() % 1200) { inFlight.insert(slot.id) }
+                if let slot = p.takeNext(.now, nowMilliseconds: random.next() % 1200)?.slot { inFlight.insert(slot.id) }
             default:
                 if let taken = inFlight.first {
                     inFlight.remove(taken)
@@ -226,16 +226,17 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
                     held.append(id)
                 }
             case 2:
-                if let slot = p.takeProbe(nowMilliseconds: now) {
-                    #expect(p.origins.isDown(p.origin(ofSlot: p.slotIndex(of: slot.id)!)))
-                    #expect(!held.contains(slot.id), "a held message went as a probe at step \(step)")
-                    sawProbe = true
-                    inFlight.append(slot.id)
-                } else if let slot = p.takeHeld(nowMilliseconds: now) ?? p.takeDue(nowMilliseconds: now) {
-                    #expect(!held.contains(slot.id), "a held message was taken at step \(step)")
-                    let o = p.origin(ofSlot: p.slotIndex(of: slot.id)!)
-                    #expect(p.origins[o].sending <= max(4, p.origins[o].flow.count + 4), "step \(step)")
-                    if p.origins.holding.contains(o) { sawHeld = true }
+                if let slot = p.takeNext(.now, nowMilliseconds: now)?.slot {
+                    let i = p.slotIndex(of: slot.id)!, o = p.origin(ofSlot: i)
+                    if p.origins[o].outage?.probe == i {
+                        #expect(p.origins.isDown(o))
+                        #expect(!held.contains(slot.id), "a held message went as a probe at step \(step)")
+                        sawProbe = true
+                    } else {
+                        #expect(!held.contains(slot.id), "a held message was taken at step \(step)")
+                        #expect(p.origins[o].sending <= max(4, p.origins[o].flow.count + 4), "step \(step)")
+                        if p.origins.holding.contains(o) { sawHeld = true }
+                    }
                     inFlight.append(slot.id)
                 }
             case 3, 4:
@@ -287,16 +288,16 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
             DestinationReport(
                 signal: signal, nowMilliseconds: now, failuresBeforeDown: 1, probeDelayMilliseconds: { _ in 100 })
         }
-        let taken = p.takeDue(nowMilliseconds: 10)
+        let taken = p.takeNext(.now, nowMilliseconds: 10)?.slot
         let first = try #require(taken)
         guard case .wentDown = p.observe(report(.failing, at: 20), slot: p.slotIndex(of: first.id)!) else {
             Issue.record("one failure in a row takes the destination down here")
             return
         }
         p.retry(first.id, attempts: 1, dueMilliseconds: 5_000)
-        #expect(p.takeDue(nowMilliseconds: 30) == nil, "every due message is parked while down")
+        #expect(p.takeNext(.now, nowMilliseconds: 30)?.slot == nil, "every due message is parked while down")
         #expect(p.heap.isEmpty)
-        let probed = p.takeProbe(nowMilliseconds: 120)
+        let probed = p.takeNext(.now, nowMilliseconds: 120)?.slot
         let probe = try #require(probed)
         #expect(probe.id == first.id, "the oldest parked message is the probe")
         guard case .recovered(_, _, let released) = p.observe(report(.healthy, at: 130), slot: p.slotIndex(of: probe.id)!)
@@ -308,12 +309,11 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
         #expect(released == 20)
         #expect(p.heap.isEmpty, "the backlog stays in its queue")
         #expect(p.brokenInvariant() == nil)
-        let a = p.takeHeld(nowMilliseconds: 130), b = p.takeHeld(nowMilliseconds: 130)
+        let a = p.takeNext(.now, nowMilliseconds: 130)?.slot, b = p.takeNext(.now, nowMilliseconds: 130)?.slot
         #expect([a?.id, b?.id] == [state(2).id, state(3).id], "oldest first")
-        let third = p.takeHeld(nowMilliseconds: 130) ?? p.takeDue(nowMilliseconds: 130)
-        #expect(third == nil, "at its limit of 2")
+        #expect(p.takeNext(.now, nowMilliseconds: 130) == nil, "at its limit of 2")
         p.remove(state(2).id)
-        #expect(p.takeHeld(nowMilliseconds: 131)?.id == state(4).id)
+        #expect(p.takeNext(.now, nowMilliseconds: 131)?.slot.id == state(4).id)
         #expect(p.brokenInvariant() == nil)
     }
 }

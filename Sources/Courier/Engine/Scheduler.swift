@@ -60,7 +60,7 @@ struct Plan {
     /// Messages to attempt now, taken (in flight in the projection).
     var attempts: [Attempt] = []
     /// Messages to hand off to the background session, taken and counted as starting.
-    var uploads: [Projection.HandOffCandidate] = []
+    var uploads: [Projection.Taken] = []
     /// A timer to arm for this deadline (on the injected clock), replacing a later one; nil if
     /// none is needed or the armed one is soon enough.
     var timerDeadline: Duration?
@@ -121,12 +121,8 @@ enum Scheduler {
     private static func takeAttempts(_ state: inout CoreState, nowMilliseconds now: UInt64, limit: Int) -> [Attempt] {
         var attempts: [Attempt] = []
         // Each turn takes one message: bounded by `limit`.
-        while attempts.count < limit,
-            let slot = state.projection.takeProbe(nowMilliseconds: now)
-                ?? state.projection.takeHeld(nowMilliseconds: now)
-                ?? state.projection.takeDue(nowMilliseconds: now)
-        {
-            attempts.append(Attempt(id: slot.id, number: Int(slot.attempts) + 1, startedMilliseconds: now))
+        while attempts.count < limit, let taken = state.projection.takeNext(.now, nowMilliseconds: now) {
+            attempts.append(Attempt(id: taken.slot.id, number: Int(taken.slot.attempts) + 1, startedMilliseconds: now))
         }
         return attempts
     }
@@ -136,12 +132,20 @@ enum Scheduler {
     private static func takeUploads(
         _ state: inout CoreState, bound: Int, nowMilliseconds now: UInt64,
         isExcluded: (String) -> Bool
-    ) -> [Projection.HandOffCandidate] {
+    ) -> [Projection.Taken] {
         let free = bound - state.handOffs.count - state.handOffsStarting
         guard free > 0 else { return [] }
         let foregroundOnly = state.foregroundOnly
-        let taken = state.projection.takeForHandOff(limit: free, nowMilliseconds: now) { slot, url in
-            foregroundOnly.contains(slot.id) || isExcluded(url)
+        var taken: [Projection.Taken] = []
+        // The engine's selection, each message to begin when it may: bounded by `free`.
+        while taken.count < free,
+            let next = state.projection.takeNext(
+                .whenAllowed, nowMilliseconds: now,
+                skip: { slot, url in
+                    foregroundOnly.contains(slot.id) || isExcluded(url)
+                })
+        {
+            taken.append(next)
         }
         state.handOffsStarting += taken.count
         return taken

@@ -86,7 +86,7 @@ extension Courier {
     /// them off, then, in one critical section, frees its place and carries out the next plan
     /// (a message taken and not handed off after all is the engine's again).
     func handOffPass(
-        _ candidates: [Projection.HandOffCandidate], _ uploads: BackgroundUploads,
+        _ candidates: [Projection.Taken], _ uploads: BackgroundUploads,
         token: UInt64
     ) async -> Int {
         let handedOff = await handOff(candidates, uploads)
@@ -100,7 +100,7 @@ extension Courier {
 
     /// A taken message ready to go: its request and its body file, written and synced.
     private struct PreparedHandOff {
-        var candidate: Projection.HandOffCandidate
+        var candidate: Projection.Taken
         var request: DeliveryRequest
         var ticket: UInt64
         var path: String
@@ -110,7 +110,7 @@ extension Courier {
     /// Hands taken messages off: every body to a synced file (then one sync of the directory:
     /// a file that power loss could cut short must never be uploaded under a valid key), then
     /// per message a task and its record.
-    private func handOff(_ candidates: [Projection.HandOffCandidate], _ uploads: BackgroundUploads) async -> Int {
+    private func handOff(_ candidates: [Projection.Taken], _ uploads: BackgroundUploads) async -> Int {
         await onIOQueue { [log] in log.makeBodyDirectory() }
         var prepared: [PreparedHandOff] = []
         for candidate in candidates {
@@ -125,7 +125,7 @@ extension Courier {
 
     /// Reads a taken message back, prepares its request and writes its body file; nil (and the
     /// message back to the engine) if any of it fails, or if the app came back meanwhile.
-    private func prepare(_ candidate: Projection.HandOffCandidate) async -> PreparedHandOff? {
+    private func prepare(_ candidate: Projection.Taken) async -> PreparedHandOff? {
         let id = candidate.slot.id
         guard core.read(\.scheduler.mode.mayHandOff) else {
             core.abortHandOff(id, foregroundOnly: false)

@@ -48,7 +48,7 @@ struct OriginTable {
     /// Origins with an outage, so scheduling never scans every origin. Few at any time.
     private(set) var down: [UInt32] = []
     /// Origins that may have parked slots while up (held by their limit or pace). May hold
-    /// origins with none left; `takeHeld` drops them. Few at any time.
+    /// origins with none left; `takeNext` drops them. Few at any time.
     var holding: [UInt32] = []
     /// The concurrency policy, and its bound (`maximumConcurrentDeliveries`).
     var concurrency = ConcurrencyLimit.fixed

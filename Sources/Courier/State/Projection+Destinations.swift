@@ -64,7 +64,7 @@ extension Projection {
     }
 
     /// Pops origin `o`'s oldest parked slot (stale entries are skipped; bounded by the queue).
-    private mutating func popParked(_ o: UInt32) -> UInt32? {
+    mutating func popParked(_ o: UInt32) -> UInt32? {
         while let i = origins[o].parked.popFirst() {
             guard isParked(i, at: o) else { continue }
             slots[Int(i)].flags.remove(.parked)
@@ -97,43 +97,11 @@ extension Projection {
         assert(origins[origin(ofSlot: i)].sending >= 0)
     }
 
-    /// Whether origin `o` (up) may start one more delivery now.
-    func mayStart(_ o: UInt32, nowMilliseconds now: UInt64) -> Bool {
-        origins.concurrency.mayStart(origins[o].flow, sending: origins[o].sending, nowMilliseconds: now)
-    }
-
     /// If slot `i` is its destination's probe, the probe is over (its outcome is recorded by
     /// `observe`, which runs first; here only the marker is cleared, e.g. on cancellation).
     mutating func endProbe(_ i: UInt32) {
         let o = origin(ofSlot: i)
         if origins[o].outage?.probe == i { origins[o].outage!.probe = nil }
-    }
-
-    /// Takes the next probe due at `nowMilliseconds`: one parked message of a down destination
-    /// whose probe time has come and that has no probe in flight. Marks it in flight.
-    mutating func takeProbe(nowMilliseconds now: UInt64) -> Slot? {
-        for o in origins.down {
-            guard let outage = origins[o].outage, outage.probe == nil, origins[o].parkedCount > 0,
-                outage.nextProbeMilliseconds <= now, let i = popParked(o)
-            else { continue }
-            startSending(i, nowMilliseconds: now)
-            origins[o].outage!.probe = i
-            return slots[Int(i)]
-        }
-        return nil
-    }
-
-    /// Takes the oldest parked message of a destination that is up and whose limit and pace
-    /// now allow one more. Marks it in flight.
-    mutating func takeHeld(nowMilliseconds now: UInt64) -> Slot? {
-        // Bounded by the few origins holding messages; emptied ones are dropped on the way.
-        origins.holding = origins.holding.filter { !origins.isDown($0) && origins[$0].parkedCount > 0 }
-        for o in origins.holding where mayStart(o, nowMilliseconds: now) {
-            guard let i = popParked(o) else { continue }
-            startSending(i, nowMilliseconds: now)
-            return slots[Int(i)]
-        }
-        return nil
     }
 
     /// Records what an attempt of slot `i` said about its destination.
@@ -211,7 +179,7 @@ extension Projection {
     }
 
     /// The destination is back: every parked message becomes due now at the latest (attempt
-    /// counts kept) and stays in its origin's queue, held: `takeHeld` releases them oldest
+    /// counts kept) and stays in its origin's queue, held: `takeNext` releases them oldest
     /// first, as the destination's limit and pace allow. (Moving them all into the heap, as this
     /// did, cost a push each, then at the next plan a pop and a park again for all but the few
     /// the limit let through: two heap operations per backlogged message per outage, under the

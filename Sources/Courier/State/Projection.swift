@@ -163,23 +163,6 @@ struct Projection {
 
     // MARK: Scheduling
 
-    /// Takes the next message due at or before `nowMilliseconds`, and marks it in flight.
-    /// Messages of a destination that is down, or at its concurrency limit or pace, are parked
-    /// on the way (each at most once: the loop is bounded by the heap's size).
-    mutating func takeDue(nowMilliseconds now: UInt64) -> Slot? {
-        while let top = heap.first, slots[Int(top)].dueMilliseconds <= now {
-            heapRemove(top)
-            let o = origin(ofSlot: top)
-            if origins.isDown(o) || !mayStart(o, nowMilliseconds: now) {
-                park(top)
-                continue
-            }
-            startSending(top, nowMilliseconds: now)
-            return slots[Int(top)]
-        }
-        return nil
-    }
-
     /// The earliest due time of a schedulable message, of a destination's next probe, or of
     /// the pace of a destination holding parked messages.
     var earliestDue: UInt64? {

@@ -1,0 +1,114 @@
+/// Taking the next message to deliver: one selection for the engine's attempts and for
+/// background hand-off, which differ only in when the message starts (`Start`).
+///
+/// In order: a down destination's probe (one per destination), then a message parked by its
+/// destination's limit or pace (the oldest), then the earliest due. Every taken message counts
+/// toward its destination's limit and moves its pace on (`startSending`); whether one more may
+/// start is one rule, `startTime(_:notBefore:)`. Only lane heads are ever schedulable, so
+/// ordering keys hold either way.
+extension Projection {
+    /// When a taken message starts.
+    enum Start: Equatable {
+        /// Now, as an engine attempt: only what is due now, and what its destination's limit and
+        /// pace allow now.
+        case now
+        /// When it may, as a background upload that the session begins later: whatever its due
+        /// time, within its destination's limit; it begins at its due time, or its destination's
+        /// pace, or its probe time, whichever is latest.
+        case whenAllowed
+    }
+
+    /// A message taken, marked in flight, and when it may begin.
+    struct Taken {
+        var slot: Slot
+        var beginMilliseconds: UInt64
+    }
+
+    /// Takes the next message (see above), or nil. Messages for which `skip` is true stay where
+    /// they are (a down destination whose next message is skipped sends no probe that way).
+    mutating func takeNext(
+        _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool = { _, _ in false }
+    ) -> Taken? {
+        takeProbe(start, nowMilliseconds: now, skip: skip) ?? takeParked(start, nowMilliseconds: now, skip: skip)
+            ?? takeFromHeap(start, nowMilliseconds: now, skip: skip)
+    }
+
+    /// When origin `o` (up) may start one more delivery, at the earliest `earliest`: then, or
+    /// at its pace's next start if later; nil while its limit is reached. The one rule of the
+    /// destination's limit and pace: the engine starts a message only if this is now.
+    func startTime(_ o: UInt32, notBefore earliest: UInt64) -> UInt64? {
+        origins.concurrency.nextStart(origins[o].flow, sending: origins[o].sending).map { max(earliest, $0) }
+    }
+
+    /// Whether origin `o` (up) may start one more delivery now.
+    func mayStart(_ o: UInt32, nowMilliseconds now: UInt64) -> Bool { startTime(o, notBefore: now) == now }
+
+    private func skips(_ i: UInt32, _ skip: (Slot, String) -> Bool) -> Bool {
+        skip(slots[Int(i)], url(of: slots[Int(i)]))
+    }
+
+    /// A down destination's next parked message, as its probe: one at a time, and (`.now`) only
+    /// once its probe time has come.
+    private mutating func takeProbe(
+        _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool
+    ) -> Taken? {
+        for o in origins.down {
+            guard let outage = origins[o].outage, outage.probe == nil, origins[o].parkedCount > 0,
+                start == .whenAllowed || outage.nextProbeMilliseconds <= now,
+                let first = firstParked(o), !skips(first, skip), let i = popParked(o)
+            else { continue }
+            assert(i == first, "the first parked entry is the one popped")
+            startSending(i, nowMilliseconds: now)
+            origins[o].outage!.probe = i
+            return Taken(slot: slots[Int(i)], beginMilliseconds: max(now, outage.nextProbeMilliseconds))
+        }
+        return nil
+    }
+
+    /// The oldest message parked by a destination that is up, if its limit (and, `.now`, its
+    /// pace) allows one more.
+    private mutating func takeParked(
+        _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool
+    ) -> Taken? {
+        // Bounded by the few origins holding messages; emptied ones are dropped on the way.
+        origins.holding = origins.holding.filter { !origins.isDown($0) && origins[$0].parkedCount > 0 }
+        for o in origins.holding {
+            guard let first = firstParked(o), !skips(first, skip),
+                let begin = startTime(o, notBefore: max(now, slots[Int(first)].dueMilliseconds)),
+                start == .whenAllowed || begin == now, let i = popParked(o)
+            else { continue }
+            assert(i == first, "the first parked entry is the one popped")
+            startSending(i, nowMilliseconds: begin)
+            return Taken(slot: slots[Int(i)], beginMilliseconds: begin)
+        }
+        return nil
+    }
+
+    /// The earliest message in the heap (`.now`: due now). One of a destination that is down,
+    /// or whose limit or pace holds it back, is parked on the way (each at most once: bounded by
+    /// the heap's size); one skipped goes back to the heap.
+    private mutating func takeFromHeap(
+        _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool
+    ) -> Taken? {
+        var skipped: [UInt32] = []
+        defer { for i in skipped { heapPush(i) } }
+        while let top = heap.first, start == .whenAllowed || slots[Int(top)].dueMilliseconds <= now {
+            heapRemove(top)
+            if skips(top, skip) {
+                skipped.append(top)
+                continue
+            }
+            let o = origin(ofSlot: top)
+            guard !origins.isDown(o),
+                let begin = startTime(o, notBefore: max(now, slots[Int(top)].dueMilliseconds)),
+                start == .whenAllowed || begin == now
+            else {
+                park(top)
+                continue
+            }
+            startSending(top, nowMilliseconds: begin)
+            return Taken(slot: slots[Int(top)], beginMilliseconds: begin)
+        }
+        return nil
+    }
+}
