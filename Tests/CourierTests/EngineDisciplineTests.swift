@@ -63,6 +63,28 @@ import Testing
         #expect(fs.blockingCallsRefused == 0, "blocking calls made under the core's lock")
     }
 
+    /// `send` takes the core's lock once: the append, the projection change and the plan that
+    /// starts its attempt are one critical section (it was two: the enqueue, then a pump).
+    /// Under `.always` there is a second, after the fsync, to release the message to delivery.
+    @Test(arguments: [false, true])
+    func sendTakesTheCoresLockOnce(always: Bool) throws {
+        #if DEBUG
+        let held = ScriptedTransport()
+        held.holdResponses = true
+        var config = testConfiguration(clock: ManualClock(), transport: held)
+        config.fileSystem = SimulatedFileSystem()
+        if always { config.durability = .always }
+        let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
+        for i in 0..<5 {
+            let before = courier.core.read(\.debugCriticalSections)
+            try courier.send(["n": i], to: inbox)
+            let sections = courier.core.read(\.debugCriticalSections) - before - 1  // the read after
+
+            #expect(sections == (always ? 2 : 1), "send \(i): \(sections) critical sections")
+        }
+        #endif
+    }
+
     /// Records carry the wall time the engine read (the injected `now` at open plus the
     /// injected clock's elapsed time), which the core hands the log: the log never calls a clock.
     @Test func recordsAreStampedWithTheEnginesWallTime() async throws {

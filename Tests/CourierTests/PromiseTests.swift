@@ -68,14 +68,15 @@ import Testing
                                   configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         let state = MessageState(id: MessageID(), url: inbox.absoluteString, headers: [], body: Array("{}".utf8),
                                  createdMilliseconds: 0, nextDueMilliseconds: 0)
-        _ = try courier.core.enqueue(Event.enqueued(state).encoded(), state: state, hold: true, callbacks: Callbacks())
+        _ = try courier.core.enqueue(Event.enqueued(state).encoded(), state: state, hold: true, callbacks: Callbacks(),
+                                     at: courier.currentInstant())
         let idle = Task { await courier.waitUntilIdle() }
         let delivered = Task { try await courier.delivered(state.id) }
         // Bounded: both waits register within a few scheduler turns.
         for _ in 0..<2_000 where courier.core.read({ $0.idleWaiters.count + $0.waiters.count }) < 2 {
             try await Task.sleep(for: .milliseconds(1))
         }
-        courier.core.discard(state.id, error: CourierError(.storageFailed, "fsync failed")).run()
+        courier.core.discard(state.id, error: CourierError(.storageFailed, "fsync failed"), at: courier.currentInstant()).run()
         await idle.value
         let outcome = await delivered.result
         guard case .failure(let error) = outcome else { Issue.record("delivered(_:) returned"); return }

@@ -136,4 +136,21 @@ import Testing
         core.scheduler.mode.phase = .closed
         #expect(Scheduler.isSettled(core, at: Self.at(999)))
     }
+
+    /// A hand-off pass parks a message not yet due when its destination is at its limit; back in
+    /// the foreground the engine takes it as soon as the limit allows, whatever its due time
+    /// (no timer is armed for a parked message's due time: waiting for it stalled delivery).
+    @Test func aMessageAHandOffParkedBeforeItWasDueGoesAsSoonAsTheLimitAllows() {
+        var p = Projection(fifoPerDestination: false)
+        p.origins.concurrency = ConcurrencyLimit(initialLimit: 1)
+        p.origins.maximumConcurrency = 1
+        p.apply(.enqueued(state(1, due: 1000)), address: address(1))
+        p.apply(.enqueued(state(2, due: 5000)), address: address(2))
+        #expect(p.takeNext(.whenAllowed, nowMilliseconds: 1000)?.slot.id == state(1).id)
+        #expect(p.takeNext(.whenAllowed, nowMilliseconds: 1000) == nil, "at its limit: the next is parked")
+        #expect(p.slot(of: state(2).id)?.flags.contains(.parked) == true)
+        p.remove(state(1).id)  // its upload delivered it
+        let taken = p.takeNext(.now, nowMilliseconds: 1000)
+        #expect(taken?.slot.id == state(2).id && taken?.beginMilliseconds == 1000)
+    }
 }

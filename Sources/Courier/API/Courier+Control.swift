@@ -40,13 +40,12 @@ extension Courier {
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
     /// usual. `send` still works: messages wait on disk.
     public func pause() {
-        _ = core.write { state, _ in state.scheduler.mode.paused = true }
+        core.pause()
     }
 
     /// Undoes `pause()`: due messages start at once.
     public func resume() {
-        _ = core.write { state, _ in state.scheduler.mode.paused = false }
-        pump()
+        core.resume(at: currentInstant()).run()
     }
 
     /// Makes every waiting message due now, keeping its attempt count: what to call when
@@ -54,8 +53,7 @@ extension Courier {
     /// out a long backoff does not wait for its timer. (Messages in flight are unaffected;
     /// the new due times are not logged, so after a restart the logged ones apply again.)
     public func retryNow() {
-        core.makeAllDue(nowMilliseconds: currentInstant().wallMilliseconds)
-        pump()
+        core.makeAllDue(at: currentInstant()).run()
     }
 
     /// Delivers what it can within `budget` (on the configured clock), then stops cleanly:
@@ -66,8 +64,7 @@ extension Courier {
     /// after the same clean stop. Afterwards the courier carries on as before the call
     /// (delivering, or paused if it was).
     public func deliverPending(within budget: Duration) async -> DeliverySummary {
-        _ = core.write { state, _ in state.scheduler.mode.forcedRuns += 1 }
-        let before = core.read(\.deliveredCount)
+        let before = core.beginForcedRun()
         retryNow()
         let deadline = currentInstant().elapsed + budget
         let sleep = clock.sleep
@@ -78,22 +75,13 @@ extension Courier {
             _ = await group.next()
             group.cancelAll()
         }
-        let inFlight = core.write { state, _ -> [Task<Void, Never>] in
-            state.scheduler.mode.stopping += 1
-            return Array(state.scheduler.attempts.values)
-        }.0
+        let inFlight = core.stopForcedRun()
         for task in inFlight { task.cancel() }
         for task in inFlight { await task.value }
         await onIOQueue { [log] in try? log.sync() }
-        _ = core.write { state, _ in
-            state.scheduler.mode.stopping -= 1
-            state.scheduler.mode.forcedRuns -= 1
-        }
-        let summary = core.read {
-            DeliverySummary(delivered: $0.deliveredCount - before, remaining: $0.projection.count)
-        }
-        pump()
-        return summary
+        let (delivered, pending, effects) = core.endForcedRun(at: currentInstant())
+        effects.run()
+        return DeliverySummary(delivered: delivered - before, remaining: pending)
     }
 
     /// `waitUntilIdle()` that also ends when the calling task is cancelled.

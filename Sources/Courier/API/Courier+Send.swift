@@ -95,16 +95,16 @@ extension Courier {
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
         let confirmLater = configuration.durability == .always
-        // One critical section in the core: the append and the projection change together,
-        // so log order is projection order. With `.always` the message is held back from
-        // delivery until its fsync succeeded.
-        let effects = try core.enqueue(encoded, state: message, hold: confirmLater, callbacks: callbacks)
+        // One critical section in the core: the append, the projection change and the plan
+        // together, so log order is projection order. With `.always` the message is held back
+        // from delivery until its fsync succeeded (`confirm` plans then).
+        let effects = try core.enqueue(
+            encoded, state: message, hold: confirmLater, callbacks: callbacks, at: instant)
         if confirmLater {
             try confirmDurable(id, callbacks)
         } else {
             effects.run()
         }
-        pump(at: instant)
         return id
     }
 
@@ -130,11 +130,10 @@ extension Courier {
                         + "delivered, otherwise send it again",
                     messageID: id)
             }
-            core.discard(id, error: thrown).run()
-            pump()  // in FIFO mode the next message of its URL may be schedulable now
+            core.discard(id, error: thrown, at: currentInstant()).run()
             throw thrown
         }
-        core.confirm(id, callbacks: callbacks).run()
+        core.confirm(id, callbacks: callbacks, at: currentInstant()).run()
     }
 
     /// Headers Courier sets itself; a caller passing one gets `.invalidHeaders`, never a

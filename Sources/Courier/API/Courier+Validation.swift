@@ -111,8 +111,14 @@ extension Courier {
 extension Courier.Configuration {
     /// What the core enforces of this configuration.
     var coreLimits: CourierCore.Limits {
-        CourierCore.Limits(
+        let uploads = backgroundUploads
+        return CourierCore.Limits(
             maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
-            compactionThreshold: compactionThreshold, retry: retry)
+            compactionThreshold: compactionThreshold, retry: retry,
+            scheduler: Scheduler.Limits(
+                maximumConcurrentDeliveries: maximumConcurrentDeliveries,
+                maximumHandOffs: uploads?.maximumOutstandingTasks ?? 0,
+                isExcludedFromHandOff: { uploads?.isExcluded($0) ?? true }),
+            compacts: isCompactionEnabled, holdsRetriesUntilDurable: durability == .always)
     }
 }

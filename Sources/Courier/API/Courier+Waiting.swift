@@ -51,27 +51,12 @@ extension Courier {
     /// "advance, then settle" makes every step of the engine observable without sleeping.
     @_spi(CourierTesting)
     public func settleForTesting() async {
-        await core.read(\.reconciliation)?.value  // background hand-off: the engine starts after it
+        await core.reconciliation?.value  // background hand-off: the engine starts after it
         let instant = currentInstant()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = core.write { state, _ -> Bool in
-                if Scheduler.isSettled(state, at: instant) { return true }
-                state.scheduler.settleWaiters.append(continuation)
-                return false
-            }.0
-            if now { continuation.resume() }
+            if !core.addSettleWaiter(continuation, at: instant) { continuation.resume() }
         }
         // And the log's own work after a segment roll (made ahead, off the core's lock).
         await onIOQueue(readQueue) { [log] in log.waitForRollWork() }
-    }
-
-    /// Under the core's lock: the settle waiters to resume, if the engine is settled at `instant`.
-    func takeSettleWaitersIfSettled(
-        _ state: inout CoreState,
-        at instant: EngineInstant
-    ) -> [CheckedContinuation<Void, Never>] {
-        guard !state.scheduler.settleWaiters.isEmpty, Scheduler.isSettled(state, at: instant) else { return [] }
-        defer { state.scheduler.settleWaiters.removeAll() }
-        return state.scheduler.settleWaiters
     }
 }

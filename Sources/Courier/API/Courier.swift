@@ -31,8 +31,6 @@ public final class Courier {
     /// app injected belongs to the app.
     let ownsTransport: Bool
     let clock: EngineClock
-    /// What the scheduler needs of `configuration`, made once.
-    let schedulerLimits: Scheduler.Limits
     let wallStartMilliseconds: UInt64
     /// The largest event body one record holds, whatever its compression.
     let maximumRecordBytes: Int
@@ -65,11 +63,6 @@ public final class Courier {
         self.directory = directory
         self.configuration = configuration
         self.clock = EngineClock(configuration.clock)
-        let uploads = configuration.backgroundUploads
-        self.schedulerLimits = Scheduler.Limits(
-            maximumConcurrentDeliveries: configuration.maximumConcurrentDeliveries,
-            maximumHandOffs: uploads?.maximumOutstandingTasks ?? 0,
-            isExcludedFromHandOff: { uploads?.isExcluded($0) ?? true })
         let wallStart = UInt64(max(0, configuration.now().timeIntervalSince1970 * 1000))
         self.wallStartMilliseconds = wallStart
         var logConfiguration = configuration.logConfiguration()
@@ -102,6 +95,7 @@ public final class Courier {
         // earlier never has to.
         self.ownsTransport = configuration.transport == nil
         self.transport = configuration.transport ?? configuration.makeDefaultTransport()
+        core.install(launcher)
         // Planned here, run on the I/O queue: from now on `settle()` waits for it.
         if configuration.isCompactionEnabled, let plan = core.planCompaction(force: false) {
             ioQueue.async { [weak self] in self?.compact(plan) }
@@ -111,11 +105,7 @@ public final class Courier {
     }
 
     deinit {
-        _ = core.write { state, _ in
-            state.scheduler.timer?.task.cancel()
-            for task in state.scheduler.attempts.values { task.cancel() }
-            for task in state.scheduler.passes.values { task.cancel() }
-        }
+        core.cancelTasks()
     }
 
     /// Messages sent and not yet delivered or abandoned (in flight included).
@@ -127,20 +117,13 @@ public final class Courier {
     /// Calling it twice is harmless. (A courier released without `close()` lets its directory
     /// go when its last reference does, after the work it had queued: a moment later.)
     public func close() async {
-        let (attempts, passes, timer, integration) = core.write { state, _ in
-            state.scheduler.mode.phase = .closed
-            defer { state.lifecycle = nil }
-            return (
-                Array(state.scheduler.attempts.values), Array(state.scheduler.passes.values),
-                state.scheduler.timer?.task, state.lifecycle
-            )
-        }.0
-        timer?.cancel()
-        if let integration { await integration.stop() }
-        for task in attempts { task.cancel() }
-        for task in passes { task.cancel() }
-        for task in attempts { await task.value }
-        for task in passes { _ = await task.value }
+        let closing = core.close()
+        closing.timer?.cancel()
+        if let integration = closing.lifecycle { await integration.stop() }
+        for task in closing.attempts { task.cancel() }
+        for task in closing.passes { task.cancel() }
+        for task in closing.attempts { await task.value }
+        for task in closing.passes { _ = await task.value }
         if ownsTransport { await transport.shutdown() }
         await onIOQueue { [log] in try? log.close() }
         core.releaseEveryone().run()

@@ -38,7 +38,7 @@ extension Courier {
     /// per message), off the caller's thread. A message whose record cannot be read is left
     /// out (`recovery` and `events` report damage).
     public func pendingMessages() async -> [PendingMessage] {
-        let ids = core.read { $0.projection.liveSlotsInOrder().map(\.id) }
+        let ids = core.pendingIDs
         return await onIOQueue(readQueue) { [self] in loadPendingMessages(ids) }
     }
 
@@ -60,12 +60,6 @@ extension Courier {
         }
         let pending = await onIOQueue(readQueue) { [self] in loadPendingMessages(ids) }
         return (pending, stream)
-    }
-
-    /// Every pending message, read on the calling thread.
-    @available(*, deprecated, message: "reads every body on the calling thread; use `await pendingMessages()`")
-    public var pendingMessages: [PendingMessage] {
-        loadPendingMessages(core.read { $0.projection.liveSlotsInOrder().map(\.id) })
     }
 
     /// The pending messages among `ids`, read back from the log, in that order.

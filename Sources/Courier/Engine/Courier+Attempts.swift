@@ -2,25 +2,6 @@ import CourierLog
 import Foundation
 import Logging
 
-/// How an attempt or an upload ended, to record (`Courier.record(_:)`).
-struct Ending: Sendable {
-    var attempt: Attempt
-    var outcome: DeliveryOutcome
-    /// When the message was created (wall ms): `RetryPolicy.expiry` judges by its age.
-    var createdMilliseconds: UInt64
-    var runner: Runner
-    /// The destination, for the log line (nil: not read, as for a delivered upload).
-    var url: String?
-
-    /// Who made the attempt.
-    enum Runner: Sendable {
-        /// The engine, in the delivery slot of this token.
-        case engine(token: UInt64)
-        /// A background upload task, of the hand-off with this ticket.
-        case upload(ticket: UInt64)
-    }
-}
-
 /// What both runners share: reading a message back, preparing its request, and the one
 /// outcome path. An engine attempt (the runner at the end of this file) and a background
 /// upload (`Courier+HandOff.swift`, `Courier+HandOffCompletion.swift`) differ only in who
@@ -77,7 +58,19 @@ extension Courier {
     /// message to retry is attempted again only after it): call it where blocking is allowed
     /// then (`recordWhereAllowed`). `continuing`: whether the engine's runner may go on.
     func record(_ ending: Ending, continuing: Bool) -> Recorded {
-        let (recorded, effects) = commit(judge(ending, continuing: continuing))
+        record(.outcome(judge(ending, continuing: continuing)))
+    }
+
+    /// The one path every end of a delivery takes, an engine attempt's or a background
+    /// upload's (`CourierCore.Heard`): one critical section of the core records it and carries
+    /// out the next plan; its effects run once its record is durable (`runWhenDurable`).
+    func record(_ heard: CourierCore.Heard) -> Recorded {
+        let (recorded, effects) = core.hear(heard, at: currentInstant())
+        guard case .outcome(let judged) = heard else {
+            runWhenDurable(effects)
+            return recorded
+        }
+        let ending = judged.ending
         let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
         configuration.logger.debug(
             "\(what) ended: \(ending.outcome) → \(recorded.verdict.map { "\($0)" } ?? "dropped (message gone)")",
@@ -114,36 +107,10 @@ extension Courier {
         effects.run()
     }
 
-    /// What recording an outcome left to do.
-    struct Recorded: Sendable {
-        /// A compaction now worth running (blocking file work: run it with `runCompaction`).
-        var compaction: CompactionPlan?
-        /// The hand-off pass the plan started, if any.
-        var pass: Task<Int, Never>?
-        /// The attempt the engine's runner makes next, if the plan gave it one.
-        var next: Attempt?
-        /// `.always`: the message was to be retried and stayed out of delivery until its record
-        /// was durable; an engine runner kept its slot meanwhile (`settle()` waits for it).
-        var heldUntilDurable = false
-        /// What the one rule decided (nil: the outcome was dropped, its message gone).
-        var verdict: NextDue.Verdict?
-    }
-
-    /// An ending with what is known of it outside the lock, ready to commit.
-    struct JudgedEnding: Sendable {
-        var ending: Ending
-        var instant: EngineInstant
-        /// What the one rule (`NextDue`) decides from, under the lock.
-        var facts: NextDue.Facts
-        var report: DestinationReport
-        /// Whether the engine's runner may make the next attempt (its task is not cancelled).
-        var continuing: Bool
-    }
-
     /// Gathers outside any lock what deciding an ending needs: the time, the server's
     /// `Retry-After` (read once, for the message and its destination), and random values drawn
     /// from the app's source (jitter, the probe delay), which no lock may call.
-    private func judge(_ ending: Ending, continuing: Bool) -> JudgedEnding {
+    func judge(_ ending: Ending, continuing: Bool) -> JudgedEnding {
         let instant = currentInstant()
         let now = instant.wallMilliseconds, outcome = ending.outcome
         let retryAfter = configuration.retry.retryAfter(
@@ -162,36 +129,6 @@ extension Courier {
             outcome, nowMilliseconds: now, retryAfter: retryAfter, random: configuration.random(),
             startedMilliseconds: started)
         return JudgedEnding(ending: ending, instant: instant, facts: facts, report: report, continuing: continuing)
-    }
-
-    /// The critical section of `record`; its effects are left to run.
-    private func commit(_ judged: JudgedEnding) -> (Recorded, Effects) {
-        let ending = judged.ending
-        var token: UInt64?, ticket: UInt64?
-        switch ending.runner {
-        case .engine(let t): token = t
-        case .upload(let t): ticket = t
-        }
-        let compacts = configuration.isCompactionEnabled
-        let holdingRetry = configuration.durability == .always
-        return core.write { state, effects -> Recorded in
-            state.wallMilliseconds = max(state.wallMilliseconds, judged.instant.wallMilliseconds)
-            let recording = core.record(
-                judged.facts, of: ending.attempt, destination: judged.report, handOff: ticket,
-                holdingRetry: holdingRetry, in: &state, &effects)
-            let held = recording?.held ?? false
-            let compaction = compacts ? core.planCompaction(&state, force: false) : nil
-            // A runner with a compaction to run, or a message held until its record is durable,
-            // keeps its slot until that is done, so `settle()` and `close()` wait for it too.
-            let keepsSlot = compaction != nil || held
-            let scheduled = schedule(
-                &state, &effects, at: judged.instant, handOffAsked: ticket != nil,
-                freeing: keepsSlot ? nil : token, continuing: judged.continuing,
-                tellSettleWaiters: !keepsSlot)
-            return Recorded(
-                compaction: compaction, pass: scheduled.pass, next: scheduled.next, heldUntilDurable: held,
-                verdict: recording?.verdict)
-        }
     }
 
     /// What `outcome` says about its destination, with the probe delay ready to compute under
@@ -315,12 +252,9 @@ extension Courier {
     /// plans next starts, in one critical section (the first attempt in this runner, unless
     /// its task was cancelled).
     private func endAttempt(_ token: UInt64, continuing mayContinue: Bool = true) -> Attempt? {
-        let instant = currentInstant()
-        let continuing = mayContinue && !Task.isCancelled
-        let (scheduled, effects) = core.write { state, effects in
-            schedule(&state, &effects, at: instant, handOffAsked: false, freeing: token, continuing: continuing)
-        }
+        let (next, effects) = core.endAttempt(
+            token: token, continuing: mayContinue && !Task.isCancelled, at: currentInstant())
         effects.run()
-        return scheduled.next
+        return next
     }
 }

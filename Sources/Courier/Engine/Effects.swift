@@ -4,6 +4,9 @@ import Logging
 /// (callbacks, event consumers, resumed tasks) ever runs while a lock is held.
 struct Effects {
     var events: [CourierEvent] = []
+    /// How many of `events` were yielded to subscribers under the lock already (a plan yields
+    /// the events before its attempts, so that they come first: `yieldEventsSoFar`).
+    var yieldedCount = 0
     /// Who receives `events`: filled in by `CourierCore.write`, never by hand.
     var subscribers: [AsyncStream<CourierEvent>.Continuation] = []
     var delivered: [(@Sendable (MessageID) -> Void, MessageID)] = []
@@ -32,8 +35,15 @@ struct Effects {
         if listening { events.append(event) }
     }
 
+    /// Under the lock: yields the events emitted so far to `subscribers` now (yielding only
+    /// buffers: no consumer code runs), so that they precede what is yielded next.
+    mutating func yieldEventsSoFar(to subscribers: some Collection<AsyncStream<CourierEvent>.Continuation>) {
+        for event in events[yieldedCount...] { for s in subscribers { s.yield(event) } }
+        yieldedCount = events.count
+    }
+
     func run() {
-        for event in events { for s in subscribers { s.yield(event) } }
+        for event in events[yieldedCount...] { for s in subscribers { s.yield(event) } }
         if let logger { for event in events { Self.log(event, to: logger) } }
         for (callback, id) in delivered { callback(id) }
         for (callback, id, error) in abandoned { callback(id, error) }

@@ -20,12 +20,12 @@ extension Courier {
     @discardableResult
     public func handOffPendingMessages() async -> Int {
         guard configuration.backgroundUploads != nil else { return 0 }
-        _ = core.write { state, _ in state.scheduler.mode.place = .background }
-        await core.read(\.reconciliation)?.value
+        core.setPlace(.background)
+        await core.reconciliation?.value
         pump()
         // This call's pass, and any other under way (reconciliation's end may have started one).
         var handedOff = 0
-        for pass in core.read({ Array($0.scheduler.passes.values) }) { handedOff += await pass.value }
+        for pass in core.passesUnderWay { handedOff += await pass.value }
         return handedOff
     }
 
@@ -38,12 +38,12 @@ extension Courier {
     /// it in flight.
     public func returnToForeground() {
         guard let uploads = configuration.backgroundUploads else { return }
-        _ = core.write { state, _ in state.scheduler.mode.place = .foreground }
+        core.setPlace(.foreground)
         for (id, handOff) in core.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
     }
 
     /// Messages handed off now (`handOffPendingMessages()`), whose uploads have not ended.
-    public var handedOffCount: Int { core.read { $0.handOffs.count } }
+    public var handedOffCount: Int { core.handOffs.count }
 
     /// Called by `init` with hand-off on: the engine waits for reconciliation; completions
     /// are heard from now on.
@@ -51,10 +51,7 @@ extension Courier {
         // Reconciliation first: completions wait for it (`hear`), or one heard while it runs
         // could make it adopt a task that has already ended. The task is made under the lock,
         // with the engine's gate closed, so nothing sees one without the other.
-        _ = core.write { state, _ in
-            state.scheduler.mode.phase = .reconciling
-            state.reconciliation = Task { [weak self] in await self?.reconcileHandOffs(uploads) }
-        }
+        core.beginReconciliation { Task { [weak self] in await self?.reconcileHandOffs(uploads) } }
         uploads.session.deliverCompletions { [weak self] completion in await self?.hear(completion) }
     }
 
@@ -76,25 +73,16 @@ extension Courier {
                     "courier.stale-tasks": "\(result.stale.count)"
                 ])
         }
-        _ = core.write { state, _ in
-            if state.scheduler.mode.phase == .reconciling { state.scheduler.mode.phase = .running }
-        }
-        pump()
+        core.endReconciliation(at: currentInstant()).run()
     }
 
     /// One hand-off pass, started by the pump with the messages the scheduler took: hands
     /// them off, then, in one critical section, frees its place and carries out the next plan
     /// (a message taken and not handed off after all is the engine's again).
-    func handOffPass(
-        _ candidates: [Projection.Taken], _ uploads: BackgroundUploads,
-        token: UInt64
-    ) async -> Int {
-        let handedOff = await handOff(candidates, uploads)
-        let instant = currentInstant()
-        core.write { state, effects in
-            state.scheduler.passes[token] = nil
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
-        }.1.run()
+    func handOffPass(_ candidates: [Projection.Taken], token: UInt64) async -> Int {
+        var handedOff = 0
+        if let uploads = configuration.backgroundUploads { handedOff = await handOff(candidates, uploads) }
+        core.endPass(token: token, at: currentInstant()).run()
         return handedOff
     }
 
@@ -127,7 +115,7 @@ extension Courier {
     /// message back to the engine) if any of it fails, or if the app came back meanwhile.
     private func prepare(_ candidate: Projection.Taken) async -> PreparedHandOff? {
         let id = candidate.slot.id
-        guard core.read(\.scheduler.mode.mayHandOff) else {
+        guard core.mayHandOff else {
             core.abortHandOff(id, foregroundOnly: false)
             return nil
         }
@@ -192,7 +180,7 @@ extension Courier {
             // Cancelled meanwhile, or its completion was heard already: the task has no message.
             uploads.session.cancel(task)
             await onIOQueue { [log] in log.removeBody(at: ready.path) }
-        } else if !core.read(\.scheduler.mode.mayHandOff) {
+        } else if !core.mayHandOff {
             // The app came back while this was being made: back to the engine, as
             // `returnToForeground()` does for the others.
             uploads.session.cancelUnlessSending(task)

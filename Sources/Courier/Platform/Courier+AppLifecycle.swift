@@ -108,14 +108,11 @@ extension Courier {
     @MainActor
     public func enableAppLifecycleIntegration() {
         // Called twice: one set of observers, not two.
-        core.write { state, _ in
-            defer { state.lifecycle = nil }
-            return state.lifecycle
-        }.0?.stop()
+        core.replaceLifecycle(with: nil)?.stop()
         BackgroundDeliveryRegistry.shared.courier = self
         let integration = AppLifecycleIntegration(courier: self)
         integration.start()
-        _ = core.write { state, _ in state.lifecycle = integration }
+        _ = core.replaceLifecycle(with: integration)
     }
 }
 

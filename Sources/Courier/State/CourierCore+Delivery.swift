@@ -1,37 +1,6 @@
 import CourierLog
 import Foundation
 
-/// One attempt the engine is to make: which message, and which attempt of it.
-struct Attempt: Sendable {
-    var id: MessageID
-    var number: Int
-    /// When it was taken (wall ms): its outcome says nothing new to the concurrency policy if
-    /// the policy cut the limit since.
-    var startedMilliseconds: UInt64 = 0
-    /// Its full state, if the core kept it in memory when the attempt was taken (in the same
-    /// critical section): the runner then neither reads the log nor takes the lock again. The
-    /// attempt is in flight from that moment, so a `cancel` after it lets this POST go, as
-    /// `cancel` documents for an attempt in flight (its outcome is ignored).
-    var message: MessageState? = nil
-}
-
-/// What an attempt's outcome says about its destination, with what the projection needs to
-/// act on it under the lock (the probe delay is computed from a random value drawn before).
-struct DestinationReport: Sendable {
-    var signal: Projection.DestinationSignal
-    var nowMilliseconds: UInt64
-    /// 0: destination backoff is off.
-    var failuresBeforeDown: Int
-    var probeDelayMilliseconds: @Sendable (Int) -> UInt64
-    /// From taking the message to its outcome (nil: not measured, e.g. a background upload).
-    var latencyMilliseconds: UInt64? = nil
-    var startedMilliseconds: UInt64 = 0
-    /// The server's `Retry-After` on a 429 or 503, clamped to the policy's limit.
-    var retryAfterMilliseconds: UInt64? = nil
-    /// The server answered (an HTTP status), whatever it said.
-    var wasAnswered = false
-}
-
 extension CourierCore {
     /// Message `id`'s full state if it is among the recently sent (no file work).
     func recentState(_ id: MessageID) -> MessageState? { read { $0.recentState(of: id) } }
@@ -58,6 +27,36 @@ extension CourierCore {
             return message
         }
         throw lastError
+    }
+
+    /// The one outcome path's critical section, for both runners: the outcome is logged and
+    /// applied (`record`), a compaction planned if one is worth it, the attempt's slot (or the
+    /// hand-off) freed and the next plan carried out. Its effects are left to the caller to run
+    /// (`Courier.runWhenDurable`). A runner with a compaction to run, or whose message is held
+    /// until its record is durable, keeps its slot until that is done (`endAttempt`), so
+    /// `settle()` and `close()` wait for it too.
+    func recordOutcome(_ judged: JudgedEnding) -> (Recorded, Effects) {
+        let ending = judged.ending
+        var token: UInt64?, ticket: UInt64?
+        switch ending.runner {
+        case .engine(let t): token = t
+        case .upload(let t): ticket = t
+        }
+        return write { state, effects -> Recorded in
+            state.wallMilliseconds = max(state.wallMilliseconds, judged.instant.wallMilliseconds)
+            let recording = record(
+                judged.facts, of: ending.attempt, destination: judged.report, handOff: ticket,
+                holdingRetry: limits.holdsRetriesUntilDurable, in: &state, &effects)
+            let held = recording?.held ?? false
+            let compaction = limits.compacts ? planCompaction(&state, force: false) : nil
+            let keepsSlot = compaction != nil || held
+            let scheduled = schedule(
+                &state, &effects, at: judged.instant, handOffAsked: ticket != nil,
+                freeing: keepsSlot ? nil : token, continuing: judged.continuing, tellSettleWaiters: !keepsSlot)
+            return Recorded(
+                compaction: compaction, pass: scheduled.pass, next: scheduled.next, heldUntilDurable: held,
+                verdict: recording?.verdict)
+        }
     }
 
     /// What recording an outcome decided.
@@ -147,25 +146,27 @@ extension CourierCore {
         _ = write { state, _ in state.projection.release(id) }
     }
 
-    /// An attempt could not read its message back: says so and tries again after `delay`.
+    /// An attempt could not read its message back: says so and tries again at `dueMilliseconds`.
     func recordUnreadable(_ id: MessageID, error: LogError, dueMilliseconds: UInt64) -> Effects {
-        write { state, effects in
-            guard let i = state.projection.slotIndex(of: id), let slot = state.projection.slot(of: id) else { return }
-            // Says nothing about its destination; but if it was a down destination's probe, the
-            // next probe waits too (or an unreadable probe would be taken again at once, forever:
-            // found by the hand-off property test, a disk failing under a down destination).
-            let neutral = DestinationReport(
-                signal: .neutral, nowMilliseconds: dueMilliseconds, failuresBeforeDown: 0,
-                probeDelayMilliseconds: { _ in 0 })
-            _ = state.projection.observe(neutral, slot: i)
-            state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
-            effects.emit(.storageFailed("could not read message \(id) back from the log: \(error)"))
-        }.1
+        write { state, effects in recordUnreadable(id, error: error, dueMilliseconds: dueMilliseconds, &state, &effects)
+        }
+        .1
     }
 
-    /// Makes every waiting message due at `now` at the latest.
-    func makeAllDue(nowMilliseconds: UInt64) {
-        _ = write { state, _ in state.projection.makeDue(atOrBefore: nowMilliseconds) }
+    /// Under the lock: `recordUnreadable`. The record says nothing about its destination; but
+    /// if it was a down destination's probe, the next probe waits too (or an unreadable probe
+    /// would be taken again at once, forever: found by the hand-off property test, a disk
+    /// failing under a down destination).
+    func recordUnreadable(
+        _ id: MessageID, error: LogError, dueMilliseconds: UInt64, _ state: inout CoreState, _ effects: inout Effects
+    ) {
+        guard let i = state.projection.slotIndex(of: id), let slot = state.projection.slot(of: id) else { return }
+        let neutral = DestinationReport(
+            signal: .neutral, nowMilliseconds: dueMilliseconds, failuresBeforeDown: 0,
+            probeDelayMilliseconds: { _ in 0 })
+        _ = state.projection.observe(neutral, slot: i)
+        state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
+        effects.emit(.storageFailed("could not read message \(id) back from the log: \(error)"))
     }
 
     /// Under `lock`: appends an event, stamped with the latest wall time the core has seen

@@ -61,29 +61,73 @@ extension CourierCore {
     /// All hand-offs (tests, foreground return).
     var handOffs: [MessageID: HandOff] { read(\.handOffs) }
 
-    /// Message `id`'s task `ticket` ended without an attempt (cancelled): the message is the
-    /// engine's again, due at `dueAtLatest` at the latest (the app is in the foreground, where
-    /// waiting messages are retried at once; not logged, as `retryNow()`). False if that task
-    /// no longer carried the message.
-    func endHandOff(_ id: MessageID, ticket: UInt64, dueAtLatest: UInt64) -> Bool {
-        write { state, _ -> Bool in
-            guard state.handOffs[id]?.ticket == ticket, let slot = state.projection.slot(of: id) else { return false }
-            state.handOffs[id] = nil
-            state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: min(slot.dueMilliseconds, dueAtLatest))
-            return true
-        }.0
+    /// How a delivery ended, in the one path every end takes (`hear`): an engine attempt's or a
+    /// background upload's outcome, or an upload that ended without one to judge.
+    enum Heard: Sendable {
+        /// An outcome, judged outside the lock (`NextDue` decides under it).
+        case outcome(JudgedEnding)
+        /// Cancelled (by `returnToForeground()` or the system): not an attempt. The message is
+        /// the engine's again, due now at the latest (not logged, as `retryNow()`).
+        case cancelled(MessageID, HandOff)
+        /// A failure whose message cannot be read back: its age, which `expiry` needs, is
+        /// unknown, so it is not judged; it is read again after `maximumDelay` (`NextDue`).
+        case unreadable(MessageID, HandOff, LogError)
+        /// A task that no longer carries its message (it ended while the app was dead and
+        /// reconciliation gave it up, or the message was cancelled or handed off again): a 2xx
+        /// still delivers a pending message; anything else is dropped, unlogged.
+        case late(MessageID, attempt: UInt32, status: UInt16?)
     }
 
-    /// A 2xx from a task that no longer carries message `id` (it completed while the app was
-    /// dead, before reconciliation could adopt it): still a delivery. If another task or an
-    /// attempt has the message in flight, its outcome is dropped when it comes (the message is
-    /// resolved); a task is cancelled by the effects (`Effects.endedHandOffs`, run by `run()`).
-    func recordLateSuccess(_ id: MessageID, attempt: UInt32, status: UInt16) -> Effects {
-        write { state, effects in
-            guard !state.closed, state.projection.slot(of: id) != nil else { return }
-            append(.delivered(id, attempt: attempt, status: status), state, &effects)
-            Self.resolve(id, .delivered, attempts: Int(attempt), &state, &effects)
-        }.1
+    /// Records how an upload ended and carries out the next plan, in one critical section: in
+    /// the background (or before anything said where the app is) messages are handed off again
+    /// (a failed one, to begin after its backoff; the next of an ordering key after a
+    /// delivery). `Recorded.endedHandOff` says whether the upload's hand-off ended here (its
+    /// body file can go).
+    func hear(_ heard: Heard, at instant: EngineInstant) -> (Recorded, Effects) {
+        if case .outcome(let judged) = heard {
+            var (recorded, effects) = recordOutcome(judged)
+            recorded.endedHandOff = true
+            return (recorded, effects)
+        }
+        return write { state, effects -> Recorded in
+            state.wallMilliseconds = max(state.wallMilliseconds, instant.wallMilliseconds)
+            var ended = false, handOffAsked = true
+            switch heard {
+            case .outcome: preconditionFailure("recorded above")
+            case .cancelled(let id, let handOff):
+                ended = Self.endHandOff(id, handOff, dueAtLatest: instant.wallMilliseconds, &state)
+            case .unreadable(let id, let handOff, let error):
+                ended = Self.endHandOff(id, handOff, dueAtLatest: instant.wallMilliseconds, &state)
+                let due = NextDue.afterUnreadableRecord(policy: limits.retry, nowMilliseconds: instant.wallMilliseconds)
+                if ended { recordUnreadable(id, error: error, dueMilliseconds: due, &state, &effects) }
+            case .late(let id, let attempt, let status):
+                handOffAsked = false
+                if let status, !state.closed, state.projection.slot(of: id) != nil {
+                    // A hand-off the message has now (a later one) ends with it: the effects
+                    // cancel its task and remove its body file.
+                    append(.delivered(id, attempt: attempt, status: status), state, &effects)
+                    Self.resolve(id, .delivered, attempts: Int(attempt), &state, &effects)
+                }
+            }
+            let scheduled = schedule(&state, &effects, at: instant, handOffAsked: handOffAsked)
+            var recorded = Recorded(pass: scheduled.pass)
+            recorded.endedHandOff = ended
+            return recorded
+        }
+    }
+
+    /// Under the lock: message `id`'s hand-off ends if it is still the one given; the message
+    /// is the engine's again, due at `dueAtLatest` at the latest. False if that hand-off no
+    /// longer carried the message.
+    private static func endHandOff(
+        _ id: MessageID, _ handOff: HandOff, dueAtLatest: UInt64, _ state: inout CoreState
+    ) -> Bool {
+        guard state.handOffs[id]?.ticket == handOff.ticket, let slot = state.projection.slot(of: id) else {
+            return false
+        }
+        state.handOffs[id] = nil
+        state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: min(slot.dueMilliseconds, dueAtLatest))
+        return true
     }
 
     /// What reconciliation did.

@@ -11,8 +11,10 @@ import Logging
 /// under it. Events emitted inside `write` reach every subscriber current at that moment,
 /// without any call site having to remember to copy them.
 ///
-/// `Courier` is the facade around it: it validates and encodes, runs effects, owns the
-/// transport and the timer, and hands blocking file work to its own queue.
+/// `Courier` is the facade around it: it validates and encodes, reads the clock, runs effects,
+/// owns the transport, and hands blocking file work to its own queue. It calls intents only:
+/// nothing outside `State/` reads or writes `CoreState` (`make format-check` enforces it), and
+/// the core carries out its own plans (`CourierCore+Plan.swift`).
 /// A task waiting in `delivered(_:)`: resumed exactly once, with how the message resolved.
 typealias DeliveryWaiter = CheckedContinuation<Result<Void, CourierError>, Never>
 
@@ -29,6 +31,12 @@ final class CourierCore {
         var compactionThreshold: Int
         /// What `NextDue` decides outcomes by.
         var retry: RetryPolicy
+        /// What the scheduler plans within.
+        var scheduler: Scheduler.Limits
+        /// Whether an outcome may start a compaction.
+        var compacts: Bool
+        /// `durability: .always`: a message to retry stays out of delivery until its record is durable.
+        var holdsRetriesUntilDurable: Bool
     }
 
     /// Where events worth a log line go (`Effects.run` writes them, outside the lock).
@@ -58,8 +66,9 @@ final class CourierCore {
     /// collected. Events it emitted go to every subscriber current at that moment.
     func write<R, E: Error>(_ body: (inout CoreState, inout Effects) throws(E) -> R) throws(E) -> (R, Effects) {
         // GRDB's discipline: one owner, reached only through closures, never from inside one
-        // (the lock is not recursive: a nested call would deadlock; this names it instead).
-        assert(!self.state.isHeldByCurrentThread, "CourierCore.write called inside write or read")
+        // (the lock is not recursive: a nested call would deadlock; this names it instead, in
+        // every build: `Locked` tracks its holders in every build anyway).
+        precondition(!self.state.isHeldByCurrentThread, "CourierCore.write called inside write or read")
         return try self.state.withLock { (state) throws(E) -> (R, Effects) in
             #if COURIER_LOCK_PROBE
             let probeStart = ContinuousClock.now
@@ -81,8 +90,8 @@ final class CourierCore {
             // (pending / 16)th beyond, so a check, O(pending), costs about 16 slot visits per
             // write on average whatever the load (more held the lock long enough, in debug
             // builds, to stall the test suite's timed scenarios).
-            state.debugMutations &+= 1
-            if state.debugMutations % UInt64(max(1, state.projection.count / 16)) == 0,
+            state.debugCriticalSections &+= 1
+            if state.debugCriticalSections % UInt64(max(1, state.projection.count / 16)) == 0,
                 let broken = state.brokenInvariant()
             {
                 assertionFailure("core invariant broken: \(broken)")
@@ -94,8 +103,13 @@ final class CourierCore {
 
     /// Reads the state holding the lock.
     func read<R>(_ body: (CoreState) -> R) -> R {
-        assert(!state.isHeldByCurrentThread, "CourierCore.read called inside write or read")
-        return state.withLock { body($0) }
+        precondition(!state.isHeldByCurrentThread, "CourierCore.read called inside write or read")
+        return state.withLock { state in
+            #if DEBUG
+            state.debugCriticalSections &+= 1
+            #endif
+            return body(state)
+        }
     }
 
     /// Whether the calling thread holds the core's lock (asserted: no app code under it).
@@ -114,10 +128,11 @@ extension CourierCore {
     /// Appends a message's `enqueued` record and adds it to the projection, in one critical
     /// section. With `hold`, it stays out of delivery (as `.always` needs until its fsync
     /// succeeded, `confirm`) but in the projection (the compactor must see it); otherwise it is
-    /// accepted at once.
+    /// accepted at once and the plan runs in the same critical section: `send` takes the
+    /// core's lock once.
     func enqueue(
         _ encoded: [UInt8], state message: MessageState, hold: Bool,
-        callbacks: Callbacks
+        callbacks: Callbacks, at instant: EngineInstant
     ) throws(CourierError) -> Effects {
         let id = message.id
         let (_, effects) = try write { (state, effects) throws(CourierError) in
@@ -147,22 +162,25 @@ extension CourierCore {
                 state.projection.hold(id)
             } else {
                 Self.accept(id, callbacks, &state, &effects)
+                _ = schedule(&state, &effects, at: instant, handOffAsked: false)
             }
         }
         return effects
     }
 
     /// `.always`: the fsync succeeded; the message may be delivered now.
-    func confirm(_ id: MessageID, callbacks: Callbacks) -> Effects {
+    func confirm(_ id: MessageID, callbacks: Callbacks, at instant: EngineInstant) -> Effects {
         write { state, effects in
             state.projection.release(id)
             Self.accept(id, callbacks, &state, &effects)
+            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
         }.1
     }
 
     /// `.always`: the fsync failed; this courier forgets the message (see `Courier.send`):
-    /// whoever waits on it, or on an empty courier, is told.
-    func discard(_ id: MessageID, error: CourierError) -> Effects {
+    /// whoever waits on it, or on an empty courier, is told; in FIFO mode the next message of
+    /// its URL may be schedulable now.
+    func discard(_ id: MessageID, error: CourierError, at instant: EngineInstant) -> Effects {
         write { state, effects in
             state.projection.remove(id)
             effects.failures += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, error) }
@@ -170,6 +188,7 @@ extension CourierCore {
                 effects.idle += state.idleWaiters.values
                 state.idleWaiters.removeAll()
             }
+            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
         }.1
     }
 

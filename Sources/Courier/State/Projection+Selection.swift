@@ -66,7 +66,10 @@ extension Projection {
     }
 
     /// The oldest message parked by a destination that is up, if its limit (and, `.now`, its
-    /// pace) allows one more.
+    /// pace) allows one more. The engine takes it now whatever its due time: a message parked
+    /// by its destination's limit waits for that, not for its due time (a hand-off pass may
+    /// have parked one not yet due; no timer is armed for a parked message's due time, so
+    /// waiting for it would wait for another event). A hand-off begins it at its due time.
     private mutating func takeParked(
         _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool
     ) -> Taken? {
@@ -74,7 +77,7 @@ extension Projection {
         origins.holding = origins.holding.filter { !origins.isDown($0) && origins[$0].parkedCount > 0 }
         for o in origins.holding {
             guard let first = firstParked(o), !skips(first, skip),
-                let begin = startTime(o, notBefore: max(now, slots[Int(first)].dueMilliseconds)),
+                let begin = startTime(o, notBefore: start == .now ? now : max(now, slots[Int(first)].dueMilliseconds)),
                 start == .whenAllowed || begin == now, let i = popParked(o)
             else { continue }
             assert(i == first, "the first parked entry is the one popped")

@@ -1,0 +1,83 @@
+import CourierLog
+
+// The values one attempt's round passes along: what the scheduler took (`Attempt`), how it
+// ended (`Ending`), what was gathered of it outside the core's lock (`JudgedEnding`, with its
+// `DestinationReport`), and what recording it left to do (`Recorded`).
+
+/// One attempt the engine is to make: which message, and which attempt of it.
+struct Attempt: Sendable {
+    var id: MessageID
+    var number: Int
+    /// When it was taken (wall ms): its outcome says nothing new to the concurrency policy if
+    /// the policy cut the limit since.
+    var startedMilliseconds: UInt64 = 0
+    /// Its full state, if the core kept it in memory when the attempt was taken (in the same
+    /// critical section): the runner then neither reads the log nor takes the lock again. The
+    /// attempt is in flight from that moment, so a `cancel` after it lets this POST go, as
+    /// `cancel` documents for an attempt in flight (its outcome is ignored).
+    var message: MessageState? = nil
+}
+
+/// What an attempt's outcome says about its destination, with what the projection needs to
+/// act on it under the lock (the probe delay is computed from a random value drawn before).
+struct DestinationReport: Sendable {
+    var signal: Projection.DestinationSignal
+    var nowMilliseconds: UInt64
+    /// 0: destination backoff is off.
+    var failuresBeforeDown: Int
+    var probeDelayMilliseconds: @Sendable (Int) -> UInt64
+    /// From taking the message to its outcome (nil: not measured, e.g. a background upload).
+    var latencyMilliseconds: UInt64? = nil
+    var startedMilliseconds: UInt64 = 0
+    /// The server's `Retry-After` on a 429 or 503, clamped to the policy's limit.
+    var retryAfterMilliseconds: UInt64? = nil
+    /// The server answered (an HTTP status), whatever it said.
+    var wasAnswered = false
+}
+
+/// How an attempt or an upload ended, to record (`Courier.record(_:)`).
+struct Ending: Sendable {
+    var attempt: Attempt
+    var outcome: DeliveryOutcome
+    /// When the message was created (wall ms): `RetryPolicy.expiry` judges by its age.
+    var createdMilliseconds: UInt64
+    var runner: Runner
+    /// The destination, for the log line (nil: not read, as for a delivered upload).
+    var url: String?
+
+    /// Who made the attempt.
+    enum Runner: Sendable {
+        /// The engine, in the delivery slot of this token.
+        case engine(token: UInt64)
+        /// A background upload task, of the hand-off with this ticket.
+        case upload(ticket: UInt64)
+    }
+}
+
+/// What recording an outcome left to do.
+struct Recorded: Sendable {
+    /// A compaction now worth running (blocking file work: run it with `runCompaction`).
+    var compaction: CompactionPlan?
+    /// The hand-off pass the plan started, if any.
+    var pass: Task<Int, Never>?
+    /// The attempt the engine's runner makes next, if the plan gave it one.
+    var next: Attempt?
+    /// `.always`: the message was to be retried and stayed out of delivery until its record
+    /// was durable; an engine runner kept its slot meanwhile (`settle()` waits for it).
+    var heldUntilDurable = false
+    /// What the one rule decided (nil: the outcome was dropped, its message gone).
+    var verdict: NextDue.Verdict?
+    /// A background upload's hand-off ended with this (its body file can go).
+    var endedHandOff = false
+}
+
+/// An ending with what is known of it outside the lock, ready to commit.
+struct JudgedEnding: Sendable {
+    var ending: Ending
+    var instant: EngineInstant
+    /// What the one rule (`NextDue`) decides from, under the lock.
+    var facts: NextDue.Facts
+    var report: DestinationReport
+    /// Whether the engine's runner may make the next attempt (its task is not cancelled).
+    var continuing: Bool
+}

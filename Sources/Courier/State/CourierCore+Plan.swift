@@ -1,0 +1,150 @@
+/// The core carries out its own plans. Every intent that can make something runnable (a send,
+/// an outcome, a timer, a resume, …) asks the scheduler (`Scheduler.plan`, pure) in its own
+/// critical section and starts what the plan says there: a task per attempt, a task for a
+/// hand-off pass, the one timer. Making a task runs no app code, so it is made under the lock;
+/// the tasks' bodies are the facade's, given once at open (`Launcher`).
+///
+/// **No pump outside the core:** the facade never reads or writes `CoreState`; it calls an
+/// intent and runs the effects it returns.
+
+/// How the core starts what its plans say. Given once by the facade, right after it is made;
+/// its closures hold the facade weakly (the facade owns the core).
+struct Launcher: Sendable {
+    /// A runner for delivery slot `token` (a task), making `attempt` first.
+    var startRunner: @Sendable (_ attempt: Attempt, _ token: UInt64) -> Task<Void, Never>
+    /// A hand-off pass over `taken` (a task; it ends with `endPass(token)`), returning how many
+    /// it handed off.
+    var startPass: @Sendable (_ taken: [Projection.Taken], _ token: UInt64) -> Task<Int, Never>
+    /// The timer: a task that sleeps until `deadline` on the injected clock, then calls
+    /// `timerFired(deadline:at:)`.
+    var startTimer: @Sendable (_ deadline: Duration) -> Task<Void, Never>
+}
+
+/// What a plan started that its caller carries on with.
+struct Scheduled {
+    /// The hand-off pass it started, if any.
+    var pass: Task<Int, Never>?
+    /// The attempt the runner that asked (`freeing`) is to make next, in its own task.
+    var next: Attempt?
+}
+
+extension CourierCore {
+    /// Gives the core its launcher (once, before the first plan).
+    func install(_ launcher: Launcher) {
+        _ = write { state, _ in
+            precondition(state.launcher == nil, "the launcher is given once")
+            state.launcher = launcher
+        }
+    }
+
+    /// Carries out the plan for `instant`: what should start now starts, the timer is re-armed.
+    /// With `handOffAsked` (after an upload's completion), messages are handed off unless the
+    /// app is known to be in the foreground. Returns the pass it started, if any.
+    func pump(at instant: EngineInstant, handOffAsked: Bool = false) -> (Task<Int, Never>?, Effects) {
+        let (scheduled, effects) = write { state, effects in
+            schedule(&state, &effects, at: instant, handOffAsked: handOffAsked)
+        }
+        return (scheduled.pass, effects)
+    }
+
+    /// The runner of slot `token` ended its attempt without an outcome to record, or after a
+    /// compaction or a hold it kept the slot for: the slot is free and the next plan runs.
+    /// Returns the attempt the runner makes next (unless it is not `continuing`).
+    func endAttempt(token: UInt64, continuing: Bool, at instant: EngineInstant) -> (Attempt?, Effects) {
+        let (scheduled, effects) = write { state, effects in
+            schedule(&state, &effects, at: instant, handOffAsked: false, freeing: token, continuing: continuing)
+        }
+        return (scheduled.next, effects)
+    }
+
+    /// Hand-off pass `token` ended: its place is free and the next plan runs.
+    func endPass(token: UInt64, at instant: EngineInstant) -> Effects {
+        write { state, effects in
+            state.scheduler.passes[token] = nil
+            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+        }.1
+    }
+
+    /// The timer for `deadline` fired: it is forgotten (unless a newer one replaced it) and the
+    /// next plan runs.
+    func timerFired(deadline: Duration, at instant: EngineInstant) -> Effects {
+        write { state, effects in
+            if state.scheduler.timer?.deadline == deadline { state.scheduler.timer = nil }
+            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+        }.1
+    }
+
+    /// Resumes settle waiters if nothing is runnable at `instant` (after a compaction).
+    func tellSettleWaiters(at instant: EngineInstant) -> Effects {
+        write { state, effects in effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }.1
+    }
+
+    /// Registers a settle waiter; false (not registered: resume it at once) if nothing is
+    /// runnable at `instant` already.
+    func addSettleWaiter(_ continuation: CheckedContinuation<Void, Never>, at instant: EngineInstant) -> Bool {
+        write { state, _ -> Bool in
+            if Scheduler.isSettled(state, at: instant) { return false }
+            state.scheduler.settleWaiters.append(continuation)
+            return true
+        }.0
+    }
+
+    /// Under the core's lock: asks the scheduler for a plan and carries it out in the same
+    /// critical section; then tells settle waiters if nothing is runnable, unless the caller
+    /// has more to do first (`tellSettleWaiters`: a compaction to run, a hold to end).
+    ///
+    /// With `freeing`, the runner of that token has ended its attempt: its slot is free, and if
+    /// the plan starts attempts and the runner is `continuing` (its task was not cancelled), it
+    /// makes the first itself (`next`) rather than ending while a new task starts: a runner per
+    /// delivery slot, as a pool of workers would be, and a thread wake-up less per attempt.
+    func schedule(
+        _ state: inout CoreState, _ effects: inout Effects, at instant: EngineInstant,
+        handOffAsked: Bool, freeing token: UInt64? = nil, continuing: Bool = true,
+        tellSettleWaiters: Bool = true
+    ) -> Scheduled {
+        guard let launcher = state.launcher else { preconditionFailure("a plan before the launcher was given") }
+        state.wallMilliseconds = max(state.wallMilliseconds, instant.wallMilliseconds)
+        let runner = token.flatMap { state.scheduler.attempts.removeValue(forKey: $0) }
+        let plan = Scheduler.plan(&state, at: instant, limits: limits.scheduler, handOffAsked: handOffAsked)
+        var scheduled = Scheduled()
+        // What this critical section emitted so far (an `enqueued`, an outcome) comes first.
+        if !plan.attempts.isEmpty { effects.yieldEventsSoFar(to: state.subscribers.values) }
+        for var planned in plan.attempts {
+            planned.message = state.recentState(of: planned.id)
+            let attempt = planned  // a `let`: the runner's task captures it
+            // Yielded under the lock (yielding only buffers: no consumer code runs), so it
+            // precedes anything the attempt itself emits.
+            for subscriber in state.subscribers.values {
+                subscriber.yield(.attempt(attempt.id, number: attempt.number))
+            }
+            if continuing, let token, let runner, scheduled.next == nil {
+                state.scheduler.attempts[token] = runner
+                scheduled.next = attempt
+                continue
+            }
+            let token = state.scheduler.takeToken()
+            state.scheduler.attempts[token] = launcher.startRunner(attempt, token)
+        }
+        if !plan.uploads.isEmpty {
+            let token = state.scheduler.takeToken()
+            let task = launcher.startPass(plan.uploads, token)
+            state.scheduler.passes[token] = task
+            scheduled.pass = task
+        }
+        if let deadline = plan.timerDeadline {
+            state.scheduler.timer?.task.cancel()
+            state.scheduler.timer = (launcher.startTimer(deadline), deadline)
+        }
+        if tellSettleWaiters { effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }
+        return scheduled
+    }
+
+    /// Under the core's lock: the settle waiters to resume, if the engine is settled at `instant`.
+    func takeSettleWaitersIfSettled(
+        _ state: inout CoreState, at instant: EngineInstant
+    ) -> [CheckedContinuation<Void, Never>] {
+        guard !state.scheduler.settleWaiters.isEmpty, Scheduler.isSettled(state, at: instant) else { return [] }
+        defer { state.scheduler.settleWaiters.removeAll() }
+        return state.scheduler.settleWaiters
+    }
+}
