@@ -47,7 +47,6 @@ public enum Format {
     static let minimumBodyFrameSize = 15
     /// Frame bytes around a non-empty body's blocks: the above plus the 8-byte content size.
     static let bodyFrameOverhead = 23
-    static let lz4FrameMagic: UInt32 = 0x184D_2204
     /// Suffix of segment files; names are the first sequence number, 16 decimal digits.
     public static let segmentSuffix = ".wal"
     /// The next segment's file while it waits, empty, for the roll that renames it into place

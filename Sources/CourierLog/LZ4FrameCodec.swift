@@ -1,28 +1,27 @@
-/// The LZ4 frame codec for the libFuzzer target `fuzz-lz4-frame` and for `wal-bench` (SPI: not
-/// public API, no stability promise).
-@_spi(Testing)
-public final class LZ4FrameCodec {
+/// The LZ4 frame codec for the libFuzzer target `fuzz-lz4-frame` and for `wal-bench` (`package`:
+/// the package's tools only, no API of the product).
+package final class LZ4FrameCodec {
     private let encoder = LZ4Encoder()
     private let decoder = LZ4Decoder()
 
     /// A codec with the platform's block codec.
-    public init() {}
+    package init() {}
 
     /// Appends one frame holding `body` to `out`; returns its length.
     @discardableResult
-    public func encode(_ body: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) -> Int {
+    package func encode(_ body: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) -> Int {
         encoder.compress(body, appendingTo: &out)
     }
 
     /// The body of the one frame that fills `frame`, or nil.
-    public func decode(_ frame: UnsafeRawBufferPointer, limit: Int) -> [UInt8]? {
+    package func decode(_ frame: UnsafeRawBufferPointer, limit: Int) -> [UInt8]? {
         decoder.decompress(frame, limit: limit)
     }
 
     /// The fuzzing property: decoding `bytes` never crashes and what decodes round-trips; the
     /// bytes scanned as a segment's records never crash or loop. Traps (a libFuzzer crash) on
     /// any broken property.
-    public static func fuzz(_ bytes: UnsafeRawBufferPointer) {
+    package static func fuzz(_ bytes: UnsafeRawBufferPointer) {
         let codec = LZ4FrameCodec()
         if let body = codec.decode(bytes, limit: 1 << 20) {
             var frame: [UInt8] = []

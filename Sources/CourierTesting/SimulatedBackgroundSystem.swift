@@ -149,9 +149,6 @@ public final class SimulatedBackgroundSystem {
     public var statistics: Statistics { state.withLock { $0.statistics } }
     /// Tasks not yet completed (waiting or due).
     public var outstandingCount: Int { state.withLock { $0.tasks.count } }
-    /// Completions waiting for the app.
-    public var heldCompletionCount: Int { state.withLock { $0.held.count } }
-
     /// Sets what a courier of the current app process needs: the clock, the wall time, a
     /// transport for its engine (which counts requests that overlap a task of the same
     /// message), and `backgroundUploads` with a session of this process.

@@ -122,9 +122,10 @@ import Testing
         config.maximumConcurrentDeliveries = 4
         let courier = try Courier(directory: dir.url, configuration: config)
         for i in 0..<50 { try courier.send(["n": i], to: inbox) }
+        // Every attempt starts in a critical section of the core (each send plans in its own):
+        // with no answer yet and no time passing, what has started now is all that will.
+        #expect(courier.sendingCount == 4)
         await transport.waitForRequests(4)
-        // Anything more would have been started by the same pump: give it time to arrive.
-        try await Task.sleep(for: .milliseconds(50))
         #expect(transport.requests.count == 4)
         transport.holdResponses = false
         transport.release()
@@ -141,16 +142,16 @@ import Testing
         transport.holdResponses = true
         let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
         for i in 0..<200 { try courier.send(["n": i], to: inbox) }
+        // Every attempt starts in a critical section of the core: what has started is all.
+        #expect(courier.sendingCount == 4, "starts low")
         await transport.waitForRequests(4)
-        // Anything more would have been started by the same pump: give it time to arrive.
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(transport.requests.count == 4, "starts low")
-        // The first round trip succeeds: the next round may be up to twice as wide.
+        let first = transport.requests.map(\.messageID)
+        // The first round trip succeeds: the next round may be up to twice as wide. Once the
+        // four deliveries are recorded, so are the plans made with them (same critical section).
         transport.release(4)
-        await transport.waitForRequests(9)
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(transport.heldCount > 4, "grew on success: \(transport.heldCount) in flight")
-        #expect(transport.heldCount <= 8, "at most doubled in one round trip: \(transport.heldCount)")
+        for id in first { try await courier.delivered(id) }
+        #expect(courier.sendingCount > 4, "grew on success: \(courier.sendingCount) in flight")
+        #expect(courier.sendingCount <= 8, "at most doubled in one round trip: \(courier.sendingCount)")
         transport.holdResponses = false
         transport.release()
         await courier.settle()

@@ -54,6 +54,8 @@ func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration
 extension Courier {
     /// Attempts in flight right now (for tests).
     var inFlightCount: Int { core.read(\.scheduler.attempts.count) }
+    /// Messages taken for a delivery (an attempt or an upload) and not yet ended.
+    var sendingCount: Int { core.read { $0.projection.slots.filter { $0.flags.contains(.sending) }.count } }
     /// Every pending message's full state: read back from the log, with the attempt count and
     /// due time the projection holds.
     var scheduledStates: [MessageID: MessageState] {
@@ -105,4 +107,23 @@ extension Event {
 struct ClosureRandom: RandomNumberGenerator {
     let source: @Sendable () -> UInt64
     mutating func next() -> UInt64 { source() }
+}
+
+extension Projection {
+    /// Applies a decoded event, as replay does from a record's view (tests build states so).
+    @discardableResult
+    mutating func apply(_ event: Event, address: RecordAddress) -> Change {
+        switch event {
+        case .enqueued(let s), .snapshot(let s):
+            return s.withKeys { url, key in
+                applyFullState(
+                    id: s.id, url: url, orderingKey: key, attempts: s.attempts,
+                    dueMilliseconds: s.nextDueMilliseconds, address: address)
+            }
+        case .attempted(let id, let attempt, let outcome, let due):
+            return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
+        case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): return applyEnd(id: id)
+        case .handedOff: return .ignored  // the core keeps hand-offs (`CoreState.handOffs`)
+        }
+    }
 }

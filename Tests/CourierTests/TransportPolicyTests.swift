@@ -66,7 +66,10 @@ import Testing
         let transport = AsyncHTTPClientTransport()
         let url = await server.url
         let attempt = Task { await transport.deliver(request(url, timeout: .seconds(30))) }
-        try await Task.sleep(for: .milliseconds(200))
+        // The request reaches the server (which holds it 5 s) before the task is cancelled.
+        // Bounded: at most 1,000 turns of 5 ms.
+        for _ in 0..<1_000 where server.statistics.requests == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(server.statistics.requests == 1, "the request reached the server")
         attempt.cancel()
         let outcome = await attempt.value
         guard case .failure(let f) = outcome else { Issue.record("\(outcome)"); return }

@@ -11,7 +11,6 @@
 //   0xC0 … 0xFF  a segment file for `wal-dump` (records, stats and verify, in JSON and text,
 //              on a simulated file system: an exit status, never a crash).
 // Work per input is bounded by the input's size.
-@_spi(CourierTesting) import Courier
 import CourierLog
 import CourierLogTesting
 import WALDumpCore
@@ -38,7 +37,7 @@ func dumpSegment(_ bytes: [UInt8]) {
     let fs = SimulatedFileSystem()
     try! fs.createDirectory(atPath: "/log")
     fs.setContents(bytes, of: "/log/0000000000000001.wal")
-    let dump = Dump(directory: "/log", fileSystem: fs, describer: CourierRecords(), out: { _ in }, err: { _ in })
+    let dump = Dump(directory: "/log", fileSystem: fs, out: { _ in }, err: { _ in })
     for json in [false, true] {
         _ = dump.records(json: json, payload: true)
         _ = dump.stats(json: json)

@@ -6,7 +6,7 @@
 // Each input is tried as one LZ4 frame (decode must return nil or a body whose re-encoding
 // decodes to the same body) and as the record area of a segment (the scanner must not crash
 // or loop). Work per input is bounded by the input's size.
-@_spi(Testing) import CourierLog
+import CourierLog
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

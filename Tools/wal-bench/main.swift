@@ -5,7 +5,7 @@
 // Appends N records of ~150-byte JSON under each sync policy, replays them, and measures the
 // alternative record layout (many bodies in one LZ4 frame) that the format chose not to use.
 import CLZ4
-@_spi(Testing) import CourierLog
+import CourierLog
 import Foundation
 
 let count = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 200_000 : 200_000

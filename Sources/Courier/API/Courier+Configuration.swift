@@ -130,24 +130,3 @@ extension Courier {
         public init() {}
     }
 }
-
-/// Spellings before the API settled on `maximum…`, `is…Enabled` and units in names.
-extension Courier.Configuration {
-    @available(*, deprecated, renamed: "maximumConcurrentDeliveries")
-    public var maxConcurrentDeliveries: Int {
-        get { maximumConcurrentDeliveries }
-        set { maximumConcurrentDeliveries = newValue }
-    }
-
-    @available(*, deprecated, renamed: "maximumMessageBytes")
-    public var maximumMessageSize: Int {
-        get { maximumMessageBytes }
-        set { maximumMessageBytes = newValue }
-    }
-
-    @available(*, deprecated, renamed: "isCompactionEnabled")
-    public var compactionEnabled: Bool {
-        get { isCompactionEnabled }
-        set { isCompactionEnabled = newValue }
-    }
-}

@@ -192,21 +192,3 @@ extension Courier {
         }
     }
 }
-
-extension Courier {
-    /// Sends bytes as JSON (`Content-Type: application/json`). Kept so code written before the
-    /// content type became explicit still compiles; say `contentType:` instead.
-    @available(
-        *, deprecated, message: "pass contentType: explicitly, e.g. send(data:contentType: \"application/json\", to:)"
-    )
-    @discardableResult
-    public func send(
-        data: Data, to url: URL, headers: [String: String] = [:],
-        onDelivered: (@Sendable (MessageID) -> Void)? = nil,
-        onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
-    ) throws(CourierError) -> MessageID {
-        try send(
-            data: data, contentType: "application/json", to: url, headers: headers,
-            onDelivered: onDelivered, onAbandoned: onAbandoned)
-    }
-}

@@ -158,7 +158,7 @@ package enum Event: Sendable, Equatable {
 
     /// Materializes the one parser's view (`EventView`), so `decode` and replay accept
     /// exactly the same bodies.
-    static func decode(kind: RecordKind, body: UnsafeRawBufferPointer) -> Event? {
+    package static func decode(kind: RecordKind, body: UnsafeRawBufferPointer) -> Event? {
         switch EventView.parse(kind: kind, body: body) {
         case nil: return nil
         case .fullState(let s)?:

@@ -3,11 +3,11 @@ import Foundation
 /// Turns `send`'s values into the exact bytes that will be POSTed, or throws `.invalidJSON`
 /// naming the offending path. `JSONSerialization` traps on values it cannot represent, so
 /// every value is checked before it is reached.
-enum JSONBody {
+package enum JSONBody {
     /// Validates and writes in one pass. Foundation's `JSONSerialization` is never called: it
     /// traps on values it cannot represent, and on Linux it spent most of `send`'s time
     /// (<doc:MeasuredFigures>); this writer checks each value as it writes it.
-    static func serialize(_ object: [String: Any]) throws(CourierError) -> [UInt8] {
+    package static func serialize(_ object: [String: Any]) throws(CourierError) -> [UInt8] {
         var writer = JSONWriter()
         writer.bytes.reserveCapacity(256)
         do {
@@ -31,12 +31,12 @@ enum JSONBody {
 }
 
 /// RFC 8259 JSON from `[String: Any]`, keys sorted by their UTF-8 bytes, `/` not escaped.
-struct JSONWriter {
+package struct JSONWriter {
     var bytes: [UInt8] = []
 
     /// Nesting deeper than this is refused (a cycle through NSArray/NSDictionary would
     /// otherwise recurse forever).
-    static let maximumDepth = 100
+    package static let maximumDepth = 100
 
     mutating func write(_ value: Any, path: String, depth: Int) throws(CourierError) {
         guard depth <= Self.maximumDepth else {

@@ -28,11 +28,6 @@ extension Projection {
 
     func origin(ofSlot i: UInt32) -> UInt32 { destinations.origin(slots[Int(i)].destination) }
 
-    /// The origin name ("https://host:443") of message `id`, if pending.
-    func originName(of id: MessageID) -> String? {
-        lookup(id).map { origins[origin(ofSlot: $0)].name }
-    }
-
     /// Puts a slot that is not in the heap where it belongs: parked if its destination is
     /// down, else in the heap.
     mutating func makeSchedulable(_ i: UInt32) {

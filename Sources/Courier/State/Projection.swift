@@ -144,23 +144,6 @@ struct Projection {
         return .ended
     }
 
-    /// Applies a decoded event (appends and tests; replay decodes without building events).
-    @discardableResult
-    mutating func apply(_ event: Event, address: RecordAddress) -> Change {
-        switch event {
-        case .enqueued(let s), .snapshot(let s):
-            return s.withKeys { url, key in
-                applyFullState(
-                    id: s.id, url: url, orderingKey: key, attempts: s.attempts,
-                    dueMilliseconds: s.nextDueMilliseconds, address: address)
-            }
-        case .attempted(let id, let attempt, let outcome, let due):
-            return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
-        case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): return applyEnd(id: id)
-        case .handedOff: return .ignored  // the core keeps hand-offs (`CoreState.handOffs`)
-        }
-    }
-
     // MARK: Scheduling
 
     /// The earliest due time of a schedulable message, of a destination's next probe, or of
@@ -283,11 +266,6 @@ struct Projection {
     mutating func moveFullState(_ id: MessageID, to address: RecordAddress) {
         guard let i = lookup(id) else { return }
         slots[Int(i)].address = address
-    }
-
-    /// The lowest full-state sequence of any pending message: the log may forget below it.
-    var oldestFullStateSequence: UInt64? {
-        slots.lazy.filter { $0.flags.contains(.live) }.map(\.address.sequence).min()
     }
 
     // MARK: Internals

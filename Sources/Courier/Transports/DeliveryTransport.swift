@@ -87,9 +87,3 @@ extension Courier.Configuration {
         #endif
     }
 }
-
-/// The platform's default transport.
-@available(*, deprecated, message: "Use Courier.Configuration().defaultTransport()")
-public func defaultTransport() throws(CourierError) -> any DeliveryTransport {
-    try Courier.Configuration().defaultTransport()
-}

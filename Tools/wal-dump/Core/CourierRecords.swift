@@ -1,15 +1,50 @@
 import Courier
 import CourierLog
+import Foundation
 
-/// Decodes records through the messaging layer's own decoder, so `wal-dump` prints the
-/// message id and event details. Records Courier did not write stay opaque.
-public struct CourierRecords: RecordDescriber {
-    public init() {}
-    public func messageID(of record: LogRecord) -> String? { EventDescription(record)?.messageID.description }
-    public func details(of record: LogRecord) -> [(key: String, value: String)] {
-        EventDescription(record)?.details.map { ($0.key, $0.value) } ?? []
+/// A log record as the messaging layer reads it: decoded once, through Courier's own decoder
+/// (`Event`, `package`), so `wal-dump` prints the message id and the event's details. A record
+/// Courier did not write (or one this version cannot read) stays opaque: nil.
+struct CourierRecord {
+    /// The message the record concerns, exactly as used in `Idempotency-Key`.
+    var messageID: String
+    /// Whether this record ends the message's life (delivered, abandoned, cancelled).
+    var isTerminal: Bool
+    /// A few `key=value` facts, in print order: destination, attempt, outcome, next due time, …
+    /// (the keys are `wal-dump --json` keys).
+    var details: [(key: String, value: String)] = []
+
+    init?(_ record: LogRecord) {
+        guard let event = Event.decode(kind: record.kind, body: record.body) else { return nil }
+        messageID = event.id.description
+        isTerminal = false
+        switch event {
+        case .enqueued(let s), .snapshot(let s):
+            add("url", s.url)
+            add("attempts", String(s.attempts))
+            add("due", iso8601(milliseconds: s.nextDueMilliseconds))
+        case .attempted(_, let attempt, let outcome, let due):
+            add("attempt", String(attempt))
+            add("outcome", outcome.description)
+            add("due", iso8601(milliseconds: due))
+        case .delivered(_, let attempt, let status):
+            isTerminal = true
+            add("attempt", String(attempt))
+            add("status", String(status))
+        case .abandoned(_, let attempt, let reason):
+            isTerminal = true
+            add("attempt", String(attempt))
+            add("reason", reason)
+        case .cancelled:
+            isTerminal = true
+        case .handedOff(_, let task):
+            add("attempt", String(task.attempt))
+            add("task", String(task.taskIdentifier))
+            let ticket = String(task.ticket, radix: 16)
+            add("ticket", String(repeating: "0", count: 16 - ticket.count) + ticket)
+            add("begin", iso8601(milliseconds: task.earliestBeginMilliseconds))
+        }
     }
-    public func isTerminal(_ kind: RecordKind) -> Bool {
-        kind == .delivered || kind == .abandoned || kind == .cancelled
-    }
+
+    private mutating func add(_ key: String, _ value: String) { details.append((key, value)) }
 }

@@ -9,9 +9,9 @@ extension Dump {
         guard
             let report = read({ r in
                 perKind[r.kind, default: 0] += 1
-                guard let id = describer.messageID(of: r) else { return }
-                messages[id, default: (0, false)].records += 1
-                if describer.isTerminal(r.kind) { messages[id]!.ended = true }
+                guard let decoded = CourierRecord(r) else { return }
+                messages[decoded.messageID, default: (0, false)].records += 1
+                if decoded.isTerminal { messages[decoded.messageID]!.ended = true }
             })
         else { return .usage }
         let recordsWithID = messages.values.reduce(0) { $0 + $1.records }

@@ -6,18 +6,15 @@ import CourierLog
 public struct Dump {
     public var directory: String
     public var fileSystem: any LogFileSystem
-    public var describer: any RecordDescriber
     public var out: (String) -> Void
     public var err: (String) -> Void
 
     public init(
         directory: String, fileSystem: any LogFileSystem = PosixFileSystem(),
-        describer: any RecordDescriber = CourierRecords(),
         out: @escaping (String) -> Void, err: @escaping (String) -> Void
     ) {
         self.directory = directory
         self.fileSystem = fileSystem
-        self.describer = describer
         self.out = out
         self.err = err
     }
@@ -74,8 +71,10 @@ public struct Dump {
         var s =
             "\(r.segment) offset=\(r.address.offset) length=\(r.address.length) seq=\(r.sequence) "
             + "type=\(r.kind) time=\(iso8601(milliseconds: r.timestampMilliseconds))"
-        if let id = describer.messageID(of: r) { s += " id=\(id)" }
-        for (k, v) in describer.details(of: r) { s += " \(k)=\(v)" }
+        if let decoded = CourierRecord(r) {
+            s += " id=\(decoded.messageID)"
+            for (k, v) in decoded.details { s += " \(k)=\(v)" }
+        }
         s += " body=\(r.body.count)B"
         if payload { s += " payload=" + payloadText(r.body).json }
         return s
@@ -92,8 +91,10 @@ public struct Dump {
         j.add("timestamp", iso8601(milliseconds: r.timestampMilliseconds))
         j.add("timestamp_ms", r.timestampMilliseconds)
         j.add("batch_end", r.flags.contains(.batchEnd))
-        if let id = describer.messageID(of: r) { j.add("id", id) }
-        for (k, v) in describer.details(of: r) { j.add(k, v) }
+        if let decoded = CourierRecord(r) {
+            j.add("id", decoded.messageID)
+            for (k, v) in decoded.details { j.add(k, v) }
+        }
         j.add("body_bytes", r.body.count)
         if payload {
             let p = payloadText(r.body)

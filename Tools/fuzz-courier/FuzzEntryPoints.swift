@@ -1,13 +1,14 @@
+import Courier
 import CourierLog
 import Foundation
 
-/// The properties the libFuzzer target `fuzz-courier` checks, on input it makes up (SPI: not
-/// part of the public API). Each traps on a violation, which is what libFuzzer reports.
-@_spi(CourierTesting)
-public enum FuzzEntryPoints {
+/// The properties this libFuzzer target checks, on input it makes up, through the record format
+/// and the JSON writer's `package` API (nothing of it ships in a product). Each traps on a
+/// violation, which is what libFuzzer reports.
+enum FuzzEntryPoints {
     /// Any bytes, as the body of a record of any kind: decoding returns nil or an event that
     /// re-encodes to bytes decoding to the same event (replay reads the same parser's view).
-    public static func decodeEvent(kind rawKind: UInt8, body: UnsafeRawBufferPointer) {
+    static func decodeEvent(kind rawKind: UInt8, body: UnsafeRawBufferPointer) {
         let kind = RecordKind(rawValue: rawKind % 8)  // the kinds in use, and a few unknown ones
         guard let event = Event.decode(kind: kind, body: body) else { return }
         let again = event.encoded()
@@ -18,7 +19,7 @@ public enum FuzzEntryPoints {
     /// integers, doubles and floats from any bit pattern including NaN and infinities, dates,
     /// nesting as deep as the input allows), then written by `send`'s JSON writer: it returns
     /// bytes Foundation parses, or throws `.invalidJSON`; it never traps or overflows the stack.
-    public static func serializeJSON(program: UnsafeRawBufferPointer) {
+    static func serializeJSON(program: UnsafeRawBufferPointer) {
         var builder = JSONProgram(bytes: program)
         let object = builder.object()
         switch Result(catching: { () throws(CourierError) in try JSONBody.serialize(object) }) {
