@@ -60,11 +60,15 @@ format-check:
 	$(SWIFT) format lint --strict --recursive --parallel Sources Tools
 	@long=$$(find Sources Tools -name '*.swift' -print0 | xargs -0 awk 'length > 120 {print FILENAME ":" FNR}'); \
 	  if [ -n "$$long" ]; then echo "format-check: lines over 120 columns:"; echo "$$long"; exit 1; fi
+	@long=$$(find Tests Package.swift -name '*.swift' -print0 | xargs -0 awk 'length > 120 {print FILENAME ":" FNR}'); \
+	  if [ -n "$$long" ]; then echo "format-check: lines over 120 columns in Tests/ or Package.swift:"; \
+	  echo "$$long"; exit 1; fi
 	@open=$$(grep -rnE '\bcore\.(write|read)\b|\bCoreState\b' Sources --include='*.swift' \
 	  | grep -v '^Sources/Courier/State/' | grep -vE '^[^:]*:[0-9]+:[[:space:]]*//'); \
 	  if [ -n "$$open" ]; then echo "format-check: CoreState reached outside Sources/Courier/State/ (call an intent):"; \
 	  echo "$$open"; exit 1; fi
-	@echo "format-check: Sources/ and Tools/ are formatted, no line over 120 columns, the core is closed"
+	@echo "format-check: Sources/ and Tools/ are formatted, no line over 120 columns (there, in Tests/ or in" \
+	  "Package.swift), the core is closed"
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel Sources Tools

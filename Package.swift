@@ -46,7 +46,10 @@ let package = Package(
     // Without it, opening a Courier on Linux with no `configuration.transport` throws
     // `.transportUnavailable` naming this trait. The Makefile builds this repository with it.
     traits: [
-        .trait(name: "AsyncHTTPClientTransport", description: "The AsyncHTTPClient transport: what Courier delivers through on Linux."),
+        .trait(
+            name: "AsyncHTTPClientTransport",
+            description: "The AsyncHTTPClient transport: what Courier delivers through on Linux."
+        ),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -78,7 +81,8 @@ let package = Package(
         // Hardware CRC-32C (SSE4.2 / ARMv8 CRC), with a Swift fallback in CourierLog.
         .target(name: "CCRC32C"),
         // The write-ahead log. It knows nothing about HTTP or messages.
-        .target(name: "CourierLog", dependencies: [.target(name: "CLZ4", condition: .when(platforms: [.linux])), "CCRC32C"],
+        .target(name: "CourierLog",
+                dependencies: [.target(name: "CLZ4", condition: .when(platforms: [.linux])), "CCRC32C"],
                 exclude: privacyManifestExcluded, resources: privacyManifest),
         .target(name: "CourierLogTesting", dependencies: ["CourierLog"]),
         // The messaging layer and public API: events, projection, retry engine, transports.
@@ -126,13 +130,15 @@ let package = Package(
                            .product(name: "NIOHTTP2", package: "swift-nio-http2",
                                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"]))],
             path: "Tools/courier-bench"),
-        .executableTarget(name: "wal-bench", dependencies: ["CourierLog", .target(name: "CLZ4", condition: .when(platforms: [.linux]))],
-                         path: "Tools/wal-bench"),
+        .executableTarget(name: "wal-bench",
+                          dependencies: ["CourierLog", .target(name: "CLZ4", condition: .when(platforms: [.linux]))],
+                          path: "Tools/wal-bench"),
         // libFuzzer target (`make fuzz`): built only with `--sanitize fuzzer`, never by `make test`.
         .executableTarget(name: "fuzz-lz4-frame", dependencies: ["CourierLog"], path: "Tools/fuzz-lz4-frame"),
         // libFuzzer target (`make fuzz`, and a short run in `make test`): event decoder, JSON
         // writer, wal-dump. Built with `--sanitize fuzzer`, without the HTTP client trait.
-        .executableTarget(name: "fuzz-courier", dependencies: ["Courier", "CourierLog", "CourierLogTesting", "WALDumpCore"],
+        .executableTarget(name: "fuzz-courier",
+                          dependencies: ["Courier", "CourierLog", "CourierLogTesting", "WALDumpCore"],
                           path: "Tools/fuzz-courier"),
         // The messaging layer's golden records (Fixtures/logs/courier-v1), made by today's
         // encoder: `wal-fixtures` writes them, CourierTests decodes them. Not a product.
@@ -143,16 +149,20 @@ let package = Package(
 
         // Tests
         .testTarget(name: "CourierSampleTests", dependencies: ["CourierSample", "Courier", "CourierTesting"]),
-        .testTarget(name: "CourierLogTests", dependencies: ["CourierLog", "CourierLogTesting",
-                                                          .target(name: "CLZ4", condition: .when(platforms: [.linux]))]),
-        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer",
-                                                       "GoldenRecords",
-                                                       .product(name: "Logging", package: "swift-log"),
-                                                       .product(name: "AsyncHTTPClient", package: "async-http-client",
-                                                                condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
-                                                       .product(name: "NIOPosix", package: "swift-nio",
-                                                                condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"]))]),
-        .testTarget(name: "WALDumpTests", dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting", "Courier", "CourierTesting"]),
+        .testTarget(name: "CourierLogTests", dependencies: [
+            "CourierLog", "CourierLogTesting", .target(name: "CLZ4", condition: .when(platforms: [.linux])),
+        ]),
+        .testTarget(name: "CourierTests", dependencies: [
+            "Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer",
+            "GoldenRecords",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client",
+                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
+            .product(name: "NIOPosix", package: "swift-nio",
+                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
+        ]),
+        .testTarget(name: "WALDumpTests",
+                    dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting", "Courier", "CourierTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

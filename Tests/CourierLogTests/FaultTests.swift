@@ -69,7 +69,9 @@ import Testing
 
     @Test func concurrentAlwaysAppendersShareFsyncs() async throws {
         let fs = SimulatedFileSystem()
-        let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: 1 << 20, policy: .always), fileSystem: fs)
+        let log = try WriteAheadLog(directory: dir,
+                                    configuration: testConfiguration(segmentSizeBytes: 1 << 20, policy: .always),
+                                    fileSystem: fs)
         let before = fs.count(of: .sync)
         await withTaskGroup(of: Void.self) { group in
             for t in 0..<8 {
@@ -114,7 +116,8 @@ import Testing
         var k = 0
         while true {
             let fs = SimulatedFileSystem()
-            let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: 4096), fileSystem: fs)
+            let log = try WriteAheadLog(directory: dir,
+                                        configuration: testConfiguration(segmentSizeBytes: 4096), fileSystem: fs)
             try prepare(log)
             try log.sync()
             let start = fs.operationCount
@@ -122,7 +125,8 @@ import Testing
             try? scenario(log)
             let finished = fs.operationCount - start <= k
             fs.crash()
-            let reopened = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: 4096), fileSystem: fs)
+            let reopened = try WriteAheadLog(directory: dir,
+                                             configuration: testConfiguration(segmentSizeBytes: 4096), fileSystem: fs)
             var records: [LogRecord] = []
             let report = try reopened.reader.read { records.append($0.record()) }
             #expect(report.isClean, "crash after \(k) operations: \(report.damaged)")
@@ -193,7 +197,8 @@ import Testing
     @Test(.timeLimit(.minutes(1)))
     func theIntervalSyncIsNotHeldUpByABusyDispatchPool() throws {
         let fs = SimulatedFileSystem()
-        let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(policy: .interval(.milliseconds(20))), fileSystem: fs)
+        let log = try WriteAheadLog(
+            directory: dir, configuration: testConfiguration(policy: .interval(.milliseconds(20))), fileSystem: fs)
         defer { try? log.close() }
         // Block more global-queue workers than there are cores.
         let release = DispatchSemaphore(value: 0)

@@ -3,7 +3,8 @@ import CourierLogTesting
 import Foundation
 
 /// A configuration with fixed time and salts, so runs are reproducible byte for byte.
-func testConfiguration(segmentSizeBytes: Int = 16 << 10, policy: WriteAheadLog.SyncPolicy = .never) -> WriteAheadLog.Configuration {
+func testConfiguration(segmentSizeBytes: Int = 16 << 10,
+                       policy: WriteAheadLog.SyncPolicy = .never) -> WriteAheadLog.Configuration {
     var c = WriteAheadLog.Configuration()
     c.segmentSizeBytes = segmentSizeBytes
     c.syncPolicy = policy
@@ -30,8 +31,10 @@ let dir = "/log"
 
 /// Opens a log on `fs`, appends `count` records, closes it; returns what was appended.
 @discardableResult
-func writeLog(_ fs: SimulatedFileSystem, count: Int, segmentSizeBytes: Int = 16 << 10, first: Int = 0) throws -> [LogEntry] {
-    let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: segmentSizeBytes), fileSystem: fs)
+func writeLog(_ fs: SimulatedFileSystem, count: Int, segmentSizeBytes: Int = 16 << 10,
+              first: Int = 0) throws -> [LogEntry] {
+    let log = try WriteAheadLog(directory: dir,
+                                configuration: testConfiguration(segmentSizeBytes: segmentSizeBytes), fileSystem: fs)
     var entries: [LogEntry] = []
     for i in first..<(first + count) {
         let e = LogEntry(kind: RecordKind(rawValue: UInt8(1 + i % 5)), body: body(i))
@@ -50,11 +53,14 @@ func readAll(_ fs: any LogFileSystem, _ directory: String = dir) throws -> ([Log
 }
 
 /// A copy of `fs`'s files, durably, in a new file system (a fresh "disk" per scenario).
-func copyFileSystem(_ fs: SimulatedFileSystem, transform: (String, [UInt8]) -> [UInt8]? = { $1 }) -> SimulatedFileSystem {
+func copyFileSystem(_ fs: SimulatedFileSystem,
+                    transform: (String, [UInt8]) -> [UInt8]? = { $1 }) -> SimulatedFileSystem {
     let copy = SimulatedFileSystem()
     try? copy.createDirectory(atPath: dir)
     for path in fs.allPaths() {
-        if let bytes = fs.contents(of: path), let changed = transform(path, bytes) { copy.setContents(changed, of: path) }
+        if let bytes = fs.contents(of: path), let changed = transform(path, bytes) {
+            copy.setContents(changed, of: path)
+        }
     }
     return copy
 }

@@ -14,7 +14,9 @@ import CLZ4
     static func bodies() -> [(String, [UInt8])] {
         var rng = SeededRandom(seed: 99)
         func random(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) } }
-        func text(_ n: Int) -> [UInt8] { Array(String(repeating: #"{"text":"hello world","n":12345}"#, count: n / 30 + 1).utf8.prefix(n)) }
+        func text(_ n: Int) -> [UInt8] {
+            Array(String(repeating: #"{"text":"hello world","n":12345}"#, count: n / 30 + 1).utf8.prefix(n))
+        }
         return [
             ("empty", []), ("1 byte", [7]), ("12 bytes", text(12)), ("158-byte JSON", text(158)),
             ("4 KiB random", random(4096)), ("64 KiB - 1 text", text(65_535)), ("64 KiB text", text(65_536)),
@@ -42,7 +44,8 @@ import CLZ4
         for (name, body) in Self.bodies() {
             let frame = encode(body)
             #expect(decode(frame) == body, "\(name)")
-            #expect(decode(frame, limit: max(0, body.count - 1)) == (body.isEmpty ? [] : nil), "\(name): the limit is enforced")
+            #expect(decode(frame, limit: max(0, body.count - 1)) == (body.isEmpty ? [] : nil),
+                    "\(name): the limit is enforced")
         }
     }
 
@@ -80,12 +83,16 @@ import CLZ4
     /// liblz4's own decoder on a frame.
     static func liblz4Decode(_ frame: [UInt8], size: Int) -> [UInt8]? {
         var ctx: OpaquePointer?
-        guard LZ4F_isError(LZ4F_createDecompressionContext(&ctx, UInt32(LZ4F_VERSION))) == 0, let ctx else { return nil }
+        guard LZ4F_isError(LZ4F_createDecompressionContext(&ctx, UInt32(LZ4F_VERSION))) == 0, let ctx else {
+            return nil
+        }
         defer { LZ4F_freeDecompressionContext(ctx) }
         var out = [UInt8](repeating: 0, count: size + 1)
         var dstSize = out.count
         var srcSize = frame.count
-        let hint = out.withUnsafeMutableBytes { o in frame.withUnsafeBytes { LZ4F_decompress(ctx, o.baseAddress, &dstSize, $0.baseAddress, &srcSize, nil) } }
+        let hint = out.withUnsafeMutableBytes { o in
+            frame.withUnsafeBytes { LZ4F_decompress(ctx, o.baseAddress, &dstSize, $0.baseAddress, &srcSize, nil) }
+        }
         guard LZ4F_isError(hint) == 0, hint == 0, srcSize == frame.count else { return nil }
         return Array(out.prefix(dstSize))
     }
@@ -114,7 +121,9 @@ import CLZ4
     /// The stock `lz4` tool decodes a segment written by today's writer (skipping the
     /// skippable header frames) to exactly the bodies appended.
     @Test func theLz4ToolDecodesASegment() throws {
-        let lz4 = ["/usr/bin/lz4", "/usr/local/bin/lz4", "/opt/homebrew/bin/lz4"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let lz4 = ["/usr/bin/lz4", "/usr/local/bin/lz4", "/opt/homebrew/bin/lz4"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
         let tool = try #require(lz4, "the lz4 tool is missing: make test installs it (Debian package lz4)")
         let dir = NSTemporaryDirectory() + "lz4-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -49,7 +49,8 @@ import Testing
                 let floor = UInt64.random(in: 0...log.nextSequence, using: &rng)
                 if (try? log.forget(below: floor)) != nil { model.floor = max(model.floor, floor) }
             case 80..<85:
-                fs.inject(Bool.random(using: &rng) ? .error(28) : .error(5), on: Bool.random(using: &rng) ? .write : .sync)
+                fs.inject(Bool.random(using: &rng) ? .error(28) : .error(5),
+                          on: Bool.random(using: &rng) ? .write : .sync)
             case 85..<88:
                 fs.inject(.shortWrite(bytes: Int.random(in: 0...60, using: &rng)), on: .write)
             default:
@@ -79,7 +80,8 @@ import Testing
             #expect(seen[seq] == body, "\(context): durable record \(seq) lost")
         }
         for (seq, body) in seen {
-            #expect(model.acknowledged[seq] == body || model.uncertain[seq] == body, "\(context): record \(seq) invented")
+            #expect(model.acknowledged[seq] == body || model.uncertain[seq] == body,
+                    "\(context): record \(seq) invented")
         }
     }
 

@@ -15,7 +15,8 @@ import Testing
     /// A log whose one sealed segment is 8 MiB of records of many sizes, up to 3 MiB.
     func largeLog() throws -> (SimulatedFileSystem, [LogEntry]) {
         let fs = SimulatedFileSystem()
-        let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: 8 << 20), fileSystem: fs)
+        let log = try WriteAheadLog(directory: dir,
+                                    configuration: testConfiguration(segmentSizeBytes: 8 << 20), fileSystem: fs)
         var entries: [LogEntry] = []
         let sizes = [150, 700_000, 3 << 20, 90, 1 << 20, 333_333, 5, 1_048_000, 200_000]
         for (i, size) in sizes.enumerated() {
@@ -61,7 +62,8 @@ import Testing
         let (fs, entries) = try largeLog()
         let path = fs.allPaths().filter { $0.hasSuffix(".wal") }.sorted().last!  // the newest
         fs.setContents(fs.contents(of: path)! + [UInt8](repeating: 0, count: 3 << 20), of: path)
-        let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: 8 << 20), fileSystem: fs)
+        let log = try WriteAheadLog(directory: dir,
+                                    configuration: testConfiguration(segmentSizeBytes: 8 << 20), fileSystem: fs)
         #expect(log.recovery.tornTail?.reason == "zero-filled")
         #expect(log.recovery.tornTail?.length == 3 << 20)
         try log.close()

@@ -13,7 +13,9 @@ import Testing
         let fs = SimulatedFileSystem()
         let config = testConfiguration(segmentSizeBytes: 65_536)
         let log = try WriteAheadLog(directory: dir, configuration: config, fileSystem: fs)
-        let bodies = (0..<5).map { i in Array(#"{"i":\#(i),"text":"\#(String(repeating: "abcd", count: 75_000))"}"#.utf8) }
+        let bodies = (0..<5).map { i in
+            Array(#"{"i":\#(i),"text":"\#(String(repeating: "abcd", count: 75_000))"}"#.utf8)
+        }
         for b in bodies { try log.append(b, kind: .enqueued) }
         fs.killProcess()  // no close(): the app was killed
         _ = log
@@ -33,12 +35,14 @@ import Testing
     /// Whatever segment size the reading process is configured with, it reads the same records.
     @Test func recoveryDoesNotDependOnTheReadersSegmentSize() throws {
         let fs = SimulatedFileSystem()
-        let writer = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: 1 << 20), fileSystem: fs)
+        let writer = try WriteAheadLog(directory: dir,
+                                       configuration: testConfiguration(segmentSizeBytes: 1 << 20), fileSystem: fs)
         let big = [UInt8](repeating: 7, count: 200_000)
         try writer.append(big, kind: .enqueued)
         fs.killProcess()
         _ = writer
-        let reader = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: 4096), fileSystem: fs)
+        let reader = try WriteAheadLog(directory: dir,
+                                       configuration: testConfiguration(segmentSizeBytes: 4096), fileSystem: fs)
         var read: [[UInt8]] = []
         _ = try reader.reader.read { read.append(Array($0.body)) }
         let same = read == [big]
@@ -50,7 +54,9 @@ import Testing
     /// The writer refuses, before writing a byte, a body no reader would accept.
     @Test func aBodyOverTheFormatLimitIsRefusedBeforeAnythingIsWritten() throws {
         let fs = SimulatedFileSystem()
-        let log = try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: Format.maximumSegmentBytes), fileSystem: fs)
+        let log = try WriteAheadLog(directory: dir,
+                                    configuration: testConfiguration(segmentSizeBytes: Format.maximumSegmentBytes),
+                                    fileSystem: fs)
         let writes = fs.count(of: .write)
         let huge = [UInt8](repeating: 0, count: Format.maximumBodyBytes + 1)
         #expect { try log.append(huge, kind: .enqueued) } throws: { ($0 as? LogError)?.code == .recordTooLarge }
@@ -63,7 +69,10 @@ import Testing
 
     @Test func segmentSizesOutsideTheFormatsBoundsAreRefused() {
         for size in [0, Format.minimumSegmentBytes - 1, Format.maximumSegmentBytes + 1] {
-            #expect { try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: size), fileSystem: SimulatedFileSystem()) }
+            #expect {
+                try WriteAheadLog(directory: dir, configuration: testConfiguration(segmentSizeBytes: size),
+                                  fileSystem: SimulatedFileSystem())
+            }
                 throws: { ($0 as? LogError)?.code == .invalidArgument }
         }
     }
@@ -79,7 +88,8 @@ import Testing
             let log = try WriteAheadLog(directory: dir, configuration: config, fileSystem: fs)
             let body = (0..<config.maximumRecordBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
             try log.append(body, kind: .enqueued)
-            #expect(Format.worstCaseRecordBytes(bodyBytes: body.count) <= size - Format.segmentHeaderSize, "segment \(size)")
+            #expect(Format.worstCaseRecordBytes(bodyBytes: body.count) <= size - Format.segmentHeaderSize,
+                    "segment \(size)")
             try log.close()
         }
     }

@@ -21,7 +21,9 @@ import Testing
         let forbidding = Locked(0, forbidsBlockingIO: true)
         let plain = Locked(0)
         #expect(throws: LogError.self) { try forbidding.withLock { _ throws(LogError) in try file.sync() } }
-        #expect(throws: LogError.self) { try forbidding.withLock { _ throws(LogError) in try fs.syncDirectory(atPath: "/") } }
+        #expect(throws: LogError.self) {
+            try forbidding.withLock { _ throws(LogError) in try fs.syncDirectory(atPath: "/") }
+        }
         try plain.withLock { _ throws(LogError) in try file.sync() }
         #expect(fs.blockingCallsRefused == 2)
     }
@@ -89,7 +91,8 @@ import Testing
         let log = try WriteAheadLog(directory: dir, configuration: configuration(.inline), fileSystem: fs)
         for i in 0..<20 { try log.append(body(i), kind: .enqueued) }
         try log.sync()
-        #expect(fs.allPaths().contains(dir + "/" + Format.spareSegmentName), "after the first append: the spare is ready")
+        #expect(fs.allPaths().contains(dir + "/" + Format.spareSegmentName),
+                "after the first append: the spare is ready")
         fs.killProcess()
         let reopened = try WriteAheadLog(directory: dir, configuration: configuration(.inline), fileSystem: fs)
         #expect(!fs.allPaths().contains(dir + "/" + Format.spareSegmentName))

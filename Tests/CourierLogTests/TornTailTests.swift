@@ -131,7 +131,8 @@ import Testing
             if let hit {
                 #expect(read == all.filter { $0.sequence != hit.sequence }, "flip at \(i)")
                 #expect(report.missingSequences == 1)
-                #expect(report.damaged.count == 1 && report.damaged[0].offset == Int(hit.address.offset), "flip at \(i)")
+                #expect(report.damaged.count == 1 && report.damaged[0].offset == Int(hit.address.offset),
+                        "flip at \(i)")
             } else if saltBytes.contains(i) {
                 // The salt seeds every record's CRC: this segment's records are unreadable, and
                 // reported as damage; later segments are untouched (the documented downside).
@@ -183,8 +184,10 @@ import Testing
         for size in [0, 1, 39, 40, 41, 100, 5000] {
             let fs = SimulatedFileSystem()
             try fs.createDirectory(atPath: dir)
-            fs.setContents((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }, of: "/log/0000000000000001.wal")
-            fs.setContents((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }, of: "/log/0000000000000009.wal")
+            fs.setContents((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) },
+                           of: "/log/0000000000000001.wal")
+            fs.setContents((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) },
+                           of: "/log/0000000000000009.wal")
             let (records, report) = try readAll(fs)
             #expect(records.isEmpty)
             #expect(!report.isClean, "a sealed segment without a valid header is damage")

@@ -64,7 +64,8 @@ let ids = SequentialMessageIDs()
         m.apply(.failed(id, attempt: 3, outcome: .response(status: 500), retryIn: .milliseconds(2400)), at: t0)
         #expect(m.rows.first?.status(now: t0) == "attempt 3 failed (500) — next in 2.4 s")
         #expect(m.rows.first?.status(now: t0.addingTimeInterval(1)) == "attempt 3 failed (500) — next in 1.4 s")
-        m.apply(.failed(id, attempt: 4, outcome: .failure(TransportFailure(.connectionClosed, "x")), retryIn: .seconds(1)), at: t0)
+        m.apply(.failed(id, attempt: 4, outcome: .failure(TransportFailure(.connectionClosed, "x")),
+                        retryIn: .seconds(1)), at: t0)
         #expect(m.rows.first?.status(now: t0) == "attempt 4 failed (connection dropped) — next in 1.0 s")
         m.apply(.delivered(id, attempts: 5), at: t0.addingTimeInterval(7.1))
         #expect(m.rows.first?.status(now: t0) == "delivered after 5 attempts (7.1 s)")
@@ -85,8 +86,10 @@ let ids = SequentialMessageIDs()
         let a = ids.next(), b = ids.next()
         let url = URL(string: "http://127.0.0.1:1/m")!
         let pending = [
-            PendingMessage(id: a, url: url, body: Data(#"{"text":"older"}"#.utf8), attempts: 3, sentAt: t0, nextAttemptAt: t0.addingTimeInterval(4)),
-            PendingMessage(id: b, url: url, body: Data(#"{"text":"newer"}"#.utf8), attempts: 0, sentAt: t0, nextAttemptAt: t0),
+            PendingMessage(id: a, url: url, body: Data(#"{"text":"older"}"#.utf8), attempts: 3, sentAt: t0,
+                           nextAttemptAt: t0.addingTimeInterval(4)),
+            PendingMessage(id: b, url: url, body: Data(#"{"text":"newer"}"#.utf8), attempts: 0, sentAt: t0,
+                           nextAttemptAt: t0),
         ]
         var m = SampleViewModel(pending: pending)
         #expect(m.rows.map(\.text) == ["newer", "older"])
@@ -106,7 +109,8 @@ let ids = SequentialMessageIDs()
         var m = SampleViewModel()
         #expect(m.serverStatus == nil)
         m.apply(.destinationDown("http://127.0.0.1:8080", consecutiveFailures: 5), at: t0)
-        #expect(m.serverStatus == "server down (5 failures in a row at http://127.0.0.1:8080): messages wait, one probe at a time")
+        #expect(m.serverStatus
+                == "server down (5 failures in a row at http://127.0.0.1:8080): messages wait, one probe at a time")
         m.apply(.destinationRecovered("http://127.0.0.1:8080", downFor: .milliseconds(12_500), released: 42), at: t0)
         #expect(m.serverStatus == "server back (http://127.0.0.1:8080, down 12.5 s): 42 waiting messages resumed")
     }
@@ -115,7 +119,8 @@ let ids = SequentialMessageIDs()
 @Suite struct KeyDecoderTests {
     @Test func bytesBecomeKeys() {
         var d = KeyDecoder()
-        #expect(d.decode(Array("hi".utf8) + [9, 13, 127, 3]) == [.character("h"), .character("i"), .tab, .enter, .backspace, .interrupt])
+        #expect(d.decode(Array("hi".utf8) + [9, 13, 127, 3])
+                == [.character("h"), .character("i"), .tab, .enter, .backspace, .interrupt])
         #expect(d.decode([27, 91, 65]) == [], "arrow keys are swallowed")
         #expect(d.decode([27, 91, 90]) == [.tab], "Shift-Tab moves focus")
         #expect(d.decode(Array("é".utf8).prefix(1).map { $0 }) == [], "half a character waits")
@@ -125,7 +130,8 @@ let ids = SequentialMessageIDs()
 
 @Suite struct ScreenRendererTests {
     func render(_ m: SampleViewModel, width: Int = 80, height: Int = 12) -> [String] {
-        ScreenRenderer(width: width, height: height, styled: false, logDirectory: "/data/log", serverDescription: "http://127.0.0.1:18787/messages")
+        ScreenRenderer(width: width, height: height, styled: false, logDirectory: "/data/log",
+                       serverDescription: "http://127.0.0.1:18787/messages")
             .lines(for: m, now: t0)
     }
 

@@ -52,9 +52,13 @@ import Testing
         let stopAfterSends = Int.random(in: 0...count, using: &rng)
         var acknowledged: [MessageID] = []
         for i in 0..<count {
-            if i == stopAfterSends && Bool.random(using: &rng) { fs.stopAfter(operations: Int.random(in: 0...3, using: &rng)) }
+            if i == stopAfterSends && Bool.random(using: &rng) {
+                fs.stopAfter(operations: Int.random(in: 0...3, using: &rng))
+            }
             let body = Self.randomBody(maximum: config.maximumMessageBytes, &rng)
-            switch Result(catching: { () throws(CourierError) in try courier.send(data: body, contentType: "application/octet-stream", to: inbox) }) {
+            switch Result(catching: { () throws(CourierError) in
+                try courier.send(data: body, contentType: "application/octet-stream", to: inbox)
+            }) {
             case .success(let id): acknowledged.append(id)
             case .failure(let error): #expect(error.code == .storageFailed, "seed \(seed): \(error)")
             }
@@ -74,7 +78,10 @@ import Testing
         let again = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: reopen)
         let pending = await Set(again.pendingMessages().map(\.id))
         let lost = acknowledged.filter { !pending.contains($0) }
-        #expect(lost.isEmpty, "seed \(seed), segment \(config.segmentSizeBytes), max message \(config.maximumMessageBytes), \(config.durability), power loss \(powerLoss): lost \(lost.count) of \(acknowledged.count)")
+        #expect(lost.isEmpty, """
+            seed \(seed), segment \(config.segmentSizeBytes), max message \(config.maximumMessageBytes), \
+            \(config.durability), power loss \(powerLoss): lost \(lost.count) of \(acknowledged.count)
+            """)
         #expect(again.recovery.isClean, "seed \(seed): \(again.recovery.summary)")
         await again.close()
         _ = courier
@@ -91,7 +98,8 @@ import Testing
         var rng = SeededRandom(seed: 0x9A_0000 + seed)
         let fs = SimulatedFileSystem()
         let transport = ScriptedTransport { request in
-            request.messageID.description.last!.hexDigitValue! % 2 == 0 ? .response(status: 200) : .response(status: 500)
+            request.messageID.description.last!.hexDigitValue! % 2 == 0
+                ? .response(status: 200) : .response(status: 500)
         }
         var config = Courier.Configuration()
         config.useSmallestSegments()
@@ -107,11 +115,14 @@ import Testing
         var acknowledged: [(id: MessageID, sequence: UInt64)] = []
         for i in 0..<count {
             if i == stopAt { fs.stopAfter(operations: Int.random(in: 0...6, using: &rng)) }
-            switch Result(catching: { () throws(CourierError) in try courier.send(["n": i, "pad": String(repeating: "p", count: 40)], to: inbox) }) {
+            switch Result(catching: { () throws(CourierError) in
+                try courier.send(["n": i, "pad": String(repeating: "p", count: 40)], to: inbox)
+            }) {
             // The record's sequence is at most the log's last one now (the engine may have
             // appended after it): a conservative bound.
             case .success(let id): acknowledged.append((id, courier.log.nextSequence - 1))
-            case .failure(let error): #expect([.storageFailed, .storageFull].contains(error.code), "seed \(seed): \(error)")
+            case .failure(let error):
+                #expect([.storageFailed, .storageFull].contains(error.code), "seed \(seed): \(error)")
             }
             if i % 10 == 0 { await courier.settle() }
         }
@@ -125,7 +136,8 @@ import Testing
         let keep = Int.random(in: 0...64, using: &rng)
         fs.crash(keepingUnsyncedBytes: { _, unsynced in min(keep, unsynced) })
 
-        let accepted = Set(transport.requests.filter { $0.messageID.description.last!.hexDigitValue! % 2 == 0 }.map(\.messageID))
+        let accepted = Set(
+            transport.requests.filter { $0.messageID.description.last!.hexDigitValue! % 2 == 0 }.map(\.messageID))
         var reopen = config
         let held = ScriptedTransport()
         held.holdResponses = true
@@ -135,7 +147,10 @@ import Testing
         let pending = await Set(again.pendingMessages().map(\.id))
         let synced = acknowledged.filter { $0.sequence <= durable && !accepted.contains($0.id) }
         let lost = synced.filter { !pending.contains($0.id) }
-        #expect(lost.isEmpty, "seed \(seed), \(config.durability): lost \(lost.count) of \(synced.count) synced, acknowledged, undelivered messages")
+        #expect(lost.isEmpty, """
+            seed \(seed), \(config.durability): lost \(lost.count) of \(synced.count) synced, acknowledged, \
+            undelivered messages
+            """)
         #expect(pending.isSubset(of: Set(acknowledged.map(\.id))), "seed \(seed): only acknowledged messages come back")
         await again.close()
         _ = courier

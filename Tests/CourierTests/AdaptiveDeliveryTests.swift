@@ -38,7 +38,8 @@ import Testing
         let transport = ScriptedTransport { _ in
             limiter.admit() ? .response(status: 200) : .response(status: status, retryAfter: retryAfter)
         }
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport,
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport,
                                                                                         jitter: .full))
         let recorder = EventLog(courier.events)
         for i in 0..<500 { try courier.send(["n": i], to: inbox) }
@@ -65,7 +66,8 @@ import Testing
         let calls = Counter()
         // Answers 200, except the 11th request: 503, no Retry-After.
         let transport = ScriptedTransport { _ in calls.next() == 11 ? .response(status: 503) : .response(status: 200) }
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         let recorder = EventLog(courier.events)
         for i in 0..<10 { try courier.send(["n": i], to: inbox) }
         await courier.settle()
@@ -91,7 +93,8 @@ import Testing
         let transport = ScriptedTransport { _ in
             calls.next() == 11 ? .response(status: 429, retryAfter: "3") : .response(status: 200)
         }
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         for i in 0..<10 { try courier.send(["n": i], to: inbox) }
         await courier.settle()
         let refused = try courier.send(["n": 10], to: inbox)
@@ -140,7 +143,8 @@ import Testing
         let clock = ManualClock()
         let transport = ScriptedTransport()
         transport.holdResponses = true
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         for i in 0..<200 { try courier.send(["n": i], to: inbox) }
         // Every attempt starts in a critical section of the core: what has started is all.
         #expect(courier.sendingCount == 4, "starts low")

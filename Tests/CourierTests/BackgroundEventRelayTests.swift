@@ -14,8 +14,10 @@ import Testing
         var all: [String] { lock.withLock { lines } }
     }
 
-    static func completion(_ n: Int, _ outcome: DeliveryOutcome = .response(status: 200)) -> BackgroundUploadCompletion {
-        BackgroundUploadCompletion(task: BackgroundUploadTask(identifier: n, taskDescription: "t\(n)"), outcome: outcome)
+    static func completion(_ n: Int,
+                           _ outcome: DeliveryOutcome = .response(status: 200)) -> BackgroundUploadCompletion {
+        BackgroundUploadCompletion(task: BackgroundUploadTask(identifier: n, taskDescription: "t\(n)"),
+                                   outcome: outcome)
     }
 
     @Test func completionsBeforeTheCourierListensAreHeldThenHeard() async {
@@ -137,19 +139,24 @@ import Testing
     @Test func eventsOfASessionCourierDidNotNameAreLeftToTheApp() async {
         let journal = Journal()
         let identifier = "com.example.relay-tests.\(UUID())"
-        #expect(!BackgroundEventRelay.storeSystemCompletionHandler(forSession: identifier) { journal.add("answered by Courier") })
+        #expect(!BackgroundEventRelay.storeSystemCompletionHandler(forSession: identifier) {
+            journal.add("answered by Courier")
+        })
         await BackgroundEventRelay.waitForEvents(forSession: identifier)  // returns at once
         let relay = BackgroundEventRelay.named(identifier, callOnMain: { $0() })
         #expect(BackgroundEventRelay.named(identifier, callOnMain: { $0() }) === relay, "one relay per session")
         relay.setHandler { _ in }
         relay.didFinishEvents()
-        #expect(BackgroundEventRelay.storeSystemCompletionHandler(forSession: identifier) { journal.add("answered by Courier") })
+        #expect(BackgroundEventRelay.storeSystemCompletionHandler(forSession: identifier) {
+            journal.add("answered by Courier")
+        })
         for _ in 0..<200 where journal.all.isEmpty { await Task.yield() }
         #expect(journal.all == ["answered by Courier"])
     }
 
     @Test func anUploadExpectsItsBodyItsHeadersAndRoomForTheSystems() {
-        let request = BackgroundUploadRequest(url: URL(string: "https://example.com/in")!, headers: ["Idempotency-Key": "k"],
+        let request = BackgroundUploadRequest(url: URL(string: "https://example.com/in")!,
+                                              headers: ["Idempotency-Key": "k"],
                                               bodyFile: URL(fileURLWithPath: "/b"), bodyByteCount: 1000,
                                               earliestBeginDate: Date(), taskDescription: "t")
         #expect(request.expectedBytesToSend == 1000 + 22 + (15 + 1 + 4) + 512)
@@ -168,11 +175,15 @@ import Testing
     }
 
     @Test func theDelegatesOutcomeIsClassifiedAsATransportWould() {
-        #expect(BackgroundUploadCompletion.outcome(statusCode: 503, retryAfter: "30", error: nil) == .response(status: 503, retryAfter: "30"))
+        #expect(BackgroundUploadCompletion.outcome(statusCode: 503, retryAfter: "30", error: nil)
+                == .response(status: 503, retryAfter: "30"))
         #expect(BackgroundUploadCompletion.outcome(statusCode: 200, retryAfter: nil, error: nil).isSuccess)
-        let cancelled = BackgroundUploadCompletion.outcome(statusCode: nil, retryAfter: nil, error: URLError(.cancelled))
-        #expect(cancelled == .failure(TransportFailure(.cancelled, URLSessionTransport.classify(URLError(.cancelled)).message)))
-        if case .failure(let f) = BackgroundUploadCompletion.outcome(statusCode: nil, retryAfter: nil, error: URLError(.timedOut)) {
+        let cancelled = BackgroundUploadCompletion.outcome(statusCode: nil, retryAfter: nil,
+                                                           error: URLError(.cancelled))
+        #expect(cancelled
+                == .failure(TransportFailure(.cancelled, URLSessionTransport.classify(URLError(.cancelled)).message)))
+        if case .failure(let f) = BackgroundUploadCompletion.outcome(statusCode: nil, retryAfter: nil,
+                                                                     error: URLError(.timedOut)) {
             #expect(f.kind == .timeout)
         } else {
             Issue.record("a timeout is a failure")

@@ -72,12 +72,14 @@ import Testing
         if app.system.appState == .notRunning { await app.system.launch() } else { await app.enterForeground() }
         // Until the server has every message and the courier knows it (a 2xx whose completion
         // died with the app is sent again: the duplicate the Idempotency-Key covers).
-        for _ in 0..<400 where !Set(acknowledged).isSubset(of: server.acceptedIDs) || (app.courier?.pendingCount ?? 1) > 0 {
+        for _ in 0..<400
+        where !Set(acknowledged).isSubset(of: server.acceptedIDs) || (app.courier?.pendingCount ?? 1) > 0 {
             await app.system.advance(by: .seconds(30))
             await app.courier?.settle()
         }
         let lost = Set(acknowledged).subtracting(server.acceptedIDs)
-        #expect(lost.isEmpty, "seed \(seed): \(lost.count) of \(acknowledged.count) acknowledged messages never delivered")
+        #expect(lost.isEmpty,
+                "seed \(seed): \(lost.count) of \(acknowledged.count) acknowledged messages never delivered")
         #expect(app.system.statistics.inFlightTwice == 0, "seed \(seed)")
         #expect(app.system.statistics.missingBodies == 0, "seed \(seed)")
         await app.courier?.settle()

@@ -11,7 +11,9 @@ import Testing
     /// that message, counted by the server).
     final class Server: @unchecked Sendable {
         let transport: ScriptedTransport
-        init(_ answer: @escaping @Sendable (DeliveryRequest, Int) -> DeliveryOutcome = { _, _ in .response(status: 200) }) {
+        init(
+            _ answer: @escaping @Sendable (DeliveryRequest, Int) -> DeliveryOutcome = { _, _ in .response(status: 200) }
+        ) {
             let counts = Counts()
             transport = ScriptedTransport { request in answer(request, counts.next(request.messageID)) }
         }
@@ -66,7 +68,8 @@ import Testing
         #expect(courier.pendingCount == 0)
         #expect(Set(server.transport.requests.map(\.messageID)) == Set(ids))
         #expect(server.transport.requests.allSatisfy { $0.headers["Idempotency-Key"] == $0.messageID.description })
-        #expect(app.fileSystem.allPaths().filter { $0.hasSuffix(".body") }.isEmpty, "a body file lives only while handed off")
+        #expect(app.fileSystem.allPaths().filter { $0.hasSuffix(".body") }.isEmpty,
+                "a body file lives only while handed off")
         #expect(app.system.statistics.engineRequests == 0)
         var kinds: [RecordKind] = []
         _ = try LogReader(directory: app.directory.path, fileSystem: app.fileSystem).read { kinds.append($0.kind) }

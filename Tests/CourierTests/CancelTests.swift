@@ -17,7 +17,9 @@ import Testing
         courier.pause()
         let id = try courier.send(["text": "oops"], to: inbox)
         let waiter = Task { () -> CourierError.Code? in
-            do { try await courier.delivered(id); return nil } catch let error as CourierError { return error.code } catch { return nil }
+            do { try await courier.delivered(id); return nil } catch let error as CourierError {
+                return error.code
+            } catch { return nil }
         }
         #expect(courier.cancel(id))
         #expect(await waiter.value == .cancelled)
@@ -57,7 +59,9 @@ import Testing
         let transport = ScriptedTransport()
         let second = try open(temporary.url, transport)
         try await second.delivered(kept)
-        await #expect(throws: CourierError(.cancelled, "message \(withdrawn) was cancelled")) { try await second.delivered(withdrawn) }
+        await #expect(throws: CourierError(.cancelled, "message \(withdrawn) was cancelled")) {
+            try await second.delivered(withdrawn)
+        }
         #expect(transport.requests.map(\.messageID) == [kept])
         #expect(second.recovery.isClean)
         await second.close()
@@ -75,7 +79,9 @@ import Testing
         #expect(courier.cancel(id))
         transport.release()
         await courier.settle()
-        await #expect(throws: CourierError(.cancelled, "message \(id) was cancelled")) { try await courier.delivered(id) }
+        await #expect(throws: CourierError(.cancelled, "message \(id) was cancelled")) {
+            try await courier.delivered(id)
+        }
         #expect(courier.pendingCount == 0)
         await courier.close()
         let reopened = try open(temporary.url, ScriptedTransport())

@@ -10,7 +10,9 @@ import Testing
 
     @Test func diskUseStaysNearTwiceTheLiveDataPlusOneSegment() async throws {
         let dir = TemporaryDirectory()
-        let transport = ScriptedTransport { $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200) }
+        let transport = ScriptedTransport {
+            $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200)
+        }
         var config = testConfiguration(clock: ManualClock(), transport: transport)
         config.segmentSizeBytes = 16 << 10
         config.maximumMessageBytes = 1024
@@ -18,7 +20,9 @@ import Testing
         let stuck = try (0..<5).map { try courier.send(["stuck": $0], to: down) }
         var peak = 0
         for round in 0..<40 {
-            for i in 0..<100 { try courier.send(["round": round, "i": i, "pad": String(repeating: "p", count: 100)], to: inbox) }
+            for i in 0..<100 {
+                try courier.send(["round": round, "i": i, "pad": String(repeating: "p", count: 100)], to: inbox)
+            }
             await courier.settle()
             peak = max(peak, courier.log.sizeBytes)
         }
@@ -28,7 +32,10 @@ import Testing
         // Live data: 5 small messages. Bound: one segment being filled, one sealed, slack.
         #expect(peak <= 3 * config.segmentSizeBytes, "peak \(peak) bytes")
         await courier.close()
-        let reopened = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport { _ in .response(status: 500) }))
+        let reopened = try Courier(
+            directory: dir.url,
+            configuration: testConfiguration(clock: ManualClock(),
+                                             transport: ScriptedTransport { _ in .response(status: 500) }))
         #expect(Set(reopened.scheduledStates.keys) == Set(stuck))
         await reopened.close()
     }
@@ -62,7 +69,9 @@ import Testing
     /// message, so looking per outcome made each delivery O(pending) under the core's lock
     /// (40,000 messages through a no-op transport spent over half their time there).
     @Test func aCompactionNotWorthItIsWeighedOncePerThresholdNotPerOutcome() async throws {
-        let transport = ScriptedTransport { $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200) }
+        let transport = ScriptedTransport {
+            $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200)
+        }
         var config = testConfiguration(clock: ManualClock(), transport: transport)
         config.segmentSizeBytes = 16 << 10
         config.maximumMessageBytes = 1024
@@ -94,7 +103,9 @@ import Testing
     /// nearly a segment each still compact (a review found chunks of up to 1.25 segments, whose
     /// batch the log refused every time, so the log only grew).
     @Test func pinnedMessagesNearlyASegmentLargeStillCompact() async throws {
-        let transport = ScriptedTransport { $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200) }
+        let transport = ScriptedTransport {
+            $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200)
+        }
         var config = testConfiguration(clock: ManualClock(), transport: transport)
         config.segmentSizeBytes = 64 << 10
         config.maximumMessageBytes = 60_000
@@ -105,7 +116,9 @@ import Testing
         courier.pause()
         var random = SeededRandom(seed: 5)
         let noise = { (n: Int) in Data((0..<n).map { _ in UInt8(truncatingIfNeeded: random.next()) }) }
-        let big = try [16_200, 50_000].map { try courier.send(data: noise($0), contentType: "application/octet-stream", to: down) }
+        let big = try [16_200, 50_000].map {
+            try courier.send(data: noise($0), contentType: "application/octet-stream", to: down)
+        }
         // Roll until both lie in sealed segments, below the compactor's floor.
         for i in 0..<200 where courier.log.segmentNames.count < 3 {
             try courier.send(["i": i, "pad": String(repeating: "p", count: 900)], to: down)
@@ -133,7 +146,9 @@ import Testing
         while !finished && k < 200 {
             let fs = SimulatedFileSystem()
             let dir = URL(fileURLWithPath: "/courier")
-            let transport = ScriptedTransport { $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200) }
+            let transport = ScriptedTransport {
+                $0.url.host == "down.example" ? .response(status: 500) : .response(status: 200)
+            }
             var config = testConfiguration(clock: ManualClock(), transport: transport)
             config.fileSystem = fs
             config.useSmallestSegments()

@@ -98,8 +98,8 @@ import Testing
         var t: UInt64 = 0
         for _ in 0..<5_000 {
             t += 5
-            policy.succeeded(&flow, latencyMilliseconds: UInt64.random(in: 0...400, using: &random), startedMilliseconds: t,
-                             sending: flow.count, nowMilliseconds: t, maximum: maximum)
+            policy.succeeded(&flow, latencyMilliseconds: UInt64.random(in: 0...400, using: &random),
+                             startedMilliseconds: t, sending: flow.count, nowMilliseconds: t, maximum: maximum)
         }
         #expect(flow.count == maximum)
         #expect(flow.lastCutMilliseconds == nil)
@@ -133,7 +133,8 @@ import Testing
         for t in UInt64(0)..<100 {
             fixed.succeeded(&flow, latencyMilliseconds: t * 100, startedMilliseconds: t, sending: 4,
                             nowMilliseconds: t + 1, maximum: 4)
-            fixed.refused(&flow, retryAfterMilliseconds: 1_000, startedMilliseconds: t, nowMilliseconds: t + 1, maximum: 4)
+            fixed.refused(&flow, retryAfterMilliseconds: 1_000, startedMilliseconds: t, nowMilliseconds: t + 1,
+                          maximum: 4)
             fixed.timedOut(&flow, startedMilliseconds: t, nowMilliseconds: t + 1, maximum: 4)
             fixed.started(&flow, nowMilliseconds: t + 1)
         }
@@ -217,13 +218,14 @@ import Testing
             for request in ended {
                 if request.accepted {
                     result.delivered += 1
-                    policy.succeeded(&flow, latencyMilliseconds: roundTripMilliseconds, startedMilliseconds: request.started,
-                                     sending: inFlight.count + 1, nowMilliseconds: now, maximum: maximum)
+                    policy.succeeded(&flow, latencyMilliseconds: roundTripMilliseconds,
+                                     startedMilliseconds: request.started, sending: inFlight.count + 1,
+                                     nowMilliseconds: now, maximum: maximum)
                 } else {
                     result.refused += 1
                     queued += 1
-                    policy.refused(&flow, retryAfterMilliseconds: retryAfterMilliseconds, startedMilliseconds: request.started,
-                                   nowMilliseconds: now, maximum: maximum)
+                    policy.refused(&flow, retryAfterMilliseconds: retryAfterMilliseconds,
+                                   startedMilliseconds: request.started, nowMilliseconds: now, maximum: maximum)
                 }
             }
             if result.delivered == messages {

@@ -10,7 +10,8 @@ import Testing
         let clock = ManualClock()
         let transport = ScriptedTransport()
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(directory: scratch.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         courier.pause()
         let ids = try (0..<3).map { try courier.send(["n": $0], to: inbox) }
         await courier.settle()
@@ -27,7 +28,8 @@ import Testing
         let dir = TemporaryDirectory()
         let transport = ScriptedTransport()
         transport.holdResponses = true
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: transport))
         let id = try courier.send(["n": 1], to: inbox)
         await transport.waitForRequests(1)
         courier.pause()
@@ -63,7 +65,8 @@ import Testing
     @Test func deliverPendingDeliversWhatItCanAndCounts() async throws {
         let transport = ScriptedTransport()
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let courier = try Courier(directory: scratch.url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: transport))
         courier.pause()
         for i in 0..<5 { try courier.send(["n": i], to: inbox) }
         let summary = await courier.deliverPending(within: .seconds(25))
@@ -104,7 +107,8 @@ import Testing
         let transport = ScriptedTransport()
         transport.holdResponses = true
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let courier = try Courier(directory: scratch.url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: transport))
         try courier.send(["n": 1], to: inbox)
         let run = Task { await courier.deliverPending(within: .seconds(3600)) }
         await transport.waitForRequests(1)

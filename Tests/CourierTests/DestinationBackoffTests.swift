@@ -13,8 +13,12 @@ import Testing
         #expect(result.duringOutage <= 20, "\(result)")
         #expect(result.drainSeconds <= 60, "\(result)")
         print("destination backoff on, virtual time: \(result)")
-        #expect(result.events.contains { if case .destinationDown("https://example.com:443", 5) = $0 { true } else { false } })
-        #expect(result.events.contains { if case .destinationRecovered("https://example.com:443", _, let n) = $0 { n > 400 } else { false } })
+        #expect(result.events.contains {
+            if case .destinationDown("https://example.com:443", 5) = $0 { true } else { false }
+        })
+        #expect(result.events.contains {
+            if case .destinationRecovered("https://example.com:443", _, let n) = $0 { n > 400 } else { false }
+        })
     }
 
     /// The same outage with destination backoff off: every message keeps its own schedule, so
@@ -30,7 +34,9 @@ import Testing
         var duringOutage: Int
         var drainSeconds: Double
         var events: [CourierEvent]
-        var description: String { "\(duringOutage) requests during the outage, drained \(drainSeconds) s after recovery" }
+        var description: String {
+            "\(duringOutage) requests during the outage, drained \(drainSeconds) s after recovery"
+        }
     }
 
     private func outage(backoff: DestinationBackoff) async throws -> OutageResult {
@@ -73,7 +79,8 @@ import Testing
         let transport = ScriptedTransport { request in
             request.url == dead ? .failure(TransportFailure(.connectionFailed, "refused")) : .response(status: 200)
         }
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         for i in 0..<400 { try courier.send(["n": i], to: i.isMultiple(of: 2) ? inbox : dead) }
         await courier.settle()
         let toDead = transport.requests.filter { $0.url == dead }.count
@@ -120,7 +127,9 @@ import Testing
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let up = Flag()
-        let transport = ScriptedTransport { _ in up.value ? .response(status: 200) : .failure(TransportFailure(.connectionClosed, "reset")) }
+        let transport = ScriptedTransport { _ in
+            up.value ? .response(status: 200) : .failure(TransportFailure(.connectionClosed, "reset"))
+        }
         var config = testConfiguration(clock: clock, transport: transport)
         config.maximumConcurrentDeliveries = 1
         let courier = try Courier(directory: dir.url, configuration: config)

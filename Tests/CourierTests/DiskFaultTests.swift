@@ -110,7 +110,9 @@ import Testing
         config.isCompactionEnabled = false  // this test decides when compaction runs
         let courier = try Courier(directory: directory, configuration: config)
         let events = EventLog(courier.events)
-        let pinned = try (0..<4).map { try courier.send(["pinned": $0, "pad": String(repeating: "p", count: 80)], to: inbox) }
+        let pinned = try (0..<4).map {
+            try courier.send(["pinned": $0, "pad": String(repeating: "p", count: 80)], to: inbox)
+        }
         for i in 0..<120 { _ = try courier.send(["n": i], to: inbox) }
         await courier.settle()
         courier.pause()  // what is pending now stays pending, for the reopen below
@@ -126,7 +128,9 @@ import Testing
         #expect(fs.allPaths().filter { $0.hasSuffix(".wal") }.count < segmentsBefore.count, "and reclaims segments")
         await courier.close()
         await events.finish()
-        #expect(events.events.contains { if case .storageFailed(let m) = $0 { m.contains("compaction") } else { false } },
+        #expect(events.events.contains {
+                    if case .storageFailed(let m) = $0 { m.contains("compaction") } else { false }
+                },
                 "the failed compaction was reported")
         let (pending, recovery) = try await pendingAfterReopen(fs)
         #expect(pending == Set(pinned + [afterFailure]), "the pinned messages survive both compactions")
@@ -192,7 +196,8 @@ import Testing
     @Test func aReadOnlyVolumeIsATypedErrorAtOpen() async throws {
         let fs = SimulatedFileSystem()
         fs.inject(.error(30), on: .create)  // EROFS
-        let result = Result { () throws(CourierError) in try Courier(directory: directory, configuration: configuration(fs, held())) }
+        let result = Result { () throws(CourierError) in try Courier(directory: directory,
+                                                                     configuration: configuration(fs, held())) }
         guard case .failure(let error) = result else { Issue.record("opened a read-only volume"); return }
         #expect([.storageFailed, .storageFull].contains(error.code), "\(error)")
         #expect(error.message.contains("30") || error.message.lowercased().contains("read-only"), "\(error)")

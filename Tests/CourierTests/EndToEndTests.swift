@@ -52,11 +52,13 @@ import Testing
         #expect(stats.distinctKeys == 1000)
         #expect(stats.duplicateAccepts == 0)
         #expect(stats.answered[500, default: 0] > 700, "the server really failed about half the time")
-        #expect(callbacks.counts.count == 1000 && callbacks.counts.values.allSatisfy { $0 == 1 }, "each callback fired once")
+        #expect(callbacks.counts.count == 1000 && callbacks.counts.values.allSatisfy { $0 == 1 },
+                "each callback fired once")
     }
 
     @Test func dropsRateLimitsAndFailuresTogetherStillDeliverEverything() async throws {
-        let behavior = FlakyServer.Behavior(failureRate: 0.4, dropRate: 0.1, rateLimitRate: 0.05, retryAfterSeconds: 1, seed: 2)
+        let behavior = FlakyServer.Behavior(failureRate: 0.4, dropRate: 0.1, rateLimitRate: 0.05, retryAfterSeconds: 1,
+                                            seed: 2)
         let server = try await FlakyServer(behavior: behavior)
         let url = await server.url
         let dir = TemporaryDirectory()

@@ -120,7 +120,9 @@ import Testing
             DispatchQueue.global().async {
                 do {
                     let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: settings)
-                    for i in 0..<200 { _ = try? courier.send(["n": i, "pad": String(repeating: "x", count: 100)], to: inbox) }
+                    for i in 0..<200 {
+                        _ = try? courier.send(["n": i, "pad": String(repeating: "x", count: 100)], to: inbox)
+                    }
                     c.resume(returning: courier)
                 } catch {
                     c.resume(throwing: error)
@@ -131,7 +133,8 @@ import Testing
         await courier.close()
         #expect(courier.compactionCount > 0, "compaction ran (it syncs and unlinks)")
         #expect(fs.blockingCalls > 0)
-        #expect(fs.blockingCallsFromTasks == 0, "\(fs.blockingCallsFromTasks) of \(fs.blockingCalls) fsync/unlink calls ran on the cooperative pool")
+        #expect(fs.blockingCallsFromTasks == 0,
+                "\(fs.blockingCallsFromTasks) of \(fs.blockingCalls) fsync/unlink calls ran on the cooperative pool")
         #expect(fs.readCallsFromTasks == 0, "attempts read their messages back off the cooperative pool")
     }
 }
@@ -224,7 +227,9 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     }
 
     func createDirectory(atPath path: String) throws(LogError) { try base.createDirectory(atPath: path) }
-    func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] { try base.contentsOfDirectory(atPath: path) }
+    func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] {
+        try base.contentsOfDirectory(atPath: path)
+    }
     func readFile(atPath path: String) throws(LogError) -> [UInt8] { try base.readFile(atPath: path) }
     func fileSize(atPath path: String) throws(LogError) -> Int { try base.fileSize(atPath: path) }
     func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
@@ -244,7 +249,9 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     func renameFile(atPath path: String, toPath newPath: String) throws(LogError) {
         try base.renameFile(atPath: path, toPath: newPath)
     }
-    func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock { try base.lockDirectory(atPath: path) }
+    func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock {
+        try base.lockDirectory(atPath: path)
+    }
 }
 
 final class RecordingFile: LogFile, @unchecked Sendable {
@@ -254,7 +261,9 @@ final class RecordingFile: LogFile, @unchecked Sendable {
         self.file = file
         self.owner = owner
     }
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int { try file.write(bytes, at: offset) }
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int {
+        try file.write(bytes, at: offset)
+    }
     func sync() throws(LogError) { owner.note(); try file.sync() }
     func truncate(to size: Int) throws(LogError) { try file.truncate(to: size) }
 }

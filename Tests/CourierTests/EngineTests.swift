@@ -9,7 +9,8 @@ import Testing
         let dir = TemporaryDirectory()
         let transport = ScriptedTransport()
         transport.holdResponses = true
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: transport))
         let id = try courier.send(["text": "hi"], to: inbox)
         var kinds: [RecordKind] = []
         _ = try LogReader(directory: dir.url.path).read { kinds.append($0.kind) }
@@ -26,7 +27,8 @@ import Testing
     @Test func eachPostCarriesJSONTheIdempotencyKeyAndTheExactBody() async throws {
         let dir = TemporaryDirectory()
         let transport = ScriptedTransport()
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: transport))
         let id = try courier.send(["text": "hi", "n": 1], to: inbox, headers: ["X-App": "demo"])
         try await courier.delivered(id)
         let request = try #require(transport.requests.first)
@@ -43,7 +45,8 @@ import Testing
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let transport = ScriptedTransport { $0.attempt < 3 ? .response(status: 500) : .response(status: 200) }
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         let id = try courier.send(["text": "hi"], to: inbox)
         await courier.settle()
         #expect(transport.requests.count == 1)
@@ -105,8 +108,11 @@ import Testing
     @Test func retryAfterOn429IsHonoured() async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
-        let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 429, retryAfter: "120") : .response(status: 200) }
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let transport = ScriptedTransport {
+            $0.attempt == 1 ? .response(status: 429, retryAfter: "120") : .response(status: 200)
+        }
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         let id = try courier.send(["text": "hi"], to: inbox)
         await courier.settle()
         await clock.advance(by: .seconds(119))
@@ -121,7 +127,8 @@ import Testing
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 500) : .response(status: 200) }
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         let events = EventLog(courier.events)
         let calls = Counter()
         let id = try courier.send(["text": "hi"], to: inbox, onDelivered: { _ in calls.increment() })
@@ -161,7 +168,10 @@ import Testing
     @Test func fifoPerDestinationHoldsLaterMessagesBehindAFailingOne() async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
-        let transport = ScriptedTransport { $0.attempt == 1 && String(decoding: $0.body, as: UTF8.self).contains("first") ? .response(status: 500) : .response(status: 200) }
+        let transport = ScriptedTransport {
+            $0.attempt == 1 && String(decoding: $0.body, as: UTF8.self).contains("first")
+                ? .response(status: 500) : .response(status: 200)
+        }
         var config = testConfiguration(clock: clock, transport: transport)
         config.deliveryOrder = .fifoPerDestination
         let courier = try Courier(directory: dir.url, configuration: config)
@@ -172,7 +182,8 @@ import Testing
         await clock.advance(by: .seconds(1))
         try await courier.delivered(first)
         try await courier.delivered(second)
-        #expect(transport.requests.map { String(decoding: $0.body, as: UTF8.self) } == [#"{"m":"first"}"#, #"{"m":"first"}"#, #"{"m":"second"}"#])
+        #expect(transport.requests.map { String(decoding: $0.body, as: UTF8.self) }
+                == [#"{"m":"first"}"#, #"{"m":"first"}"#, #"{"m":"second"}"#])
         await courier.close()
     }
 }

@@ -7,15 +7,18 @@ import Testing
 func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, attempts: UInt32 = 0) -> MessageState {
     let id = MessageID("00000000-0000-0000-0000-\(String(repeating: "0", count: 12 - String(n).count))\(n)")!
     return MessageState(id: id, url: url, headers: [Header(name: "Content-Type", value: "application/json")],
-                        body: Array(#"{"n":\#(n)}"#.utf8), createdMilliseconds: 500, attempts: attempts, nextDueMilliseconds: due)
+                        body: Array(#"{"n":\#(n)}"#.utf8), createdMilliseconds: 500, attempts: attempts,
+                        nextDueMilliseconds: due)
 }
 
 @Suite struct EventCodecTests {
     static let samples: [Event] = [
         .enqueued(state(1)),
         .snapshot(state(2, attempts: 7)),
-        .attempted(state(1).id, attempt: 3, outcome: .response(status: 503, retryAfter: "120"), nextDueMilliseconds: 99),
-        .attempted(state(1).id, attempt: 4, outcome: .failure(TransportFailure(.connectionClosed, "reset")), nextDueMilliseconds: 100),
+        .attempted(state(1).id, attempt: 3, outcome: .response(status: 503, retryAfter: "120"),
+                   nextDueMilliseconds: 99),
+        .attempted(state(1).id, attempt: 4, outcome: .failure(TransportFailure(.connectionClosed, "reset")),
+                   nextDueMilliseconds: 100),
         .delivered(state(1).id, attempt: 5, status: 201),
         .abandoned(state(2).id, attempt: 9, reason: "HTTP 404"),
         .cancelled(state(3).id),
@@ -53,14 +56,18 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
                 case (nil, nil): return true
                 case (.fullState(let v)?, .some(let e)):
                     guard let s = e.fullState else { return false }
-                    return v.id == s.id && text(v.url) == s.url && v.attempts == s.attempts && v.dueMilliseconds == s.nextDueMilliseconds
-                        && v.orderingKey.map(text) == s.orderingKey && Array(v.body) == s.body && v.headerCount == s.headers.count
+                    return v.id == s.id && text(v.url) == s.url && v.attempts == s.attempts
+                        && v.dueMilliseconds == s.nextDueMilliseconds
+                        && v.orderingKey.map(text) == s.orderingKey && Array(v.body) == s.body
+                        && v.headerCount == s.headers.count
                         && v.createdMilliseconds == s.createdMilliseconds
                 case (.attempted(let id, let attempt, let outcome, let due)?, .attempted(let i, let a, let o, let d)?):
                     return id == i && attempt == a && due == d && outcome.carriesRetryAfter == o.carriesRetryAfter
                         && DeliveryOutcome(outcome) == o
-                case (.delivered(let id, let attempt, let status)?, .delivered(let i, let a, let st)?): return id == i && attempt == a && status == st
-                case (.abandoned(let id, _, let reason)?, .abandoned(let i, _, let r)?): return id == i && text(reason) == r
+                case (.delivered(let id, let attempt, let status)?, .delivered(let i, let a, let st)?):
+                    return id == i && attempt == a && status == st
+                case (.abandoned(let id, _, let reason)?, .abandoned(let i, _, let r)?):
+                    return id == i && text(reason) == r
                 case (.cancelled(let id)?, .cancelled(let i)?): return id == i
                 default: return false
                 }
@@ -88,9 +95,11 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
     @Test func theLastFullStateWinsAndLaterDeltasApply() {
         var p = Projection(fifoPerDestination: false)
         p.apply(.enqueued(state(1, due: 10)), address: address(1))
-        p.apply(.attempted(state(1).id, attempt: 1, outcome: .response(status: 500), nextDueMilliseconds: 20), address: address(2))
+        p.apply(.attempted(state(1).id, attempt: 1, outcome: .response(status: 500), nextDueMilliseconds: 20),
+                address: address(2))
         p.apply(.snapshot(state(1, due: 20, attempts: 1)), address: address(3))
-        p.apply(.attempted(state(1).id, attempt: 2, outcome: .response(status: 500), nextDueMilliseconds: 40), address: address(4))
+        p.apply(.attempted(state(1).id, attempt: 2, outcome: .response(status: 500), nextDueMilliseconds: 40),
+                address: address(4))
         #expect(p.slot(of: state(1).id)?.attempts == 2)
         #expect(p.slot(of: state(1).id)?.dueMilliseconds == 40)
         #expect(p.slot(of: state(1).id)?.address == address(3))
@@ -99,18 +108,22 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
 
     @Test func deltasOfUnknownIdsAreIgnoredAndResolvedMessagesStayResolved() {
         var p = Projection(fifoPerDestination: false)
-        #expect(p.apply(.attempted(state(5).id, attempt: 1, outcome: .response(status: 500), nextDueMilliseconds: 1), address: address(1)) == .ignored)
+        #expect(p.apply(.attempted(state(5).id, attempt: 1, outcome: .response(status: 500), nextDueMilliseconds: 1),
+                        address: address(1)) == .ignored)
         #expect(p.apply(.delivered(state(5).id, attempt: 1, status: 200), address: address(2)) == .ignored)
         p.apply(.enqueued(state(1)), address: address(3))
         #expect(p.apply(.delivered(state(1).id, attempt: 1, status: 200), address: address(4)) == .ended)
-        #expect(p.apply(.attempted(state(1).id, attempt: 2, outcome: .response(status: 500), nextDueMilliseconds: 1), address: address(5)) == .ignored)
+        #expect(p.apply(.attempted(state(1).id, attempt: 2, outcome: .response(status: 500), nextDueMilliseconds: 1),
+                        address: address(5)) == .ignored)
         #expect(p.isEmpty)
         #expect(p.checkInvariants())
     }
 
     @Test func dueMessagesComeOutInDueOrderAndNotBeforeTheirTime() {
         var p = Projection(fifoPerDestination: false)
-        for (n, due) in [(1, 300), (2, 100), (3, 200)] { p.apply(.enqueued(state(n, due: UInt64(due))), address: address(UInt64(n))) }
+        for (n, due) in [(1, 300), (2, 100), (3, 200)] {
+            p.apply(.enqueued(state(n, due: UInt64(due))), address: address(UInt64(n)))
+        }
         #expect(p.takeNext(.now, nowMilliseconds: 99)?.slot == nil)
         #expect(p.earliestDue == 100)
         #expect(p.takeNext(.now, nowMilliseconds: 1000)?.slot.id == state(2).id)
@@ -161,12 +174,14 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
             let id = state(n).id
             switch random.next() % 6 {
             case 0, 1:
-                let s = state(n, url: "https://h/\(n % 7)", due: random.next() % 1000, attempts: UInt32(random.next() % 4))
+                let s = state(n, url: "https://h/\(n % 7)", due: random.next() % 1000,
+                              attempts: UInt32(random.next() % 4))
                 p.apply(.enqueued(s), address: address(sequence))
                 model.apply(.enqueued(s))
             case 2:
                 let due = random.next() % 1000
-                p.apply(.attempted(id, attempt: 9, outcome: .response(status: 500), nextDueMilliseconds: due), address: address(sequence))
+                p.apply(.attempted(id, attempt: 9, outcome: .response(status: 500), nextDueMilliseconds: due),
+                        address: address(sequence))
                 model.apply(.attempted(id, attempt: 9, outcome: .response(status: 500), nextDueMilliseconds: due))
             case 3:
                 p.apply(.delivered(id, attempt: 1, status: 200), address: address(sequence))
@@ -242,12 +257,15 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
             case 3, 4:
                 guard !inFlight.isEmpty else { break }
                 let taken = inFlight.remove(at: Int(random.next() % UInt64(inFlight.count)))
-                let signals: [Projection.DestinationSignal] = [.failing, .failing, .overloaded, .timedOut, .healthy, .healthy]
+                let signals: [Projection.DestinationSignal] = [
+                    .failing, .failing, .overloaded, .timedOut, .healthy, .healthy,
+                ]
                 let signal = signals[Int(random.next() % UInt64(signals.count))]
                 let failing = signal != .healthy
                 let report = DestinationReport(signal: signal, nowMilliseconds: now, failuresBeforeDown: 2,
                                                probeDelayMilliseconds: { UInt64($0) * 100 },
-                                               latencyMilliseconds: random.next() % 100, startedMilliseconds: now - min(now, 20),
+                                               latencyMilliseconds: random.next() % 100,
+                                               startedMilliseconds: now - min(now, 20),
                                                retryAfterMilliseconds: random.next() % 4 == 0 ? 300 : nil)
                 let change = p.observe(report, slot: p.slotIndex(of: taken)!)
                 if case .wentDown = change { sawDown = true }
@@ -300,7 +318,8 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
         let probed = p.takeNext(.now, nowMilliseconds: 120)?.slot
         let probe = try #require(probed)
         #expect(probe.id == first.id, "the oldest parked message is the probe")
-        guard case .recovered(_, _, let released) = p.observe(report(.healthy, at: 130), slot: p.slotIndex(of: probe.id)!)
+        guard case .recovered(_, _, let released) = p.observe(report(.healthy, at: 130),
+                                                              slot: p.slotIndex(of: probe.id)!)
         else {
             Issue.record("an answered probe brings the destination back")
             return

@@ -8,8 +8,9 @@ import Testing
 /// `Retry-After`, and counts each refusal.
 @Suite(.timeLimit(.minutes(1))) struct FlakyServerLimiterTests {
     static func post(_ transport: any DeliveryTransport, to url: URL, _ n: Int) async -> DeliveryOutcome {
-        await transport.deliver(DeliveryRequest(url: url, headers: ["Idempotency-Key": "key-\(n)"], body: Data("{}".utf8),
-                                                timeout: .seconds(10), messageID: MessageID(), attempt: 1))
+        await transport.deliver(DeliveryRequest(url: url, headers: ["Idempotency-Key": "key-\(n)"],
+                                                body: Data("{}".utf8), timeout: .seconds(10), messageID: MessageID(),
+                                                attempt: 1))
     }
 
     @Test(arguments: [(503, nil), (429, "1")] as [(Int, String?)])

@@ -41,7 +41,8 @@ import Testing
         var model = SimulatedBackgroundSystem.Model()
         model.discretionaryDelay = .seconds(4 * 3600)  // made in the background: iOS waits for Wi-Fi or power
         let server = Server()
-        let app = SimulatedApp(server: server.transport, configuration: BackgroundHandOffTests.configuration(), model: model)
+        let app = SimulatedApp(server: server.transport, configuration: BackgroundHandOffTests.configuration(),
+                               model: model)
         await app.system.launch()
         app.courier?.pause()
         let ids = (0..<3).compactMap { app.send("m\($0)", to: inbox) }
@@ -67,7 +68,10 @@ import Testing
         // once. a: its task fails once.
         let other = URL(string: "https://other.example/in")!
         let server = Server { request, n in
-            if request.url == other { return [1: .response(status: 503, retryAfter: "100"), 2: .response(status: 500)][n] ?? .response(status: 200) }
+            if request.url == other {
+                return [1: .response(status: 503, retryAfter: "100"), 2: .response(status: 500)][n]
+                    ?? .response(status: 200)
+            }
             return n == 1 ? .response(status: 500) : .response(status: 200)
         }
         let app = SimulatedApp(server: server.transport, configuration: BackgroundHandOffTests.configuration())
@@ -101,14 +105,17 @@ import Testing
     /// `maximumDelay`, as an engine attempt's would.)
     @Test func aFailedUploadOfAnUnreadableMessageIsJudgedByItsRealAge() async throws {
         var configuration = BackgroundHandOffTests.configuration()
-        configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(64), jitter: .none, expiry: .seconds(120))
+        configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(64), jitter: .none,
+                                          expiry: .seconds(120))
         let server = Server { _, _ in .response(status: 500) }
         let app = SimulatedApp(server: server.transport, configuration: configuration)
         await app.system.launch()
         let courier = try #require(app.courier)
         courier.pause()
         let events = courier.events
-        let collector = Task { var all: [CourierEvent] = []; for await event in events { all.append(event) }; return all }
+        let collector = Task {
+            var all: [CourierEvent] = []; for await event in events { all.append(event) }; return all
+        }
         // Larger than the recent-state cache keeps: every read goes to the log.
         let id = try #require(app.send(String(repeating: "x", count: 4000), to: inbox))
         await app.system.advance(by: .seconds(300))  // the app waits; the message is 300 s old

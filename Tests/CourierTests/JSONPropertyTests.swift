@@ -9,7 +9,10 @@ import Testing
 /// overflow. Seeded, so a failure names the seed that reproduces it.
 @Suite struct JSONPropertyTests {
     /// Strings that stress escaping and UTF-8: controls, quotes, backslashes, astral scalars.
-    static let pieces = ["", "a", "\"", "\\", "\n\r\t", "\u{0}\u{1}\u{1F}", "é", "日本語", "🙂👩‍👩‍👧", "\u{7F}", "/", "\u{2028}"]
+    static let pieces = [
+        "", "a", "\"", "\\", "\n\r\t", "\u{0}\u{1}\u{1F}", "é", "日本語",
+        "🙂👩‍👩‍👧", "\u{7F}", "/", "\u{2028}",
+    ]
 
     struct Generator {
         var rng: SeededRandom
@@ -38,12 +41,16 @@ import Testing
             let roll = Int.random(in: 0..<(depth > 6 ? 7 : 10), using: &rng)
             if poison, !poisoned, Int.random(in: 0..<20, using: &rng) == 0 {
                 poisoned = true
-                return [Double.nan, Double.infinity, -Double.infinity, Date(), Data([1]), NSObject(), URL(string: "https://x")!]
+                return [
+                    Double.nan, Double.infinity, -Double.infinity, Date(), Data([1]), NSObject(),
+                    URL(string: "https://x")!,
+                ]
                     .randomElement(using: &rng)!
             }
             switch roll {
             case 0: return string()
-            case 1: return Int.random(in: -(1 << 53)...(1 << 53), using: &rng)  // what a double holds exactly: Foundation reads larger ones as doubles
+            // What a double holds exactly: Foundation reads larger ones as doubles.
+            case 1: return Int.random(in: -(1 << 53)...(1 << 53), using: &rng)
             case 2: return Double.random(in: -1e300...1e300, using: &rng)
             case 3: return Bool.random(using: &rng)
             case 4: return NSNull()
@@ -72,7 +79,11 @@ import Testing
                 let rewritten = (try? again.get()) ?? []
                 if rewritten != bytes {
                     let at = zip(rewritten, bytes).prefix { $0 == $1 }.count
-                    Issue.record("seed \(seed) round \(round): Foundation read back something else at byte \(at): wrote …\(String(decoding: bytes.dropFirst(max(0, at - 30)).prefix(60), as: UTF8.self)), read back …\(String(decoding: rewritten.dropFirst(max(0, at - 30)).prefix(60), as: UTF8.self))")
+                    Issue.record("""
+                        seed \(seed) round \(round): Foundation read back something else at byte \(at): \
+                        wrote …\(String(decoding: bytes.dropFirst(max(0, at - 30)).prefix(60), as: UTF8.self)), \
+                        read back …\(String(decoding: rewritten.dropFirst(max(0, at - 30)).prefix(60), as: UTF8.self))
+                        """)
                 }
             case .failure(let error):
                 #expect(generator.poisoned, "seed \(seed) round \(round): refused a valid value: \(error)")

@@ -48,7 +48,8 @@ import Testing
         config.fileSystem = fs
         config.useSmallestSegments()
         config.logger = lines.logger(level: .info)
-        let first = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: { var c = config; c.transport = ParkedTransport(); return c }())
+        let first = try Courier(directory: URL(fileURLWithPath: "/c"),
+                                configuration: { var c = config; c.transport = ParkedTransport(); return c }())
         for i in 0..<80 { try first.send(["n": i], to: inbox) }
         await first.close()
         let segments = fs.allPaths().filter { $0.hasSuffix(".wal") }.sorted()
@@ -66,7 +67,8 @@ import Testing
         held.release()
         await second.waitUntilIdle()
         await second.close()
-        #expect(lines.all.contains { $0.level == .error && $0.message.hasPrefix("storage failure") }, "\(lines.all.map(\.message))")
+        #expect(lines.all.contains { $0.level == .error && $0.message.hasPrefix("storage failure") },
+                "\(lines.all.map(\.message))")
     }
 }
 

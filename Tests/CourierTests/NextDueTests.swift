@@ -28,13 +28,15 @@ import Testing
 
     static let rows: [Row] = [
         Row(name: "2xx: delivered", outcome: .response(status: 201), expected: .delivered(status: 201)),
-        Row(name: "a 500: the policy's backoff", outcome: .response(status: 500), attempt: 3, expected: retry(inSeconds: 4)),
+        Row(
+            name: "a 500: the policy's backoff", outcome: .response(status: 500), attempt: 3,
+            expected: retry(inSeconds: 4)),
         Row(
             name: "a timeout: the policy's backoff", outcome: .failure(TransportFailure(.timeout, "t")),
             expected: retry(inSeconds: 1)),
         Row(
-            name: "a 503 asking more than backoff: the server's wait", outcome: .response(status: 503, retryAfter: "30"),
-            retryAfterSeconds: 30, expected: retry(inSeconds: 30)),
+            name: "a 503 asking more than backoff: the server's wait",
+            outcome: .response(status: 503, retryAfter: "30"), retryAfterSeconds: 30, expected: retry(inSeconds: 30)),
         Row(
             name: "a 429 asking less than backoff: backoff", outcome: .response(status: 429, retryAfter: "1"),
             attempt: 4, retryAfterSeconds: 1, expected: retry(inSeconds: 8)),
@@ -48,7 +50,9 @@ import Testing
         Row(
             name: "a 401 from an upload: due now, foreground only", outcome: .response(status: 401), attempt: 2,
             byUpload: true, expected: retry(inSeconds: 0, foregroundOnly: true)),
-        Row(name: "a 401 from the engine: backoff", outcome: .response(status: 401), attempt: 2, expected: retry(inSeconds: 2)),
+        Row(
+            name: "a 401 from the engine: backoff", outcome: .response(status: 401), attempt: 2,
+            expected: retry(inSeconds: 2)),
         Row(
             name: "the last of maximumAttempts: abandoned", outcome: .response(status: 500), attempt: 3,
             policy: RetryPolicy(jitter: .none, maximumAttempts: 3),
@@ -77,7 +81,8 @@ import Testing
         let facts = NextDue.Facts(
             outcome: row.outcome, attempt: row.attempt, byUpload: row.byUpload, sinceSend: row.sinceSend,
             retryAfter: row.retryAfterSeconds.map { .seconds($0) }, random: 7)
-        #expect(NextDue.after(facts, destinationLimited: row.limited, policy: row.policy, nowMilliseconds: Self.now) == row.expected)
+        #expect(NextDue.after(facts, destinationLimited: row.limited, policy: row.policy, nowMilliseconds: Self.now)
+                == row.expected)
     }
 
     /// Jitter comes from the value drawn outside the lock: the same value, the same delay, and

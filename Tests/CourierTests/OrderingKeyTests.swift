@@ -12,9 +12,11 @@ import Testing
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let transport = ScriptedTransport { request in
-            String(decoding: request.body, as: UTF8.self).contains("a1") && request.attempt < 3 ? .response(status: 500) : .response(status: 200)
+            String(decoding: request.body, as: UTF8.self).contains("a1") && request.attempt < 3
+                ? .response(status: 500) : .response(status: 200)
         }
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         let a1 = try courier.send(["m": "a1"], to: inbox, orderingKey: "a")
         let a2 = try courier.send(["m": "a2"], to: inbox, orderingKey: "a")
         let b1 = try courier.send(["m": "b1"], to: inbox, orderingKey: "b")
@@ -26,7 +28,8 @@ import Testing
         // message start together (in any order); b2 follows b1's delivery; a2 waits for a1.
         let first = bodies(transport)
         #expect(first.count == 4 && Set(first) == ["a1", "b1", "free", "b2"], "a2 waits behind a1: \(first)")
-        #expect((first.firstIndex(of: "b1") ?? .max) < (first.firstIndex(of: "b2") ?? .min), "b2 only after b1: \(first)")
+        #expect((first.firstIndex(of: "b1") ?? .max) < (first.firstIndex(of: "b2") ?? .min),
+                "b2 only after b1: \(first)")
         await clock.advance(by: .seconds(1))
         await courier.settle()
         await clock.advance(by: .seconds(2))
@@ -40,7 +43,8 @@ import Testing
     /// and `pendingMessages` shows the key.
     @Test func orderIsKeptAcrossARestart() async throws {
         let dir = TemporaryDirectory()
-        var config = testConfiguration(clock: ManualClock(), transport: ScriptedTransport { _ in .response(status: 503) })
+        var config = testConfiguration(clock: ManualClock(),
+                                       transport: ScriptedTransport { _ in .response(status: 503) })
         config.destinationBackoff = .disabled
         var courier = try Courier(directory: dir.url, configuration: config)
         try courier.send(["m": "first"], to: inbox, orderingKey: "chat-7")
@@ -85,18 +89,22 @@ import Testing
         transport.release()
         await courier.waitUntilIdle()
         let order = bodies(transport)
-        #expect(order.firstIndex(of: "u1")! < order.firstIndex(of: "u2")! && order.firstIndex(of: "k1")! < order.firstIndex(of: "k2")!)
+        #expect(order.firstIndex(of: "u1")! < order.firstIndex(of: "u2")!
+                && order.firstIndex(of: "k1")! < order.firstIndex(of: "k2")!)
         await courier.close()
     }
 
     @Test func aKeyIsOneToOneThousandTwentyFourBytes() throws {
         let dir = TemporaryDirectory()
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let courier = try Courier(
+            directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         for bad in ["", String(repeating: "é", count: 513)] {
             #expect(throws: CourierError.self) { try courier.send(["m": 1], to: inbox, orderingKey: bad) }
         }
-        #expect(throws: Never.self) { try courier.send(data: Data([1]), contentType: "application/octet-stream", to: inbox,
-                                                       orderingKey: String(repeating: "k", count: 1024)) }
+        #expect(throws: Never.self) {
+            try courier.send(data: Data([1]), contentType: "application/octet-stream", to: inbox,
+                             orderingKey: String(repeating: "k", count: 1024))
+        }
     }
 
     @Test func aKeyRoundTripsThroughTheRecordAndAMessageWithoutOneIsUnchanged() throws {

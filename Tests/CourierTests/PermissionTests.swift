@@ -19,7 +19,8 @@ import Darwin
 
     @Test func theDirectoryIs0700AndEveryFileIs0600() async throws {
         let dir = TemporaryDirectory()
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let courier = try Courier(
+            directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         try courier.send(["n": 1], to: inbox)
         await courier.close()
         #expect(mode(dir.url.path) == 0o700)
@@ -30,9 +31,11 @@ import Darwin
 
     @Test func anExistingWiderDirectoryIsNarrowedOnOpen() async throws {
         let dir = TemporaryDirectory()
-        try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
         #expect(mode(dir.url.path) == 0o755)
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let courier = try Courier(
+            directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         #expect(mode(dir.url.path) == 0o700)
         await courier.close()
     }

@@ -24,7 +24,9 @@ import FoundationNetworking
 
     @Test func aBackgroundRunThatDeliversEverythingSucceedsAndAsksForNoOther() async throws {
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let courier = try Courier(directory: scratch.url,
+                                  configuration: testConfiguration(clock: ManualClock(),
+                                                                   transport: ScriptedTransport()))
         courier.pause()
         try courier.send(["n": 1], to: inbox)
         let outcome = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
@@ -37,7 +39,8 @@ import FoundationNetworking
         let transport = ScriptedTransport()
         transport.holdResponses = true
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(directory: scratch.url,
+                                  configuration: testConfiguration(clock: clock, transport: transport))
         try courier.send(["n": 1], to: inbox)
         let run = Task { await courier.runBackgroundDelivery(within: Courier.backgroundBudget) }
         await transport.waitForRequests(1)
@@ -49,7 +52,9 @@ import FoundationNetworking
 
     @Test func closeStopsThePlatformIntegration() async throws {
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let courier = try Courier(directory: scratch.url,
+                                  configuration: testConfiguration(clock: ManualClock(),
+                                                                   transport: ScriptedTransport()))
         let integration = FakeIntegration()
         _ = courier.core.write { state, _ in state.lifecycle = integration }
         await courier.close()
@@ -66,7 +71,8 @@ import FoundationNetworking
 
     /// One courier per test, in its folder.
     func courier() throws -> Courier {
-        try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        try Courier(directory: scratch.url,
+                    configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
     }
 
     /// A background task's handler waiting for the courier, returned once it is registered.

@@ -54,10 +54,15 @@ import Testing
             }.start()
         }
         #expect(courier.log.durableSequence >= last, "the interval sync came")
-        #expect(synced <= interval + .seconds(1), "on stable storage \(synced) after send returned; the promise is \(interval) plus 1 s")
+        #expect(synced <= interval + .seconds(1),
+                "on stable storage \(synced) after send returned; the promise is \(interval) plus 1 s")
         let late = try (0..<5).map { try courier.send(["late": $0], to: inbox) }
         let pending = try await pendingAfterPowerLoss(fs)
-        print("power loss, .interval(\(interval)): on stable storage \(synced) after send returned; after the cut \(pending.intersection(early).count) of \(early.count) early and \(pending.intersection(late).count) of \(late.count) late sends pending")
+        print("""
+            power loss, .interval(\(interval)): on stable storage \(synced) after send returned; after the cut \
+            \(pending.intersection(early).count) of \(early.count) early and \(pending.intersection(late).count) of \
+            \(late.count) late sends pending
+            """)
         #expect(pending.isSuperset(of: early), "everything acknowledged before the interval's sync survives")
         #expect(pending.isSubset(of: Set(early + late)))
         _ = courier
@@ -70,7 +75,10 @@ import Testing
         let courier = try open(fs, .never)
         var sent: [(MessageID, segments: Int)] = []
         // Bounded: 200 sends fill several 4 KiB segments.
-        for i in 0..<200 { sent.append((try courier.send(["n": i, "pad": String(repeating: "x", count: 60)], to: inbox), courier.log.segmentNames.count)) }
+        for i in 0..<200 {
+            sent.append((try courier.send(["n": i, "pad": String(repeating: "x", count: 60)], to: inbox),
+                         courier.log.segmentNames.count))
+        }
         let segmentsAtCut = courier.log.segmentNames.count
         try #require(segmentsAtCut >= 4, "the sends rolled several segments")
         let syncsBefore = fs.count(of: .sync)
@@ -80,7 +88,8 @@ import Testing
         // segment's predecessor began survives.
         let surelySealed = sent.filter { $0.segments < segmentsAtCut - 1 }.map(\.0)
         #expect(pending.isSuperset(of: surelySealed), "messages in sealed segments survive a power loss")
-        #expect(pending.count < sent.count, "and what only the newest segment held was lost: .never really never synced it")
+        #expect(pending.count < sent.count,
+                "and what only the newest segment held was lost: .never really never synced it")
         #expect(syncsBefore >= segmentsAtCut - 1, "one fsync per sealed segment")
         _ = courier
     }
@@ -308,7 +317,9 @@ final class GatedFileSystem: LogFileSystem, @unchecked Sendable {
     }
 
     func createDirectory(atPath path: String) throws(LogError) { try base.createDirectory(atPath: path) }
-    func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] { try base.contentsOfDirectory(atPath: path) }
+    func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] {
+        try base.contentsOfDirectory(atPath: path)
+    }
     func readFile(atPath path: String) throws(LogError) -> [UInt8] { try base.readFile(atPath: path) }
     func fileSize(atPath path: String) throws(LogError) -> Int { try base.fileSize(atPath: path) }
     func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
@@ -322,7 +333,9 @@ final class GatedFileSystem: LogFileSystem, @unchecked Sendable {
         try base.renameFile(atPath: path, toPath: newPath)
     }
     func syncDirectory(atPath path: String) throws(LogError) { try base.syncDirectory(atPath: path) }
-    func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock { try base.lockDirectory(atPath: path) }
+    func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock {
+        try base.lockDirectory(atPath: path)
+    }
 }
 
 private final class GatedFile: LogFile, @unchecked Sendable {
@@ -332,7 +345,9 @@ private final class GatedFile: LogFile, @unchecked Sendable {
         self.base = base
         self.gate = gate
     }
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int { try base.write(bytes, at: offset) }
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int {
+        try base.write(bytes, at: offset)
+    }
     func sync() throws(LogError) {
         gate.passGate()
         try base.sync()

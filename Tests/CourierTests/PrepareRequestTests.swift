@@ -13,7 +13,9 @@ import Testing
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let issued = Counter()
-        let transport = ScriptedTransport { $0.headers["Authorization"] == "Bearer token-3" ? .response(status: 200) : .response(status: 401) }
+        let transport = ScriptedTransport {
+            $0.headers["Authorization"] == "Bearer token-3" ? .response(status: 200) : .response(status: 401)
+        }
         var config = testConfiguration(clock: clock, transport: transport)
         config.retry.classifier = .giveUpOnClientErrors
         config.prepareRequest = { request in
@@ -27,7 +29,8 @@ import Testing
         await courier.settle()
         await clock.advance(by: .seconds(2))
         try await courier.delivered(id)
-        #expect(transport.requests.map { $0.headers["Authorization"] } == ["Bearer token-1", "Bearer token-2", "Bearer token-3"])
+        #expect(transport.requests.map { $0.headers["Authorization"] }
+                == ["Bearer token-1", "Bearer token-2", "Bearer token-3"])
         await courier.close()
         var bodies: [[UInt8]] = []
         _ = try LogReader(directory: dir.url.path).read { bodies.append(Array($0.body)) }
@@ -74,16 +77,22 @@ import Testing
         let now = Date()
         #expect(DeliveryOutcome.response(status: 401).isUnauthorized)
         #expect(!DeliveryOutcome.response(status: 403).isUnauthorized)
-        guard case .retry = policy.decide(.response(status: 401), attempt: 1, sinceSend: .zero, now: now, using: &random) else {
+        guard case .retry = policy.decide(.response(status: 401), attempt: 1, sinceSend: .zero, now: now,
+                                          using: &random)
+        else {
             Issue.record("401 is retried by default")
             return
         }
-        guard case .giveUp = policy.decide(.response(status: 403), attempt: 1, sinceSend: .zero, now: now, using: &random) else {
+        guard case .giveUp = policy.decide(.response(status: 403), attempt: 1, sinceSend: .zero, now: now,
+                                          using: &random)
+        else {
             Issue.record("403 gives up")
             return
         }
         policy.retriesUnauthorized = false
-        guard case .giveUp = policy.decide(.response(status: 401), attempt: 1, sinceSend: .zero, now: now, using: &random) else {
+        guard case .giveUp = policy.decide(.response(status: 401), attempt: 1, sinceSend: .zero, now: now,
+                                          using: &random)
+        else {
             Issue.record("401 gives up when told to")
             return
         }

@@ -117,7 +117,8 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> ([MessageID], unex
         let child = Process()
         child.executableURL = URL(fileURLWithPath: binary)
         child.arguments = [dir.url.path, url.absoluteString, "400", "500",
-                           "--segment-size", "\(config.segmentSizeBytes)", "--max-message", "\(config.maximumMessageBytes)",
+                           "--segment-size", "\(config.segmentSizeBytes)",
+                           "--max-message", "\(config.maximumMessageBytes)",
                            "--durability", durability, "--bodies", "\(seed)"]
         let pipe = Pipe()
         child.standardOutput = pipe
@@ -130,7 +131,10 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> ([MessageID], unex
 
         let (pending, isClean, summary) = try await pendingAfterReopen(dir.url, config)
         let lost = acknowledged.filter { !pending.contains($0) }
-        #expect(lost.isEmpty, "segment \(config.segmentSizeBytes), max message \(config.maximumMessageBytes), \(durability): lost \(lost.count) of \(acknowledged.count)")
+        #expect(lost.isEmpty, """
+            segment \(config.segmentSizeBytes), max message \(config.maximumMessageBytes), \(durability): \
+            lost \(lost.count) of \(acknowledged.count)
+            """)
         #expect(isClean, "\(summary)")
     }
 
@@ -155,7 +159,8 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> ([MessageID], unex
             // 20 ms between sends: deliveries keep up even in a debug build on a loaded machine,
             // so delivered records pile up behind the pending ones and compaction is worth
             // running in most rounds.
-            child.arguments = [dir.url.path, url.absoluteString, "100000", "20000", "--segment-size", "4096", "--max-message", "1024"]
+            child.arguments = [dir.url.path, url.absoluteString, "100000", "20000",
+                               "--segment-size", "4096", "--max-message", "1024"]
             let pipe = Pipe()
             child.standardOutput = pipe
             try child.run()
@@ -164,7 +169,9 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> ([MessageID], unex
             // On a loaded machine deliveries lag behind sends: keep reading (the child keeps
             // sending) until the server has half of this round's messages, so the child has
             // delivered, rolled and compacted before it dies. Bounded by 200 more sends a round.
-            while seen.count < killAfter + 200 && server.acceptedKeySet.intersection(seen.map(\.description)).count < seen.count / 2 {
+            while seen.count < killAfter + 200
+                && server.acceptedKeySet.intersection(seen.map(\.description)).count < seen.count / 2
+            {
                 let more = await acknowledgements(from: pipe, atLeast: 10)
                 if more.isEmpty { break }
                 seen += more
@@ -174,8 +181,10 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> ([MessageID], unex
                     "round \(round): killed while sending, after \(seen.count) acknowledged sends")
             acknowledged += seen
         }
-        let segments = try FileManager.default.contentsOfDirectory(atPath: dir.url.path).filter { $0.hasSuffix(".wal") }.sorted()
-        #expect(segments.first != "0000000000000001.wal", "compaction forgot the first segments between kills: \(segments.prefix(3))")
+        let segments = try FileManager.default.contentsOfDirectory(atPath: dir.url.path)
+            .filter { $0.hasSuffix(".wal") }.sorted()
+        #expect(segments.first != "0000000000000001.wal",
+                "compaction forgot the first segments between kills: \(segments.prefix(3))")
 
         var config = Courier.Configuration()
         config.useSmallestSegments()
@@ -187,10 +196,17 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> ([MessageID], unex
         await server.stop()
         let accepted = server.acceptedKeySet
         let missing = acknowledged.filter { !accepted.contains($0.description) }
-        #expect(missing.isEmpty, "\(missing.count) of \(acknowledged.count) acknowledged messages never reached the server")
+        #expect(missing.isEmpty,
+                "\(missing.count) of \(acknowledged.count) acknowledged messages never reached the server")
         let duplicates = server.statistics.duplicateAccepts
         #expect(duplicates <= rounds * Courier.Configuration().maximumConcurrentDeliveries,
-                "\(duplicates) duplicate deliveries; at most \(rounds) kills × \(Courier.Configuration().maximumConcurrentDeliveries) in flight")
-        print("crash rounds: \(rounds) kills, \(acknowledged.count) acknowledged, \(server.statistics.requests) requests, \(duplicates) duplicates, \(segments.count) segments left")
+                """
+                \(duplicates) duplicate deliveries; at most \(rounds) kills × \
+                \(Courier.Configuration().maximumConcurrentDeliveries) in flight
+                """)
+        print("""
+            crash rounds: \(rounds) kills, \(acknowledged.count) acknowledged, \(server.statistics.requests) requests, \
+            \(duplicates) duplicates, \(segments.count) segments left
+            """)
     }
 }

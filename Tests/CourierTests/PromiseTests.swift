@@ -65,7 +65,8 @@ import Testing
     func discardingTheOnlyPendingMessageReleasesItsWaiters() async throws {
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
         let courier = try Courier(directory: scratch.url,
-                                  configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+                                  configuration: testConfiguration(clock: ManualClock(),
+                                                                   transport: ScriptedTransport()))
         let state = MessageState(id: MessageID(), url: inbox.absoluteString, headers: [], body: Array("{}".utf8),
                                  createdMilliseconds: 0, nextDueMilliseconds: 0)
         _ = try courier.core.enqueue(Event.enqueued(state).encoded(), state: state, hold: true, callbacks: Callbacks(),
@@ -76,7 +77,8 @@ import Testing
         for _ in 0..<2_000 where courier.core.read({ $0.idleWaiters.count + $0.waiters.count }) < 2 {
             try await Task.sleep(for: .milliseconds(1))
         }
-        courier.core.discard(state.id, error: CourierError(.storageFailed, "fsync failed"), at: courier.currentInstant()).run()
+        courier.core.discard(state.id, error: CourierError(.storageFailed, "fsync failed"),
+                             at: courier.currentInstant()).run()
         await idle.value
         let outcome = await delivered.result
         guard case .failure(let error) = outcome else { Issue.record("delivered(_:) returned"); return }
@@ -101,7 +103,8 @@ import Testing
         fs.inject(.error(5), on: .sync)
         // (A `Result`, not `do`/`catch`: Swift 6.3 crashes compiling the latter here.)
         let result = Result { () throws(CourierError) -> MessageID in
-            try courier.send(["n": 1], to: inbox, onDelivered: { _ in called.increment() }, onAbandoned: { _, _ in called.increment() })
+            try courier.send(["n": 1], to: inbox, onDelivered: { _ in called.increment() },
+                             onAbandoned: { _, _ in called.increment() })
         }
         let thrown: CourierError? = if case .failure(let e) = result { e } else { nil }
         #expect(thrown?.code == .storageFailed)
@@ -140,7 +143,8 @@ import Testing
     @Test func closeNeverShutsDownATransportTheAppInjected() async throws {
         let transport = ScriptedTransport()
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let courier = try Courier(directory: scratch.url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: transport))
         await courier.close()
         #expect(transport.shutdownCount == 0)
     }
@@ -150,13 +154,16 @@ import Testing
     @Test func reservedHeadersAreRefusedNotDropped() async throws {
         let transport = ScriptedTransport()
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let courier = try Courier(directory: scratch.url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: transport))
         for name in ["Content-Type", "content-type", "Idempotency-Key", "IDEMPOTENCY-KEY"] {
-            #expect { try courier.send(["a": 1], to: inbox, headers: [name: "x"]) } throws: { ($0 as? CourierError)?.code == .invalidHeaders }
+            #expect { try courier.send(["a": 1], to: inbox, headers: [name: "x"]) }
+                throws: { ($0 as? CourierError)?.code == .invalidHeaders }
             #expect { try courier.send(data: Data(), contentType: "text/plain", to: inbox, headers: [name: "x"]) }
                 throws: { ($0 as? CourierError)?.code == .invalidHeaders }
         }
-        #expect { try courier.send(data: Data(), contentType: "", to: inbox) } throws: { ($0 as? CourierError)?.code == .invalidHeaders }
+        #expect { try courier.send(data: Data(), contentType: "", to: inbox) }
+            throws: { ($0 as? CourierError)?.code == .invalidHeaders }
         #expect(courier.pendingCount == 0)
         let id = try courier.send(data: Data("a,b".utf8), contentType: "text/csv", to: inbox)
         try await courier.delivered(id)

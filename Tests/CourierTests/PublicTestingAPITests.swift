@@ -32,7 +32,8 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("app-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
         let first = try await Courier.open(directory: dir)
-        await #expect { try await Courier.open(directory: dir) } throws: { ($0 as? CourierError)?.code == .directoryLocked }
+        await #expect { try await Courier.open(directory: dir) }
+            throws: { ($0 as? CourierError)?.code == .directoryLocked }
         await first.close()
     }
 

@@ -93,7 +93,12 @@ import Testing
         #expect(lost.isEmpty, "\(lost.count) acknowledged messages neither delivered nor pending")
         #expect(pending.isSubset(of: acknowledged), "only acknowledged messages come back")
         #expect(isClean, "\(summary)")
-        print("race: \(Self.threads) threads, \(outcome.acknowledged.count) sends acknowledged, the rest refused as closed; \(compactions) compactions meanwhile; \(delivered.intersection(acknowledged).count) delivered, \(pending.count) pending after reopen, \(lost.count) lost")
+        print("""
+            race: \(Self.threads) threads, \(outcome.acknowledged.count) sends acknowledged, \
+            the rest refused as closed; \
+            \(compactions) compactions meanwhile; \(delivered.intersection(acknowledged).count) delivered, \
+            \(pending.count) pending after reopen, \(lost.count) lost
+            """)
     }
 }
 

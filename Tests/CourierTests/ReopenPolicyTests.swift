@@ -48,7 +48,8 @@ import Testing
         let directory = temporary.url
         let quick = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(80), jitter: .none)
         try await oneFailedAttempt(in: directory, policy: quick, outcome: .response(status: 429, retryAfter: "600"))
-        #expect(try await secondsUntilDue(in: directory, policy: quick) == 600, "the server asked for 600 s, within the 1 h limit")
+        #expect(try await secondsUntilDue(in: directory, policy: quick) == 600,
+                "the server asked for 600 s, within the 1 h limit")
         var stricter = quick
         stricter.retryAfterLimit = .seconds(120)
         #expect(try await secondsUntilDue(in: directory, policy: stricter) == 120)
@@ -88,7 +89,8 @@ import Testing
         let again = TemporaryDirectory()
         try await oneFailedAttempt(in: again.url, policy: quick, outcome: .response(status: 429, retryAfter: "600"))
         let now = ScriptedTransport()
-        let courier = try Courier(directory: again.url, configuration: testConfiguration(clock: ManualClock(), transport: now))
+        let courier = try Courier(directory: again.url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: now))
         await courier.settle()
         #expect(now.requests.isEmpty)
         courier.retryNow()

@@ -76,16 +76,20 @@ import Testing
         let policy = RetryPolicy()
         var random = ClosureRandom(source: SeededRandomSource(seed: 4).next)
         for status in [100, 301, 400, 401, 404, 408, 422, 425, 429, 500, 502, 503] {
-            guard case .retry = policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now, using: &random) else {
+            guard case .retry = policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now,
+                                              using: &random)
+            else {
                 Issue.record("\(status) must be retried by default"); continue
             }
         }
         for kind: TransportFailure.Kind in [.timeout, .connectionClosed, .connectionFailed, .tls, .other] {
-            let decision = policy.decide(.failure(TransportFailure(kind, "x")), attempt: 1, sinceSend: .zero, now: now, using: &random)
+            let decision = policy.decide(.failure(TransportFailure(kind, "x")), attempt: 1, sinceSend: .zero, now: now,
+                                         using: &random)
             guard case .retry = decision else { Issue.record("\(kind) must be retried"); continue }
         }
         for status in [200, 201, 204, 299] {
-            #expect(policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now, using: &random) == .delivered)
+            #expect(policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now, using: &random)
+                    == .delivered)
         }
     }
 
@@ -93,13 +97,17 @@ import Testing
         let policy = RetryPolicy(classifier: .giveUpOnClientErrors)
         var random = ClosureRandom(source: SeededRandomSource(seed: 5).next)
         for status in [400, 403, 404, 410, 422] {
-            guard case .giveUp = policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now, using: &random) else {
+            guard case .giveUp = policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now,
+                                              using: &random)
+            else {
                 Issue.record("\(status) must give up"); continue
             }
         }
         // 401 is retried: `prepareRequest` may bring fresh credentials (`retriesUnauthorized`).
         for status in [401, 408, 425, 429, 500, 503] {
-            guard case .retry = policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now, using: &random) else {
+            guard case .retry = policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now,
+                                              using: &random)
+            else {
                 Issue.record("\(status) must be retried"); continue
             }
         }
@@ -108,12 +116,16 @@ import Testing
     @Test func maximumAttemptsAndExpiryGiveUp() {
         var random = ClosureRandom(source: SeededRandomSource(seed: 6).next)
         let limited = RetryPolicy(jitter: .none, maximumAttempts: 3)
-        guard case .retry = limited.decide(.response(status: 500), attempt: 2, sinceSend: .zero, now: now, using: &random),
-              case .giveUp = limited.decide(.response(status: 500), attempt: 3, sinceSend: .zero, now: now, using: &random)
+        guard case .retry = limited.decide(.response(status: 500), attempt: 2, sinceSend: .zero, now: now,
+                                           using: &random),
+              case .giveUp = limited.decide(.response(status: 500), attempt: 3, sinceSend: .zero, now: now,
+                                            using: &random)
         else { Issue.record("maximumAttempts"); return }
         let expiring = RetryPolicy(jitter: .none, expiry: .seconds(60))
-        guard case .retry = expiring.decide(.response(status: 500), attempt: 1, sinceSend: .seconds(58), now: now, using: &random),
-              case .giveUp = expiring.decide(.response(status: 500), attempt: 1, sinceSend: .seconds(59.5), now: now, using: &random)
+        guard case .retry = expiring.decide(.response(status: 500), attempt: 1, sinceSend: .seconds(58), now: now,
+                                            using: &random),
+              case .giveUp = expiring.decide(.response(status: 500), attempt: 1, sinceSend: .seconds(59.5), now: now,
+                                             using: &random)
         else { Issue.record("expiry"); return }
     }
 }

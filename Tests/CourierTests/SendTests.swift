@@ -14,7 +14,8 @@ import Testing
 
     @Test func valuesJSONCannotHoldAreRefusedBeforeAnythingIsWritten() async throws {
         let dir = TemporaryDirectory()
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let courier = try Courier(
+            directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         final class Custom {}
         let bad: [[String: Any]] = [
             ["when": Date()], ["blob": Data([1])], ["x": Custom()], ["nan": Double.nan], ["inf": Double.infinity],
@@ -32,10 +33,13 @@ import Testing
 
     @Test func headersThatCannotBeSentAreRefused() async throws {
         let dir = TemporaryDirectory()
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let courier = try Courier(
+            directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         let many = Dictionary(uniqueKeysWithValues: (0..<201).map { ("X-\($0)", "v") })
-        for headers in [many, ["": "v"], ["X-Bad": "a\r\nInjected: yes"], ["X-Long": String(repeating: "v", count: 9000)]] {
-            #expect { try courier.send(["a": 1], to: inbox, headers: headers) } throws: { ($0 as? CourierError)?.code == .invalidHeaders }
+        for headers in [many, ["": "v"], ["X-Bad": "a\r\nInjected: yes"],
+                        ["X-Long": String(repeating: "v", count: 9000)]] {
+            #expect { try courier.send(["a": 1], to: inbox, headers: headers) }
+                throws: { ($0 as? CourierError)?.code == .invalidHeaders }
         }
         #expect(try records(dir) == 0)
         await courier.close()
@@ -47,12 +51,14 @@ import Testing
         config.maximumMessageBytes = 100
         let courier = try Courier(directory: dir.url, configuration: config)
         for url in ["ftp://example.com/x", "file:///etc/passwd", "mailto:a@b.c", "https:///nohost"] {
-            #expect { try courier.send(["a": 1], to: URL(string: url)!) } throws: { ($0 as? CourierError)?.code == .invalidURL }
+            #expect { try courier.send(["a": 1], to: URL(string: url)!) }
+                throws: { ($0 as? CourierError)?.code == .invalidURL }
         }
         #expect { try courier.send(["a": String(repeating: "x", count: 200)], to: inbox) } throws: {
             ($0 as? CourierError)?.code == .messageTooLarge
         }
-        #expect { try courier.send(data: Data(count: 101), contentType: "application/octet-stream", to: inbox) } throws: { ($0 as? CourierError)?.code == .messageTooLarge }
+        #expect { try courier.send(data: Data(count: 101), contentType: "application/octet-stream", to: inbox) }
+            throws: { ($0 as? CourierError)?.code == .messageTooLarge }
         #expect(try records(dir) == 0)
         await courier.close()
     }
@@ -60,7 +66,8 @@ import Testing
     @Test func encodableValuesAndRawDataAreSentAsGiven() async throws {
         let dir = TemporaryDirectory()
         let transport = ScriptedTransport()
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let courier = try Courier(directory: dir.url,
+                                  configuration: testConfiguration(clock: ManualClock(), transport: transport))
         struct Note: Encodable { var text: String; var n: Int }
         let a = try courier.send(Note(text: "hi", n: 2), to: inbox)
         let b = try courier.send(data: Data("plain".utf8), contentType: "text/plain", to: inbox)
@@ -82,7 +89,9 @@ import Testing
         let courier = try Courier(directory: dir.url, configuration: config)
         var sent = 0
         do {
-            for i in 0..<100 { try courier.send(["n": i, "pad": String(repeating: "x", count: 50)], to: inbox); sent += 1 }
+            for i in 0..<100 {
+                try courier.send(["n": i, "pad": String(repeating: "x", count: 50)], to: inbox); sent += 1
+            }
             Issue.record("the limit was never reached")
         } catch {
             #expect(error.code == .storageFull)
@@ -93,21 +102,28 @@ import Testing
 
     @Test func aDirectoryOpenElsewhereIsRefused() async throws {
         let dir = TemporaryDirectory()
-        let first = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
-        #expect { try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport())) } throws: {
+        let first = try Courier(directory: dir.url,
+                                configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        #expect {
+            try Courier(directory: dir.url,
+                        configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        } throws: {
             ($0 as? CourierError)?.code == .directoryLocked
         }
         await first.close()
-        let second = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let second = try Courier(directory: dir.url,
+                                 configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         await second.close()
     }
 
     @Test func sendAfterCloseThrowsClosed() async throws {
         let dir = TemporaryDirectory()
-        let courier = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        let courier = try Courier(
+            directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         await courier.close()
         #expect { try courier.send(["a": 1], to: inbox) } throws: { ($0 as? CourierError)?.code == .closed }
-        await #expect { try await courier.delivered(MessageID()) } throws: { ($0 as? CourierError)?.code == .unknownMessage }
+        await #expect { try await courier.delivered(MessageID()) }
+            throws: { ($0 as? CourierError)?.code == .unknownMessage }
     }
 }
 
@@ -143,12 +159,14 @@ import Testing
         let dir = TemporaryDirectory()
         let held = ScriptedTransport()
         held.holdResponses = true
-        let first = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: held))
+        let first = try Courier(directory: dir.url,
+                                configuration: testConfiguration(clock: ManualClock(), transport: held))
         let id = try first.send(["text": "hi"], to: inbox)
         await held.waitForRequests(1)
         await first.close()
         let working = ScriptedTransport()
-        let second = try Courier(directory: dir.url, configuration: testConfiguration(clock: ManualClock(), transport: working))
+        let second = try Courier(directory: dir.url,
+                                 configuration: testConfiguration(clock: ManualClock(), transport: working))
         try await second.delivered(id)
         #expect(working.requests.map(\.attempt) == [1], "a cancelled attempt is not counted")
         await second.close()
@@ -200,9 +218,13 @@ import Testing
     @Test func outputIsExactForTypicalValues() throws {
         let body = try JSONBody.serialize([
             "text": "hi \"there\"\n\\ /ünï", "n": 42, "neg": -7, "pi": 3.25, "big": 1e20, "tiny": 1e-5, "whole": 3.0,
-            "yes": true, "no": false, "none": NSNull(), "list": [1, "two", [3]], "nested": ["b": 2, "a": 1], "ctl": "\u{01}",
+            "yes": true, "no": false, "none": NSNull(), "list": [1, "two", [3]], "nested": ["b": 2, "a": 1],
+            "ctl": "\u{01}",
         ])
-        #expect(String(decoding: body, as: UTF8.self) == #"{"big":1e+20,"ctl":"\u0001","list":[1,"two",[3]],"n":42,"neg":-7,"nested":{"a":1,"b":2},"no":false,"none":null,"pi":3.25,"text":"hi \"there\"\n\\ /ünï","tiny":1e-05,"whole":3,"yes":true}"#)
+        #expect(String(decoding: body, as: UTF8.self)
+                == #"{"big":1e+20,"ctl":"\u0001","list":[1,"two",[3]],"n":42,"neg":-7,"nested":{"a":1,"b":2},"# +
+                   #""no":false,"none":null,"pi":3.25,"text":"hi \"there\"\n\\ /ünï","# +
+                   #""tiny":1e-05,"whole":3,"yes":true}"#)
     }
 
     @Test func keysAreSortedByTheirUTF8Bytes() throws {
@@ -213,7 +235,11 @@ import Testing
     @Test func foundationReadsBackWhatWasWritten() throws {
         let values: [[String: Any]] = [
             ["a": Int64.max, "b": UInt64.max, "c": Int8.min, "d": Float(0.5), "e": -0.0, "f": 123_456_789.125],
-            ["nsnumbers": [NSNumber(value: true), NSNumber(value: 7), NSNumber(value: 2.5), NSNumber(value: UInt64.max)]],
+            [
+                "nsnumbers": [
+                    NSNumber(value: true), NSNumber(value: 7), NSNumber(value: 2.5), NSNumber(value: UInt64.max),
+                ],
+            ],
             ["emoji": "👩‍💻", "quote": "\"", "tab": "\t", "empty": "", "deep": [["x": [["y": [1]]]]]],
         ]
         for value in values {

@@ -17,7 +17,8 @@ import Testing
     @Test(.timeLimit(.minutes(1)), arguments: [false, true])
     func noMessageIsRetriedSoonerThanItsPolicyAllows(retryAfterAsHTTPDate: Bool) async throws {
         var behavior = FlakyServer.Behavior(failureRate: 0.35, dropRate: 0.1, rateLimitRate: 0.06,
-                                            retryAfterSeconds: retryAfterAsHTTPDate ? 2 : 1, seed: retryAfterAsHTTPDate ? 21 : 20)
+                                            retryAfterSeconds: retryAfterAsHTTPDate ? 2 : 1,
+                                            seed: retryAfterAsHTTPDate ? 21 : 20)
         behavior.unavailableRate = 0.06
         behavior.retryAfterAsHTTPDate = retryAfterAsHTTPDate
         behavior.slowRate = 0.05
@@ -57,16 +58,28 @@ import Testing
                 let (previous, next) = pair
                 answers[Self.name(previous.answer), default: 0] += 1
                 let gap = milliseconds(previous.arrived.duration(to: next.arrived))
-                let least = Self.leastGapMilliseconds(after: previous.answer, attempt: n + 1, dateForm: retryAfterAsHTTPDate)
+                let least = Self.leastGapMilliseconds(after: previous.answer, attempt: n + 1,
+                                                      dateForm: retryAfterAsHTTPDate)
                 #expect(gap >= least - Self.roundingMilliseconds,
-                        "\(id): attempt \(n + 2) came \(gap) ms after attempt \(n + 1) (\(previous.answer)); the policy allows no less than \(least) ms")
+                        """
+                        \(id): attempt \(n + 2) came \(gap) ms after attempt \(n + 1) (\(previous.answer)); \
+                        the policy allows no less than \(least) ms
+                        """)
                 checkedGaps += 1
                 smallestSlackMilliseconds = min(smallestSlackMilliseconds, gap - least)
             }
         }
-        print("server faults (Retry-After as \(retryAfterAsHTTPDate ? "HTTP date" : "seconds")): \(ids.count) messages, \(attempts.values.map(\.count).reduce(0, +)) requests, \(checkedGaps) retry gaps checked against the policy, failures retried: \(answers.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")); closest gap to its bound: \(String(format: "%.1f", smallestSlackMilliseconds)) ms over")
+        print("""
+            server faults (Retry-After as \(retryAfterAsHTTPDate ? "HTTP date" : "seconds")): \(ids.count) messages, \
+            \(attempts.values.map(\.count).reduce(0, +)) requests, \
+            \(checkedGaps) retry gaps checked against the policy, \
+            failures retried: \
+            \(answers.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")); \
+            closest gap to its bound: \(String(format: "%.1f", smallestSlackMilliseconds)) ms over
+            """)
         #expect(checkedGaps > 40, "enough retries to mean something (\(checkedGaps))")
-        #expect(Set(answers.keys).isSuperset(of: ["500", "dropped", "slow", "429", "503"]), "every fault was tried: \(answers.keys.sorted())")
+        #expect(Set(answers.keys).isSuperset(of: ["500", "dropped", "slow", "429", "503"]),
+                "every fault was tried: \(answers.keys.sorted())")
     }
 
     /// The least time between the server seeing attempt `attempt` and the next one: equal

@@ -16,7 +16,8 @@ final class TemporaryDirectory: @unchecked Sendable {
 }
 
 /// Deterministic configuration: manual clock, fixed wall time, seeded jitter, sequential ids.
-func testConfiguration(clock: ManualClock, transport: any DeliveryTransport, jitter: RetryPolicy.Jitter = .none) -> Courier.Configuration {
+func testConfiguration(clock: ManualClock, transport: any DeliveryTransport,
+                       jitter: RetryPolicy.Jitter = .none) -> Courier.Configuration {
     var c = Courier.Configuration()
     c.clock = clock
     c.now = { wallStart }
@@ -39,7 +40,9 @@ extension Courier.Configuration {
 
 /// Reopens `directory` with `configuration` and a transport that holds every request, so
 /// nothing is delivered meanwhile; returns the pending ids and what recovery said, then closes.
-func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration) async throws -> (ids: Set<MessageID>, isClean: Bool, summary: String) {
+func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration) async throws
+    -> (ids: Set<MessageID>, isClean: Bool, summary: String)
+{
     var reopen = configuration
     let held = ScriptedTransport()
     held.holdResponses = true

@@ -27,7 +27,8 @@ import Testing
         for _ in 0..<20_000 {
             // Mostly text-like bytes, so that both answers occur often.
             let bytes = (0..<Int.random(in: 0...12, using: &rng)).map { _ -> UInt8 in
-                Bool.random(using: &rng) ? UInt8.random(in: 0x20...0x7E, using: &rng) : UInt8.random(in: 0x80...0xFF, using: &rng)
+                Bool.random(using: &rng)
+                    ? UInt8.random(in: 0x20...0x7E, using: &rng) : UInt8.random(in: 0x80...0xFF, using: &rng)
             }
             let expected = Self.standardLibrarySays(bytes)
             if !expected { malformed += 1 }

@@ -39,7 +39,8 @@ import Testing
         DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: watchdog)
         await courier.settle()
         watchdog.cancel()
-        #expect(fs.count(of: .read) - before <= 4, "the unreadable probe was retried \(fs.count(of: .read) - before) times")
+        #expect(fs.count(of: .read) - before <= 4,
+                "the unreadable probe was retried \(fs.count(of: .read) - before) times")
         fs.clearFaults()
         fs.stopAfter(operations: nil)
         await courier.close()

@@ -46,7 +46,8 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let fs = SimulatedFileSystem()
         let source = fixtures + "/logs/large-record"
         for name in try FileManager.default.contentsOfDirectory(atPath: source) {
-            fs.setContents(Array(try #require(FileManager.default.contents(atPath: source + "/" + name))), of: "/big/" + name)
+            fs.setContents(Array(try #require(FileManager.default.contents(atPath: source + "/" + name))),
+                           of: "/big/" + name)
         }
         var config = GoldenLogs.configuration()
         config.segmentSizeBytes = Format.minimumSegmentBytes
@@ -76,11 +77,13 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         for (suffix, output) in outputs {
             let path = fixtures + "/snapshots/\(name).\(suffix)"
             if ProcessInfo.processInfo.environment["UPDATE_SNAPSHOTS"] == "1" {
-                try FileManager.default.createDirectory(atPath: fixtures + "/snapshots", withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: fixtures + "/snapshots",
+                                                        withIntermediateDirectories: true)
                 try output.write(toFile: path, atomically: true, encoding: .utf8)
                 continue
             }
-            let expected = try #require(try? String(contentsOfFile: path, encoding: .utf8), "missing snapshot \(path); run `make fixtures`")
+            let expected = try #require(try? String(contentsOfFile: path, encoding: .utf8),
+                                        "missing snapshot \(path); run `make fixtures`")
             #expect(output == expected, "\(path)")
         }
     }
@@ -109,7 +112,8 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
             expectedOffset[segment] = offset + (o["length"] as! Int)
         }
         for (segment, end) in expectedOffset {
-            let size = try FileManager.default.attributesOfItem(atPath: fixtures + "/logs/clean/" + segment)[.size] as! Int
+            let size = try FileManager.default.attributesOfItem(atPath: fixtures + "/logs/clean/" + segment)[.size]
+                as! Int
             #expect(end == size)
         }
     }
@@ -123,7 +127,8 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
             try fs.createDirectory(atPath: "/d")
             for f in 0..<Int.random(in: 1...3, using: &rng) {
                 let size = Int.random(in: 1...3000, using: &rng)
-                fs.setContents((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }, of: "/d/000000000000000\(f).wal")
+                fs.setContents((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) },
+                               of: "/d/000000000000000\(f).wal")
             }
             let dump = Dump(directory: "/d", fileSystem: fs, out: { _ in }, err: { _ in })
             #expect(dump.verify() == .damaged, "round \(round)")
@@ -156,7 +161,8 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let log = try WriteAheadLog(directory: path, configuration: config)
         let writer = Thread {
             for i in 0..<4000 {
-                _ = try? log.append(Array("record \(i) ".utf8) + [UInt8](repeating: UInt8(i % 251), count: i % 300), kind: .enqueued)
+                _ = try? log.append(Array("record \(i) ".utf8) + [UInt8](repeating: UInt8(i % 251), count: i % 300),
+                                    kind: .enqueued)
                 if i % 500 == 499 { _ = try? log.forget(below: UInt64(i - 300)) }
             }
         }
@@ -166,7 +172,9 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         while !writer.isFinished || reads < 3 {
             var count = 0
             var previous: UInt64 = 0
-            let dump = Dump(directory: path, out: { _ in count += 1 }, err: { line in if line.hasPrefix("wal-dump") { Issue.record(Comment(rawValue: line)) } })
+            let dump = Dump(directory: path, out: { _ in count += 1 }, err: { line in
+                if line.hasPrefix("wal-dump") { Issue.record(Comment(rawValue: line)) }
+            })
             let report = try LogReader(directory: path).read { r in
                 #expect(r.sequence > previous)
                 previous = r.sequence
@@ -204,11 +212,15 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         await courier.close()
 
         var lines: [String] = []
-        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false) == .ok)
-        let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false)
+                == .ok)
+        let objects = try lines.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
         let pairs = objects.map { "\($0["type"]!) \($0["id"]!)" }
         #expect(pairs == ["enqueued \(delivered)", "enqueued \(stuck)", "delivered \(delivered)", "attempted \(stuck)"]
-                || pairs == ["enqueued \(delivered)", "enqueued \(stuck)", "attempted \(stuck)", "delivered \(delivered)"])
+                || pairs
+                    == ["enqueued \(delivered)", "enqueued \(stuck)", "attempted \(stuck)", "delivered \(delivered)"])
         #expect(objects.first { ($0["type"] as? String) == "attempted" }?["outcome"] as? String == "HTTP 503")
         var stats: [String] = []
         _ = Dump(directory: path, out: { stats.append($0) }, err: { _ in }).stats(json: false)
@@ -230,8 +242,11 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         await courier.close()
 
         var lines: [String] = []
-        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false) == .ok)
-        let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false)
+                == .ok)
+        let objects = try lines.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
         #expect(objects.map { "\($0["type"]!) \($0["id"]!)" } == ["enqueued \(id)", "cancelled \(id)"])
         var stats: [String] = []
         _ = Dump(directory: path, out: { stats.append($0) }, err: { _ in }).stats(json: false)
@@ -262,8 +277,11 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         await courier.close()
 
         var lines: [String] = []
-        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false) == .ok)
-        let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false)
+                == .ok)
+        let objects = try lines.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
         #expect(objects.map { "\($0["type"]!) \($0["id"]!)" } == ["enqueued \(id)", "handed-off \(id)"])
         #expect(objects.last?["task"] as? String == "41")
         #expect(objects.last?["attempt"] as? String == "1")
@@ -282,13 +300,15 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         config.retry = RetryPolicy(initialDelay: .zero, jitter: .none)
         config.prepareRequest = { request in request.headers["Authorization"] = "Bearer s3cret-\(request.attempt)" }
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
-        let id = try courier.send(["text": "visible"], to: URL(string: "https://example.com/in")!, headers: ["X-App": "demo"])
+        let id = try courier.send(["text": "visible"], to: URL(string: "https://example.com/in")!,
+                                  headers: ["X-App": "demo"])
         try await courier.delivered(id)
         await courier.close()
         #expect(transport.requests.map { $0.headers["Authorization"] } == ["Bearer s3cret-1", "Bearer s3cret-2"])
         // JSON: each record's payload (`payload`, or `payload_base64` when binary), decoded.
         var lines: [String] = []
-        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: true) == .ok)
+        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: true)
+                == .ok)
         let payloads = try lines.map { line -> String in
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             if let text = object["payload"] as? String { return text }
@@ -297,11 +317,13 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         }
         let decoded = payloads.joined(separator: "\n")
         #expect(payloads.count == 3, "enqueued, attempted, delivered")
-        #expect(decoded.contains("visible") && decoded.contains("X-App") && decoded.contains("Content-Type"), "the payload is shown")
+        #expect(decoded.contains("visible") && decoded.contains("X-App") && decoded.contains("Content-Type"),
+                "the payload is shown")
         #expect(!decoded.contains("s3cret") && !decoded.contains("Authorization"))
         // Text: the same, as written.
         var text: [String] = []
-        #expect(Dump(directory: path, out: { text.append($0) }, err: { _ in }).records(json: false, payload: true) == .ok)
+        #expect(Dump(directory: path, out: { text.append($0) }, err: { _ in }).records(json: false, payload: true)
+                == .ok)
         #expect(text.count == 3 && !text.joined().contains("s3cret"))
     }
 }
