@@ -3,8 +3,8 @@ import Dispatch
 /// A segmented, checksummed, LZ4-framed write-ahead log in one directory.
 ///
 ///     let log = try WriteAheadLog(directory: path)        // locks, recovers, starts a segment
-///     let report = try log.replay { record in … }         // every valid record, in order
-///     let seq = try log.append(body, kind: .enqueued)     // returns once write(2) returned
+///     let report = try log.reader.read { view in … }      // every valid record, in order
+///     let address = try log.append(body, kind: .enqueued) // returns once write(2) returned
 ///     try log.forget(below: floor)                        // deletes whole sealed segments
 ///     try log.close()
 ///
