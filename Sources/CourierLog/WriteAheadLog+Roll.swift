@@ -115,8 +115,8 @@ extension WriteAheadLog {
             return try fileSystem.openFile(atPath: path, create: true)
         }
         let orphaned = mutex.withLock { () -> Bool in
+            guard case .open = state.phase else { return true }  // still preparing: `close()` waits
             state.preparingSpare = false
-            guard case .open = state.phase else { return true }
             switch made {
             case .success(let file):
                 state.spare = (file, salt)
@@ -126,7 +126,13 @@ extension WriteAheadLog {
             }
             return false
         }
-        if orphaned, case .success = made { try? fileSystem.removeFile(atPath: path) }
+        guard orphaned else { return }
+        // Closed meanwhile: the file goes before `close()` may let the directory go.
+        if case .success = made { try? fileSystem.removeFile(atPath: path) }
+        mutex.withLock {
+            state.preparingSpare = false
+            mutex.broadcast()
+        }
     }
 
     /// Whether the log is open; if not, the preparation under way ends here.
@@ -134,6 +140,7 @@ extension WriteAheadLog {
         mutex.withLock {
             guard case .open = state.phase else {
                 state.preparingSpare = false
+                mutex.broadcast()  // `close()` may wait for it
                 return false
             }
             return true

@@ -30,6 +30,8 @@ public final class WriteAheadLog {
     let commit: GroupCommit
     /// Where the next segment is made ahead (`SegmentPreparation.background`).
     let preparationQueue = DispatchQueue(label: "courier.log.prepare", qos: .utility)
+    /// `forget(below:)` calls take turns (deletions in order, each synced before the next).
+    let forgetting = Locked(())
 
     /// Opens the log in `directory` (creating it if needed), recovers it and starts a segment.
     /// With `visit`, replays it in the same pass: each valid record is visited (its body valid
@@ -94,10 +96,12 @@ public final class WriteAheadLog {
         let wasOpen = mutex.withLock { () -> Bool in
             guard case .open = state.phase else { return false }
             state.phase = .closed
+            // A preparation under way (on any thread) ends first: it finds the log closed and
+            // leaves no spare, before the directory is let go.
+            while state.preparingSpare { mutex.wait() }
             return true
         }
         guard wasOpen else { return }
-        // A preparation under way ends first (it finds the log closed and leaves no spare).
         waitForRollWork()
         let spare = mutex.withLock { () -> (any LogFile)? in
             defer { state.spare = nil }

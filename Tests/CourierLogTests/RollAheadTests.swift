@@ -68,9 +68,9 @@ import Testing
         #expect(try readAll(fs).0.count == 100)
     }
 
-    /// A roll seals a segment and renames the spare into place; the sync after it makes the
-    /// sealed segment durable before the new one, and the rename with the directory.
-    @Test func theSyncAfterARollCoversTheSealedSegmentTheRenameAndTheNewSegment() throws {
+    /// `.inline`: an append that rolled returns once the sync after the roll made the sealed
+    /// segment, the rename and the new segment durable.
+    @Test func inlineAnAppendThatRolledReturnsWithTheSealedSegmentAndTheRenameDurable() throws {
         let fs = SimulatedFileSystem()
         let log = try WriteAheadLog(directory: dir, configuration: configuration(.inline), fileSystem: fs)
         var i = 0

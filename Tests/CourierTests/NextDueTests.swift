@@ -96,10 +96,13 @@ import Testing
             return NextDue.after(facts, destinationLimited: false, policy: policy, nowMilliseconds: Self.now)
         }
         #expect(due(1) == due(1))
+        var dues: Set<UInt64> = []
         for seed in UInt64(0)..<50 {
             guard case .retry(let dueMilliseconds, _, _) = due(seed) else { Issue.record("not a retry"); return }
             #expect(dueMilliseconds <= Self.now + 16_000)
+            dues.insert(dueMilliseconds)
         }
+        #expect(dues.count > 10, "other seeds, other delays: \(dues.count) distinct of 50")
     }
 
     @Test func anUnreadableRecordIsReadAgainAfterMaximumDelay() {
@@ -112,9 +115,9 @@ import Testing
         #expect(limits.retryAfter == Self.now + 3_600_000)
     }
 
-    /// `Retry-After` is read once per outcome, clamped to `retryAfterLimit`, and only on a 429
-    /// or 503.
-    @Test func retryAfterIsReadOnceAndClamped() {
+    /// `Retry-After` (which the engine reads once per outcome, for the message and its
+    /// destination) is clamped to `retryAfterLimit`, and read only on a 429 or 503.
+    @Test func retryAfterIsClampedAndReadOnlyOnA429OrA503() {
         let now = Date(timeIntervalSince1970: 1_763_740_800)
         #expect(Self.policy.retryAfter(of: .response(status: 503, retryAfter: "7200"), now: now) == .seconds(3600))
         #expect(Self.policy.retryAfter(of: .response(status: 429, retryAfter: "12"), now: now) == .seconds(12))

@@ -143,10 +143,12 @@ import Testing
         let late = try courier.send(["late": 1], to: inbox)
         courier.cancel(early)
         var filler: [MessageID] = []
-        // Bounded: 4 KiB segments roll within 40 of these sends.
-        while courier.log.segmentNames.count < 2 {
+        // Bounded: 4 KiB segments roll within a few dozen of these sends once the next segment
+        // is made (on the log's queue); 2,000 is far more.
+        for _ in 0..<2_000 where courier.log.segmentNames.count < 2 {
             filler.append(try courier.send(["pad": String(repeating: "x", count: 100)], to: inbox))
         }
+        try #require(courier.log.segmentNames.count >= 2, "the sends rolled a segment")
         courier.log.waitForRollWork()  // the sync after the roll
         courier.cancel(late)  // a message in the sealed segment, cancelled in the newest
         let pending = try await pendingAfterPowerLoss(fs)
@@ -272,10 +274,49 @@ import Testing
         #expect(transport.requests.count == 2)
         await courier.close()
     }
+
+    /// `.always`: an outcome's critical section plans nothing (a plan hands events to
+    /// subscribers under the lock): with its fsync stopped at a gate, the next message is not
+    /// taken and no event of the outcome is out; after the fsync, the outcome's events come
+    /// first, then the next message's attempt.
+    @Test func alwaysPlansAfterAnOutcomesFsyncNotBefore() async throws {
+        let fs = GatedFileSystem()
+        let once = Locked(true)
+        let transport = ScriptedTransport { _ in
+            // The first request's outcome is the one whose fsync stops at the gate.
+            if once.withLock({ first in defer { first = false }; return first }) { fs.closeGate() }
+            return .response(status: 200)
+        }
+        var config = testConfiguration(clock: ManualClock(), transport: transport)
+        config.fileSystem = fs
+        config.durability = .always
+        config.concurrencyLimit = .fixed
+        config.maximumConcurrentDeliveries = 1
+        let courier = try Courier(directory: directory, configuration: config)
+        let events = courier.events
+        // Both sent (and synced) before any attempt can close the gate.
+        courier.pause()
+        let first = try courier.send(["n": 1], to: inbox)
+        let second = try courier.send(["n": 2], to: inbox)
+        courier.resume()
+        await fs.waitUntilASyncWaitsAtTheGate()  // the first's delivered record, being synced
+        #expect(courier.sendingCount == 0, "the second is not taken before the fsync")
+        #expect(courier.inFlightCount == 1, "the runner keeps its slot meanwhile")
+        fs.openGate()
+        try await courier.delivered(first)
+        try await courier.delivered(second)
+        await courier.close()
+        var seen: [CourierEvent] = []
+        for await event in events { seen.append(event) }  // finishes with close()
+        let delivered = seen.firstIndex(of: .delivered(first, attempts: 1))
+        let next = seen.firstIndex(of: .attempt(second, number: 1))
+        #expect(delivered != nil && next != nil && delivered! < next!, "\(seen)")
+    }
 }
 
 /// A simulated file system whose file syncs can be stopped at a gate: while it is closed, a
-/// sync waits (on its own thread) until `openGate()`.
+/// sync waits (on its own thread) until `openGate()`. `@unchecked Sendable`: its own state is
+/// behind `condition`, and `base` is thread-safe.
 final class GatedFileSystem: LogFileSystem, @unchecked Sendable {
     let base = SimulatedFileSystem()
     private let condition = NSCondition()
@@ -338,6 +379,7 @@ final class GatedFileSystem: LogFileSystem, @unchecked Sendable {
     }
 }
 
+/// `@unchecked Sendable`: both properties are immutable and thread-safe.
 private final class GatedFile: LogFile, @unchecked Sendable {
     let base: any LogFile
     let gate: GatedFileSystem

@@ -29,8 +29,8 @@ extension Courier {
     @discardableResult
     public func cancel(_ id: MessageID) -> Bool {
         // A handed-off message: the effects cancel its task too and remove its body file (on
-        // the I/O queue: `cancel` appends its record on the caller's thread, as `send` does,
-        // and does no other file work there).
+        // the I/O queue). `cancel` appends its record on the caller's thread, as `send` does,
+        // and under `.always` waits there for its fsync, as `send` does too.
         let (cancelled, effects) = core.cancel(id)
         runWhenDurable(effects)
         if cancelled { pump() }

@@ -14,10 +14,11 @@ extension Courier.Configuration {
         // Appends run under the core's lock, where nothing may wait for the disk: the next
         // segment is prepared, and a sealed one synced, on the log's own queue.
         log.segmentPreparation = .background
-        // `.always` is applied by Courier itself, outside its lock (every state change is
-        // synced before it is seen: `Courier.runWhenDurable`), so concurrent callers share
-        // fsyncs; the log's own policy is only a backstop then, a sync within 100 ms.
-        log.syncPolicy = durability == .always ? .interval(.milliseconds(100)) : durability
+        // `.always` is applied by Courier itself, outside its lock: every record is synced
+        // before it is seen (`send`, `Courier.runWhenDurable`, compaction's own sync), so
+        // concurrent callers share fsyncs. The log itself never syncs on a timer then (a
+        // backstop would also hide, in the power-loss tests, a record that was not synced).
+        log.syncPolicy = durability == .always ? .never : durability
         return log
     }
 

@@ -65,22 +65,25 @@ extension Courier {
     /// upload's (`CourierCore.Heard`): one critical section of the core records it and carries
     /// out the next plan; its effects run once its record is durable (`runWhenDurable`).
     func record(_ heard: CourierCore.Heard) -> Recorded {
-        let (recorded, effects) = core.hear(heard, at: currentInstant())
-        guard case .outcome(let judged) = heard else {
+        var (recorded, effects) = core.hear(heard, at: currentInstant())
+        if case .outcome(let judged) = heard {
+            let ending = judged.ending
+            let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
+            configuration.logger.debug(
+                "\(what) ended: \(ending.outcome) → \(recorded.verdict.map { "\($0)" } ?? "dropped (message gone)")",
+                metadata: Self.metadata(ending.attempt, url: ending.url))
             runWhenDurable(effects)
-            return recorded
+            if recorded.heldUntilDurable { core.releaseHeld(ending.attempt.id) }
+            // An engine runner kept its slot for the fsync, and plans when it frees it
+            // (`endAttempt`); after an upload, the next plan runs here.
+            if recorded.planAfterDurable, case .upload = ending.runner { recorded.pass = pump(handOffAsked: true) }
+        } else {
+            runWhenDurable(effects)
+            if recorded.planAfterDurable {
+                let late = if case .late = heard { true } else { false }
+                recorded.pass = pump(handOffAsked: !late)
+            }
         }
-        let ending = judged.ending
-        let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
-        configuration.logger.debug(
-            "\(what) ended: \(ending.outcome) → \(recorded.verdict.map { "\($0)" } ?? "dropped (message gone)")",
-            metadata: Self.metadata(ending.attempt, url: ending.url))
-        runWhenDurable(effects)
-        guard recorded.heldUntilDurable else { return recorded }
-        core.releaseHeld(ending.attempt.id)
-        // An engine runner kept its slot for the hold, and frees it now (`endAttempt`); after
-        // an upload, the next plan runs here.
-        if case .upload = ending.runner { pump(handOffAsked: true) }
         return recorded
     }
 
@@ -244,7 +247,7 @@ extension Courier {
         // Its slot was kept for a compaction (blocking file work, on the I/O queue), or while
         // the message was held until its record was durable: freed now.
         if let compaction = recorded.compaction { await runCompaction(compaction) }
-        if recorded.compaction != nil || recorded.heldUntilDurable { return endAttempt(token) }
+        if recorded.compaction != nil || recorded.planAfterDurable { return endAttempt(token) }
         return recorded.next
     }
 

@@ -2,8 +2,9 @@ import CourierLog
 import Foundation
 
 /// When a message is next due, or how its life ends: the one rule. The engine and background
-/// hand-off follow it for every outcome, an unreadable record and a reopened log; nothing else
-/// sets a due time (a `retryNow()` only brings due times forward, unlogged). Pure: no clock, no
+/// hand-off follow it for every outcome, an unreadable record and a reopened log. Elsewhere a
+/// due time only comes forward, to now, unlogged: `retryNow()`, a destination that answers
+/// again (its waiting messages), an upload cancelled on the way back to the foreground. Pure: no
 /// lock, no random source (jitter is seeded from a value drawn before), so the core applies it
 /// under its lock once the outcome's destination is known, and the tests below read it as a
 /// table (`NextDueTests`).

@@ -16,9 +16,9 @@ struct CoreState {
     /// The latest wall time (ms since 1970) the engine and `send` have read: what the log stamps
     /// records with, so it never calls the app's clock under the core's lock.
     var wallMilliseconds: UInt64 = 0
-    /// Critical sections so far, reads included (debug builds: how often the projection checks
-    /// itself, and what tests count the core's lock acquisitions by).
-    var debugCriticalSections: UInt64 = 0
+    /// Critical sections so far, reads included: what tests count the core's lock acquisitions
+    /// by, and (debug builds) how often the projection checks itself. One add per section.
+    var criticalSections: UInt64 = 0
     /// Messages delivered since open (for `deliverPending`'s summary).
     var deliveredCount = 0
     /// What opening found wrong, if anything: the first event of every `events` stream.

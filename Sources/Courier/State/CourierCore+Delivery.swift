@@ -34,7 +34,9 @@ extension CourierCore {
     /// hand-off) freed and the next plan carried out. Its effects are left to the caller to run
     /// (`Courier.runWhenDurable`). A runner with a compaction to run, or whose message is held
     /// until its record is durable, keeps its slot until that is done (`endAttempt`), so
-    /// `settle()` and `close()` wait for it too.
+    /// `settle()` and `close()` wait for it too. Under `durability: .always`, a section that
+    /// appended plans nothing: a plan yields events under the lock (`Effects.yieldEventsSoFar`),
+    /// and nothing of a record may be seen before it is durable; the plan runs after the fsync.
     func recordOutcome(_ judged: JudgedEnding) -> (Recorded, Effects) {
         let ending = judged.ending
         var token: UInt64?, ticket: UInt64?
@@ -49,14 +51,23 @@ extension CourierCore {
                 holdingRetry: limits.holdsRetriesUntilDurable, in: &state, &effects)
             let held = recording?.held ?? false
             let compaction = limits.compacts ? planCompaction(&state, force: false) : nil
-            let keepsSlot = compaction != nil || held
+            var recorded = Recorded(compaction: compaction, heldUntilDurable: held, verdict: recording?.verdict)
+            recorded.planAfterDurable = plansAfterDurable(effects)
+            guard !recorded.planAfterDurable else { return recorded }
+            let keepsSlot = compaction != nil
             let scheduled = schedule(
                 &state, &effects, at: judged.instant, handOffAsked: ticket != nil,
                 freeing: keepsSlot ? nil : token, continuing: judged.continuing, tellSettleWaiters: !keepsSlot)
-            return Recorded(
-                compaction: compaction, pass: scheduled.pass, next: scheduled.next, heldUntilDurable: held,
-                verdict: recording?.verdict)
+            recorded.pass = scheduled.pass
+            recorded.next = scheduled.next
+            return recorded
         }
+    }
+
+    /// Whether a critical section that collected `effects` must leave its plan until its record
+    /// is durable (`durability: .always`, and it appended one).
+    func plansAfterDurable(_ effects: Effects) -> Bool {
+        limits.holdsRetriesUntilDurable && effects.appendedThrough != nil
     }
 
     /// What recording an outcome decided.

@@ -109,9 +109,12 @@ extension CourierCore {
                     Self.resolve(id, .delivered, attempts: Int(attempt), &state, &effects)
                 }
             }
-            let scheduled = schedule(&state, &effects, at: instant, handOffAsked: handOffAsked)
-            var recorded = Recorded(pass: scheduled.pass)
+            var recorded = Recorded()
             recorded.endedHandOff = ended
+            recorded.planAfterDurable = plansAfterDurable(effects)
+            if !recorded.planAfterDurable {
+                recorded.pass = schedule(&state, &effects, at: instant, handOffAsked: handOffAsked).pass
+            }
             return recorded
         }
     }

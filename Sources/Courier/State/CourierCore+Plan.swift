@@ -103,6 +103,7 @@ extension CourierCore {
         tellSettleWaiters: Bool = true
     ) -> Scheduled {
         guard let launcher = state.launcher else { preconditionFailure("a plan before the launcher was given") }
+        assert(!plansAfterDurable(effects), "under .always, a plan in a section that appended waits for its fsync")
         state.wallMilliseconds = max(state.wallMilliseconds, instant.wallMilliseconds)
         let runner = token.flatMap { state.scheduler.attempts.removeValue(forKey: $0) }
         let plan = Scheduler.plan(&state, at: instant, limits: limits.scheduler, handOffAsked: handOffAsked)

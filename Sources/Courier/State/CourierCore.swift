@@ -84,14 +84,14 @@ final class CourierCore {
             let result = try body(&state, &effects)
             if !effects.events.isEmpty { effects.subscribers = Array(state.subscribers.values) }
             if !effects.endedHandOffs.isEmpty { effects.endHandOff = endHandOff }
+            state.criticalSections &+= 1
             #if DEBUG
             // Writes end with the state's invariants checked (the projection's, and hand-offs'
             // and the engine's counts): each one while at most 16 messages are pending, every
             // (pending / 16)th beyond, so a check, O(pending), costs about 16 slot visits per
             // write on average whatever the load (more held the lock long enough, in debug
             // builds, to stall the test suite's timed scenarios).
-            state.debugCriticalSections &+= 1
-            if state.debugCriticalSections % UInt64(max(1, state.projection.count / 16)) == 0,
+            if state.criticalSections % UInt64(max(1, state.projection.count / 16)) == 0,
                 let broken = state.brokenInvariant()
             {
                 assertionFailure("core invariant broken: \(broken)")
@@ -105,9 +105,7 @@ final class CourierCore {
     func read<R>(_ body: (CoreState) -> R) -> R {
         precondition(!state.isHeldByCurrentThread, "CourierCore.read called inside write or read")
         return state.withLock { state in
-            #if DEBUG
-            state.debugCriticalSections &+= 1
-            #endif
+            state.criticalSections &+= 1
             return body(state)
         }
     }

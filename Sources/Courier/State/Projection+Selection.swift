@@ -24,13 +24,29 @@ extension Projection {
         var beginMilliseconds: UInt64
     }
 
-    /// Takes the next message (see above), or nil. Messages for which `skip` is true stay where
-    /// they are (a down destination whose next message is skipped sends no probe that way).
-    mutating func takeNext(
-        _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool = { _, _ in false }
-    ) -> Taken? {
-        takeProbe(start, nowMilliseconds: now, skip: skip) ?? takeParked(start, nowMilliseconds: now, skip: skip)
-            ?? takeFromHeap(start, nowMilliseconds: now, skip: skip)
+    /// Takes up to `limit` messages (see above). Messages for which `skip` is true stay where
+    /// they are (a down destination whose next message is skipped sends no probe that way);
+    /// each is looked at once per call, however many are taken.
+    mutating func take(
+        _ start: Start, limit: Int, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool = { _, _ in false }
+    ) -> [Taken] {
+        var taken: [Taken] = []
+        var skipped: [UInt32] = []
+        // Each turn takes one message: bounded by `limit`.
+        while taken.count < limit,
+            let next = takeProbe(start, nowMilliseconds: now, skip: skip)
+                ?? takeParked(start, nowMilliseconds: now, skip: skip)
+                ?? takeFromHeap(start, nowMilliseconds: now, skip: skip, skipped: &skipped)
+        {
+            taken.append(next)
+        }
+        for i in skipped { heapPush(i) }
+        return taken
+    }
+
+    /// The next message, or nil (`take` of one).
+    mutating func takeNext(_ start: Start, nowMilliseconds now: UInt64) -> Taken? {
+        take(start, limit: 1, nowMilliseconds: now).first
     }
 
     /// When origin `o` (up) may start one more delivery, at the earliest `earliest`: then, or
@@ -67,9 +83,11 @@ extension Projection {
 
     /// The oldest message parked by a destination that is up, if its limit (and, `.now`, its
     /// pace) allows one more. The engine takes it now whatever its due time: a message parked
-    /// by its destination's limit waits for that, not for its due time (a hand-off pass may
-    /// have parked one not yet due; no timer is armed for a parked message's due time, so
-    /// waiting for it would wait for another event). A hand-off begins it at its due time.
+    /// by its destination's limit waits for that, not for its due time. (A hand-off pass parks
+    /// one not yet due when the limit is reached, so that the heap is not walked again at every
+    /// pass; back in the foreground, where waiting messages are retried at once anyway
+    /// (`retryNow()`), the engine takes it as soon as the limit allows; no timer is armed for a
+    /// parked message's due time.) A hand-off begins it at its due time.
     private mutating func takeParked(
         _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool
     ) -> Taken? {
@@ -89,12 +107,10 @@ extension Projection {
 
     /// The earliest message in the heap (`.now`: due now). One of a destination that is down,
     /// or whose limit or pace holds it back, is parked on the way (each at most once: bounded by
-    /// the heap's size); one skipped goes back to the heap.
+    /// the heap's size); one skipped is set aside, for `take` to put back.
     private mutating func takeFromHeap(
-        _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool
+        _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool, skipped: inout [UInt32]
     ) -> Taken? {
-        var skipped: [UInt32] = []
-        defer { for i in skipped { heapPush(i) } }
         while let top = heap.first, start == .whenAllowed || slots[Int(top)].dueMilliseconds <= now {
             heapRemove(top)
             if skips(top, skip) {

@@ -119,12 +119,9 @@ enum Scheduler {
     }
 
     private static func takeAttempts(_ state: inout CoreState, nowMilliseconds now: UInt64, limit: Int) -> [Attempt] {
-        var attempts: [Attempt] = []
-        // Each turn takes one message: bounded by `limit`.
-        while attempts.count < limit, let taken = state.projection.takeNext(.now, nowMilliseconds: now) {
-            attempts.append(Attempt(id: taken.slot.id, number: Int(taken.slot.attempts) + 1, startedMilliseconds: now))
+        state.projection.take(.now, limit: max(0, limit), nowMilliseconds: now).map { taken in
+            Attempt(id: taken.slot.id, number: Int(taken.slot.attempts) + 1, startedMilliseconds: now)
         }
-        return attempts
     }
 
     /// Up to `bound` handed off or starting in all; messages sent back to the foreground (a
@@ -136,16 +133,9 @@ enum Scheduler {
         let free = bound - state.handOffs.count - state.handOffsStarting
         guard free > 0 else { return [] }
         let foregroundOnly = state.foregroundOnly
-        var taken: [Projection.Taken] = []
-        // The engine's selection, each message to begin when it may: bounded by `free`.
-        while taken.count < free,
-            let next = state.projection.takeNext(
-                .whenAllowed, nowMilliseconds: now,
-                skip: { slot, url in
-                    foregroundOnly.contains(slot.id) || isExcluded(url)
-                })
-        {
-            taken.append(next)
+        // The engine's selection, each message to begin when it may.
+        let taken = state.projection.take(.whenAllowed, limit: free, nowMilliseconds: now) { slot, url in
+            foregroundOnly.contains(slot.id) || isExcluded(url)
         }
         state.handOffsStarting += taken.count
         return taken
