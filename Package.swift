@@ -118,8 +118,10 @@ let package = Package(
         ),
         .executableTarget(name: "courier-load", dependencies: ["Courier", "CourierLog"], path: "Tools/courier-load"),
         // `make bench-background`: background hand-off on the simulated system (virtual time).
-        .executableTarget(name: "courier-background-bench", dependencies: ["Courier", "CourierTesting"],
-                          path: "Tools/courier-background-bench"),
+        .target(name: "BackgroundScenarios", dependencies: ["Courier", "CourierTesting"],
+                path: "Tools/courier-background-bench/Scenarios"),
+        .executableTarget(name: "courier-background-bench", dependencies: ["BackgroundScenarios"],
+                          path: "Tools/courier-background-bench/CLI"),
         .executableTarget(
             name: "courier-bench",
             dependencies: ["Courier", "CourierLog", "FlakyServer",
@@ -154,7 +156,7 @@ let package = Package(
         ]),
         .testTarget(name: "CourierTests", dependencies: [
             "Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer",
-            "GoldenRecords",
+            "GoldenRecords", "BackgroundScenarios",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client",
                      condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),

@@ -30,12 +30,24 @@ public final class SimulatedApp {
         system = SimulatedBackgroundSystem(transport: server, readBody: { fileSystem.contents(of: $0) }, model: model)
         system.onKill = { fileSystem.stopAfter(operations: 0) }
         system.launchApp = { [unowned self] reason in await self.open(inBackground: reason == .backgroundEvents) }
+        // The system's steps wait for the courier to be done with each (deterministic runs).
+        system.settleApp = { [unowned self] in await self.courier?.settle() }
         // After a wake's events (as the iOS adapter does): hand off what is pending.
         system.didFinishEvents = { [unowned self] in
             guard system.appState != .foreground, let courier else { return }
             await courier.handOffPendingMessages()
         }
     }
+
+    /// Whether `enterBackground()` keeps the app up, before iOS suspends it, while a destination
+    /// its hand-off went to blind has not answered, as the lifecycle integration does within
+    /// its background task (the default). False: suspended at once, as an app without the
+    /// integration (tests of what happens while suspended).
+    public var hearsFirstAnswersBeforeSuspending: Bool {
+        get { hearsFirstAnswers.withLock { $0 } }
+        set { hearsFirstAnswers.withLock { $0 = newValue } }
+    }
+    private let hearsFirstAnswers = Locked(true)
 
     /// Whether a process the system launched in the background pauses its engine at once (the
     /// default), as an app whose lifecycle integration is wired before any event comes. False
@@ -59,13 +71,24 @@ public final class SimulatedApp {
     }
 
     /// The app leaves the screen: it hands its messages off (in the background, as
-    /// `didEnterBackground` does on iOS: the tasks are discretionary), its engine stops, iOS
-    /// suspends it.
+    /// `didEnterBackground` does on iOS: the tasks are discretionary), its engine stops, and,
+    /// as the lifecycle integration does within its background task, it stays up while a
+    /// destination the hand-off went to blind has not answered (polled every 250 ms of virtual
+    /// time, at most 25 s, the system's tasks running meanwhile); then iOS suspends it.
     public func enterBackground() async {
         guard system.appState == .foreground, let courier else { return }
-        system.suspend()
+        system.enterBackground()
         await courier.handOffPendingMessages()
         courier.pause()
+        await courier.settle()
+        // Bounded: 100 turns of 250 ms.
+        for _ in 0..<100
+        where hearsFirstAnswersBeforeSuspending && system.appState == .background
+            && courier.awaitsFirstAnswersFromHandOffs
+        {
+            await system.advance(by: .milliseconds(250))
+        }
+        system.suspend()
         await courier.settle()
     }
 

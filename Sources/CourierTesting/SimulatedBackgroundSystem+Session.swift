@@ -23,14 +23,17 @@ extension SimulatedBackgroundSystem {
                 s.nextIdentifier += 1
                 let now = system.clock.now.offset
                 let begin = Duration.seconds(request.earliestBeginDate.timeIntervalSince(system.epoch))
-                let delay =
-                    s.appState == .foreground ? Duration.zero : s.rateLimiterDelay + system.model.discretionaryDelay
+                // The rate limiter's delay runs from the task's creation, not from its begin date
+                // ("the task does not start until that delay has expired"); a discretionary
+                // task waits on top of that.
+                let inBackground = s.appState != .foreground
+                let limiter = inBackground ? s.rateLimiterDelay : .zero
+                let discretionary = inBackground ? system.model.discretionaryDelay : .zero
                 let key = request.headers["Idempotency-Key"]
-                if s.tasks.values.contains(where: { $0.request.headers["Idempotency-Key"] == key }) {
-                    s.statistics.inFlightTwice += 1
-                }
+                if s.carries(key) { s.statistics.inFlightTwice += 1 }
                 s.tasks[task.identifier] = SystemTask(
-                    task: task, request: request, startOffset: max(begin, now) + delay, process: process)
+                    task: task, request: request, startOffset: max(begin, now + limiter) + discretionary,
+                    process: process)
                 s.statistics.tasksCreated += 1
                 // The kill happens after the task exists: the process dies before it logs it.
                 return (task, SimulatedBackgroundSystem.tick(&s))
@@ -42,7 +45,8 @@ extension SimulatedBackgroundSystem {
         func outstandingTasks() async -> [BackgroundUploadTask] {
             system.state.withLock { s in
                 guard s.processAlive, s.process == process else { return [] }
-                return s.tasks.values.map(\.task).sorted { $0.identifier < $1.identifier }
+                return (s.tasks.values.map(\.task) + s.running.values.map(\.task.task))
+                    .sorted { $0.identifier < $1.identifier }
             }
         }
 
@@ -81,9 +85,7 @@ extension SimulatedBackgroundSystem {
             let alive = system.state.withLock { s -> Bool in
                 guard s.processAlive else { return false }
                 s.statistics.engineRequests += 1
-                if s.tasks.values.contains(where: { $0.request.headers["Idempotency-Key"] == key }) {
-                    s.statistics.inFlightTwice += 1
-                }
+                if s.carries(key) { s.statistics.inFlightTwice += 1 }
                 s.engineInFlight[key, default: 0] += 1
                 return true
             }

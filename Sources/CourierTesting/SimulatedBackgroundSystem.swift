@@ -13,16 +13,25 @@ import Foundation
 ///     system.suspend()                       // the app called handOffPendingMessages()
 ///     await system.advance(by: .seconds(1800))
 ///
-/// The model (`Model`): a task starts at its earliest begin date, plus the rate limiter's
-/// delay and the discretionary delay if it was created while the app was not in the
-/// foreground (the rate limiter's delay doubles at
+/// The model (`Model`): a task starts at its earliest begin date, or, if it was created while
+/// the app was not in the foreground, once the rate limiter's delay since its creation has
+/// passed if that is later, plus the discretionary delay (the rate limiter's delay doubles at
 /// each background wake or relaunch and is reset when the app comes to the foreground, as
-/// Apple describes); requests take no virtual time. A completion is delivered at once to an
-/// app in the foreground; for a suspended app the system wakes it `wakeDelay` later and
-/// delivers every completion held; for an app that is not running it relaunches it in the
+/// Apple describes); a request takes `requestDuration` (none by default), at most
+/// `connectionsPerHost` at once. A completion is delivered at once to an app that runs (in the
+/// foreground, or in the background before it is suspended); for a suspended app the system
+/// holds it, and once the session is idle it wakes the app (`wakeDelay` later) and delivers
+/// every completion held; for an app that is not running it relaunches it in the
 /// background (`launchApp`) and delivers them to the new process's session. A force-quit
 /// cancels every task and relaunches nothing. A completion counts as heard when its handler
 /// is called: an app killed while handling it loses it (Courier reconciles at the next open).
+///
+/// A run is deterministic: the same app, seeds and steps give the same figures, run after run.
+/// Completions are heard one at a time, in the order the tasks ended (a background session's
+/// delegate queue is serial), and after every step (a completion heard, a wake, the clock
+/// moved on) the system waits for the app to be done with it (`settleApp`) before it takes the
+/// next: the app's tasks run on real threads, and without that wait how much of its reaction
+/// came before the system's next step was left to the thread scheduler.
 public final class SimulatedBackgroundSystem {
     /// The rules the simulated system follows.
     public struct Model: Sendable {
@@ -30,12 +39,19 @@ public final class SimulatedBackgroundSystem {
         public var rateLimiterInitialDelay: Duration = .seconds(1)
         /// Its largest delay. The default is 60 s.
         public var rateLimiterMaximumDelay: Duration = .seconds(60)
-        /// From a completion to the wake (or relaunch) that delivers it. The default is 1 s.
+        /// From the moment the session is idle with completions held (no request running, no
+        /// task that may start) to the wake (or relaunch) that delivers them. The default is 1 s.
         public var wakeDelay: Duration = .seconds(1)
         /// How much later than its begin date a task created while the app was not in the
         /// foreground starts, on top of the rate limiter: iOS treats such a task as
         /// discretionary and may hold it for hours, waiting for Wi-Fi or power. The default is 0.
         public var discretionaryDelay: Duration = .zero
+        /// From a request's start to its completion. The default is 0 (instant).
+        public var requestDuration: Duration = .zero
+        /// How many tasks to one host run at once, as the session's
+        /// `httpMaximumConnectionsPerHost` (6 on iOS); the others wait for a connection. The
+        /// default is nil: no limit.
+        public var connectionsPerHost: Int?
         /// A model with the defaults.
         public init() {}
     }
@@ -49,7 +65,15 @@ public final class SimulatedBackgroundSystem {
     }
 
     /// Where the app is.
-    public enum AppState: Sendable, Equatable { case foreground, suspended, notRunning }
+    public enum AppState: Sendable, Equatable {
+        case foreground
+        /// In the background and still running (the seconds iOS grants after
+        /// `didEnterBackground`): completions reach it at once, without a wake; the tasks it
+        /// makes are the background's (rate limiter, discretionary delay).
+        case background
+        case suspended
+        case notRunning
+    }
 
     /// The network the device is on. A task whose request may not use it waits, as a
     /// background session's tasks wait for connectivity (`BackgroundUploadRequest.mayUse`).
@@ -115,6 +139,14 @@ public final class SimulatedBackgroundSystem {
         set { state.withLock { $0.didFinishEvents = newValue } }
     }
 
+    /// Waits until the running app is done with what the last step gave it (`SimulatedApp` sets
+    /// it to its courier's `settle()`): called after each completion heard, each wake or
+    /// relaunch, and each move of the clock. Nil: the system does not wait (not deterministic).
+    public var settleApp: (@Sendable () async -> Void)? {
+        get { state.withLock { $0.settleApp } }
+        set { state.withLock { $0.settleApp = newValue } }
+    }
+
     /// Called at the instant a kill armed with `kill(afterInteractions:)` happens (e.g. to stop
     /// the file system, so the dying process writes nothing more).
     public var onKill: (@Sendable () -> Void)? {
@@ -147,8 +179,8 @@ public final class SimulatedBackgroundSystem {
         set { state.withLock { $0.network = newValue } }
     }
     public var statistics: Statistics { state.withLock { $0.statistics } }
-    /// Tasks not yet completed (waiting or due).
-    public var outstandingCount: Int { state.withLock { $0.tasks.count } }
+    /// Tasks not yet completed (waiting, due or running).
+    public var outstandingCount: Int { state.withLock { $0.tasks.count + $0.running.count } }
     /// Sets what a courier of the current app process needs: the clock, the wall time, a
     /// transport for its engine (which counts requests that overlap a task of the same
     /// message), and `backgroundUploads` with a session of this process.
@@ -183,6 +215,14 @@ struct SystemTask {
     var process: Int
 }
 
+/// A task whose request has started and whose completion comes at `end`.
+struct RunningRequest {
+    var task: SystemTask
+    var host: String
+    var end: Duration
+    var completion: BackgroundUploadCompletion
+}
+
 struct SystemState {
     var appState = SimulatedBackgroundSystem.AppState.notRunning
     var network = SimulatedBackgroundSystem.Network.wifi
@@ -192,6 +232,8 @@ struct SystemState {
     var handler: (@Sendable (BackgroundUploadCompletion) async -> Void)?
     var handlerProcess = -1
     var tasks: [Int: SystemTask] = [:]
+    /// Tasks whose request has started (`Model.requestDuration`), by identifier.
+    var running: [Int: RunningRequest] = [:]
     var nextIdentifier = 1
     var held: [BackgroundUploadCompletion] = []
     var wakeAt: Duration?
@@ -201,6 +243,21 @@ struct SystemState {
     var launchApp: (@Sendable (SimulatedBackgroundSystem.LaunchReason) async -> Void)?
     var onKill: (@Sendable () -> Void)?
     var didFinishEvents: (@Sendable () async -> Void)?
+    var settleApp: (@Sendable () async -> Void)?
     /// Messages an engine attempt of the app has in flight now.
     var engineInFlight: [String: Int] = [:]
+}
+
+extension SystemState {
+    /// Whether a task, waiting or running, carries the message of `key` (its Idempotency-Key).
+    func carries(_ key: String?) -> Bool {
+        tasks.values.contains { $0.request.headers["Idempotency-Key"] == key }
+            || running.values.contains { $0.task.request.headers["Idempotency-Key"] == key }
+    }
+
+    /// Whether a task to `host` may start now (`Model.connectionsPerHost`).
+    func hasConnection(to host: String, limit: Int?) -> Bool {
+        guard let limit else { return true }
+        return running.values.count(where: { $0.host == host }) < limit
+    }
 }

@@ -38,9 +38,11 @@ import Testing
         let transport = ScriptedTransport { _ in
             limiter.admit() ? .response(status: 200) : .response(status: status, retryAfter: retryAfter)
         }
-        let courier = try Courier(directory: dir.url,
-                                  configuration: testConfiguration(clock: clock, transport: transport,
-                                                                                        jitter: .full))
+        let courier = try Courier(
+            directory: dir.url,
+            configuration: testConfiguration(
+                clock: clock, transport: transport,
+                jitter: .full))
         let recorder = EventLog(courier.events)
         for i in 0..<500 { try courier.send(["n": i], to: inbox) }
         var elapsed = Duration.zero
@@ -66,8 +68,9 @@ import Testing
         let calls = Counter()
         // Answers 200, except the 11th request: 503, no Retry-After.
         let transport = ScriptedTransport { _ in calls.next() == 11 ? .response(status: 503) : .response(status: 200) }
-        let courier = try Courier(directory: dir.url,
-                                  configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(
+            directory: dir.url,
+            configuration: testConfiguration(clock: clock, transport: transport))
         let recorder = EventLog(courier.events)
         for i in 0..<10 { try courier.send(["n": i], to: inbox) }
         await courier.settle()
@@ -82,8 +85,9 @@ import Testing
             if case .failed(refused, 1, _, let delay) = event { delay } else { nil }
         }
         #expect(retryIn == [.zero], "a busy server's refusal waits for the pace, not for 1 s of backoff")
-        #expect(recorder.events.contains { if case .delivered(refused, 2) = $0 { true } else { false } },
-                "delivered at the next pace slot, 100 ms later")
+        #expect(
+            recorder.events.contains { if case .delivered(refused, 2) = $0 { true } else { false } },
+            "delivered at the next pace slot, 100 ms later")
     }
 
     @Test func aRetryAfterFromABusyServerHoldsTheMessageAndItsDestination() async throws {
@@ -93,8 +97,9 @@ import Testing
         let transport = ScriptedTransport { _ in
             calls.next() == 11 ? .response(status: 429, retryAfter: "3") : .response(status: 200)
         }
-        let courier = try Courier(directory: dir.url,
-                                  configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(
+            directory: dir.url,
+            configuration: testConfiguration(clock: clock, transport: transport))
         for i in 0..<10 { try courier.send(["n": i], to: inbox) }
         await courier.settle()
         let refused = try courier.send(["n": 10], to: inbox)
@@ -143,8 +148,9 @@ import Testing
         let clock = ManualClock()
         let transport = ScriptedTransport()
         transport.holdResponses = true
-        let courier = try Courier(directory: dir.url,
-                                  configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(
+            directory: dir.url,
+            configuration: testConfiguration(clock: clock, transport: transport))
         for i in 0..<200 { try courier.send(["n": i], to: inbox) }
         // Every attempt starts in a critical section of the core: what has started is all.
         #expect(courier.sendingCount == 4, "starts low")
@@ -164,18 +170,54 @@ import Testing
         await courier.close()
     }
 
-    @Test func theHandOffSendsNoMoreToADestinationThanItsLimitAllows() async throws {
+    /// A destination that has not answered yet gets its first limit's worth (a dead server costs
+    /// a handful of requests); once it has answered, the session's bound holds the hand-off,
+    /// not the limit learned from the few answers a suspended app hears at each wake.
+    @Test func theHandOffKeepsToAnUnansweredDestinationsLimitThenToTheSessionsBound() async throws {
         let server = BackgroundHandOffTests.Server()
         var config = BackgroundHandOffTests.configuration()
         config.concurrencyLimit = .adaptive
         let app = SimulatedApp(server: server.transport, configuration: config)
+        app.hearsFirstAnswersBeforeSuspending = false  // suspended at once: the wake brings the answers
         await app.system.launch()
         app.courier?.pause()
         for i in 0..<30 { _ = app.send("m\(i)", to: inbox) }
         await app.enterBackground()
-        #expect(app.system.outstandingCount == 4, "the destination's limit, not the bound of 100")
+        #expect(app.system.outstandingCount == 4, "not answered yet: the destination's first limit")
+        // Bounded: the first wake comes within seconds of the first completion.
+        for _ in 0..<60 where app.system.statistics.wakes == 0 { await app.system.advance(by: .seconds(1)) }
+        #expect(app.system.statistics.wakes == 1)
+        #expect(app.system.outstandingCount == 26, "answered: the rest, within the session's bound of 100")
         await app.system.advance(by: .seconds(600))
         #expect(app.courier?.pendingCount == 0)
         #expect(server.transport.requests.count == 30)
+    }
+
+    /// With the lifecycle integration, the app stays up after the blind hand-off until its first
+    /// answers come (the seconds iOS grants at `didEnterBackground`): a destination that answers
+    /// gets the rest before the app is suspended, with no wake (each wake doubles the system's
+    /// rate limiter); one that fails gets one upload at a time until it is known down.
+    @Test(arguments: [200, 503])
+    func anAppStaysUpForTheFirstAnswersOfABlindHandOff(status: Int) async throws {
+        let server = BackgroundHandOffTests.Server { _, _ in .response(status: status) }
+        var config = BackgroundHandOffTests.configuration()
+        config.concurrencyLimit = .adaptive
+        var model = SimulatedBackgroundSystem.Model()
+        model.requestDuration = .milliseconds(100)
+        let app = SimulatedApp(server: server.transport, configuration: config, model: model)
+        await app.system.launch()
+        app.courier?.pause()
+        for i in 0..<30 { _ = app.send("m\(i)", to: inbox) }
+        await app.enterBackground()
+        #expect(app.system.appState == .suspended)
+        #expect(app.system.statistics.wakes == 0)
+        if status == 200 {
+            #expect(app.system.statistics.tasksCreated == 30, "answered: the other 26 before the app was suspended")
+        } else {
+            // The blind four, answered before the app was suspended; then one at a time: the
+            // fifth failure makes it down, and one probe waits for its time.
+            #expect(server.transport.requests.count == 5)
+            #expect(app.system.outstandingCount == 1, "the probe")
+        }
     }
 }

@@ -23,6 +23,7 @@ import Testing
         }
         let server = Server()
         let app = SimulatedApp(server: server.transport, configuration: configuration)
+        app.hearsFirstAnswersBeforeSuspending = false  // what happens while suspended
         await app.system.launch()
         app.courier?.pause()
         let ids = (0..<3).compactMap { app.send("m\($0)", to: inbox) }
@@ -41,8 +42,10 @@ import Testing
         var model = SimulatedBackgroundSystem.Model()
         model.discretionaryDelay = .seconds(4 * 3600)  // made in the background: iOS waits for Wi-Fi or power
         let server = Server()
-        let app = SimulatedApp(server: server.transport, configuration: BackgroundHandOffTests.configuration(),
-                               model: model)
+        let app = SimulatedApp(
+            server: server.transport, configuration: BackgroundHandOffTests.configuration(),
+            model: model)
+        app.hearsFirstAnswersBeforeSuspending = false  // what happens while suspended
         await app.system.launch()
         app.courier?.pause()
         let ids = (0..<3).compactMap { app.send("m\($0)", to: inbox) }
@@ -75,6 +78,7 @@ import Testing
             return n == 1 ? .response(status: 500) : .response(status: 200)
         }
         let app = SimulatedApp(server: server.transport, configuration: BackgroundHandOffTests.configuration())
+        app.hearsFirstAnswersBeforeSuspending = false  // what happens while suspended
         app.pausesEngineAtBackgroundLaunch = false
         await app.system.launch()
         let courier = try #require(app.courier)
@@ -105,10 +109,12 @@ import Testing
     /// `maximumDelay`, as an engine attempt's would.)
     @Test func aFailedUploadOfAnUnreadableMessageIsJudgedByItsRealAge() async throws {
         var configuration = BackgroundHandOffTests.configuration()
-        configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(64), jitter: .none,
-                                          expiry: .seconds(120))
+        configuration.retry = RetryPolicy(
+            initialDelay: .seconds(1), maximumDelay: .seconds(64), jitter: .none,
+            expiry: .seconds(120))
         let server = Server { _, _ in .response(status: 500) }
         let app = SimulatedApp(server: server.transport, configuration: configuration)
+        app.hearsFirstAnswersBeforeSuspending = false  // what happens while suspended
         await app.system.launch()
         let courier = try #require(app.courier)
         courier.pause()
@@ -129,7 +135,10 @@ import Testing
             return false
         }
         #expect(!judgedAsNew)
-        #expect(all.contains { if case .abandoned(id, 1, _) = $0 { return true }; return false },
-                "judged by its real age at its first failure")
+        #expect(
+            all.contains {
+                if case .abandoned(id, 1, _) = $0 { return true }; return false
+            },
+            "judged by its real age at its first failure")
     }
 }

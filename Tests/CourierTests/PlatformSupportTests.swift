@@ -24,9 +24,11 @@ import FoundationNetworking
 
     @Test func aBackgroundRunThatDeliversEverythingSucceedsAndAsksForNoOther() async throws {
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url,
-                                  configuration: testConfiguration(clock: ManualClock(),
-                                                                   transport: ScriptedTransport()))
+        let courier = try Courier(
+            directory: scratch.url,
+            configuration: testConfiguration(
+                clock: ManualClock(),
+                transport: ScriptedTransport()))
         courier.pause()
         try courier.send(["n": 1], to: inbox)
         let outcome = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
@@ -39,8 +41,9 @@ import FoundationNetworking
         let transport = ScriptedTransport()
         transport.holdResponses = true
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url,
-                                  configuration: testConfiguration(clock: clock, transport: transport))
+        let courier = try Courier(
+            directory: scratch.url,
+            configuration: testConfiguration(clock: clock, transport: transport))
         try courier.send(["n": 1], to: inbox)
         let run = Task { await courier.runBackgroundDelivery(within: Courier.backgroundBudget) }
         await transport.waitForRequests(1)
@@ -50,11 +53,38 @@ import FoundationNetworking
         await courier.close()
     }
 
+    /// A processing task delivers what the background session does not have and ends as soon as
+    /// that is done: waiting for the handed-off uploads (discretionary, the system's to run)
+    /// would hold it until iOS expired it, and report failure.
+    @Test func aBackgroundRunEndsOnceOnlyHandedOffMessagesAreLeft() async throws {
+        let server = BackgroundHandOffTests.Server()
+        var config = BackgroundHandOffTests.configuration()
+        config.backgroundUploads?.excludedHosts = ["excluded.example"]
+        let app = SimulatedApp(server: server.transport, configuration: config)
+        app.hearsFirstAnswersBeforeSuspending = false  // what happens while suspended
+        await app.system.launch()
+        let courier = try #require(app.courier)
+        courier.pause()
+        for i in 0..<3 {
+            _ = app.send("kept \(i)", to: URL(string: "https://excluded.example/in")!)
+            _ = app.send("handed \(i)", to: inbox)
+        }
+        await app.enterBackground()
+        #expect(courier.handedOffCount == 3 && courier.pendingCount == 6)
+        let outcome = await courier.runBackgroundDelivery(within: .seconds(3600))
+        #expect(outcome.success && !outcome.reschedule, "what was left is the system's")
+        #expect(courier.pendingCount == 3 && courier.handedOffCount == 3)
+        #expect(app.system.manualClock.now.offset < .seconds(1), "it did not wait out its budget")
+        #expect(server.transport.requests.count == 3, "the excluded three, by the engine")
+    }
+
     @Test func closeStopsThePlatformIntegration() async throws {
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url,
-                                  configuration: testConfiguration(clock: ManualClock(),
-                                                                   transport: ScriptedTransport()))
+        let courier = try Courier(
+            directory: scratch.url,
+            configuration: testConfiguration(
+                clock: ManualClock(),
+                transport: ScriptedTransport()))
         let integration = FakeIntegration()
         _ = courier.core.write { state, _ in state.lifecycle = integration }
         await courier.close()
@@ -71,8 +101,9 @@ import FoundationNetworking
 
     /// One courier per test, in its folder.
     func courier() throws -> Courier {
-        try Courier(directory: scratch.url,
-                    configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        try Courier(
+            directory: scratch.url,
+            configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
     }
 
     /// A background task's handler waiting for the courier, returned once it is registered.

@@ -5,22 +5,27 @@ import Testing
 /// and read the plan, with no courier, clock or task.
 @Suite struct SchedulerTests {
     /// Messages 1...n to one destination, due at `due` (wall ms).
-    static func core(_ n: Int, due: UInt64 = 1000,
-                     url: (Int) -> String = { _ in "https://example.com/a" }) -> CoreState {
+    static func core(
+        _ n: Int, due: UInt64 = 1000,
+        url: (Int) -> String = { _ in "https://example.com/a" }
+    ) -> CoreState {
         var projection = Projection(fifoPerDestination: false)
         for i in 1...n { projection.apply(.enqueued(state(i, url: url(i), due: due)), address: address(UInt64(i))) }
         return CoreState(projection: projection, resolved: ResolvedMemory(limit: 8))
     }
 
-    static func limits(slots: Int = 4, handOffs: Int = 0,
-                       excluded: @escaping @Sendable (String) -> Bool = { _ in false }) -> Scheduler.Limits {
+    static func limits(
+        slots: Int = 4, handOffs: Int = 0,
+        excluded: @escaping @Sendable (String) -> Bool = { _ in false }
+    ) -> Scheduler.Limits {
         Scheduler.Limits(maximumConcurrentDeliveries: slots, maximumHandOffs: handOffs, isExcludedFromHandOff: excluded)
     }
 
     /// Wall time 1000 ms is 10 s on the injected clock.
     static func at(_ wallMilliseconds: UInt64) -> EngineInstant {
-        EngineInstant(elapsed: .seconds(10) + .milliseconds(Int64(wallMilliseconds) - 1000),
-                      wallMilliseconds: wallMilliseconds)
+        EngineInstant(
+            elapsed: .seconds(10) + .milliseconds(Int64(wallMilliseconds) - 1000),
+            wallMilliseconds: wallMilliseconds)
     }
 
     @Test func dueMessagesStartUpToTheFreeSlotsAndNoTimerIsArmedWithoutOne() {
@@ -47,7 +52,8 @@ import Testing
         let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(), handOffAsked: false)
         #expect(plan.timerDeadline == nil)
         core.scheduler.timer = (Task {}, .milliseconds(10_900))
-        #expect(Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(), handOffAsked: false).timerDeadline
+        #expect(
+            Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(), handOffAsked: false).timerDeadline
                 == .milliseconds(10_500))
     }
 
@@ -152,5 +158,22 @@ import Testing
         p.remove(state(1).id)  // its upload delivered it
         let taken = p.takeNext(.now, nowMilliseconds: 1000)
         #expect(taken?.slot.id == state(2).id && taken?.beginMilliseconds == 1000)
+    }
+
+    /// Once its destination has answered, a hand-off is bounded by the session, not by the
+    /// destination's concurrency limit (learned from answers a suspended app hears only at its
+    /// wakes), and still keeps to its pace; the engine keeps to both.
+    @Test func aHandOffToADestinationThatAnsweredKeepsToItsPaceNotItsLimit() {
+        var p = Projection(fifoPerDestination: false)
+        p.origins.concurrency = ConcurrencyLimit(initialLimit: 1)
+        p.origins.maximumConcurrency = 1
+        for n in 1...3 { p.apply(.enqueued(state(n, due: 1000)), address: address(UInt64(n))) }
+        p.origins[0].lastHealthyMilliseconds = 900
+        p.origins[0].flow.ratePerSecond = 2  // paced by a 429 earlier: a start every 500 ms
+        let taken = p.take(.whenAllowed, limit: 10, nowMilliseconds: 1000)
+        #expect(taken.map(\.slot.id) == [1, 2, 3].map { state($0).id }, "past the limit of 1")
+        #expect(taken.map(\.beginMilliseconds) == [1000, 1500, 2000], "at the destination's pace")
+        p.apply(.enqueued(state(4, due: 1000)), address: address(4))
+        #expect(p.takeNext(.now, nowMilliseconds: 5000) == nil, "the engine keeps to the limit")
     }
 }

@@ -8,10 +8,15 @@ extension Courier {
         public var delivered: Int
         /// Messages still pending when it returned.
         public var remaining: Int
-        /// A summary of `delivered` messages and `remaining` pending ones.
-        public init(delivered: Int, remaining: Int) {
+        /// Of `remaining`, the messages the background session has (`handedOffCount`): the
+        /// system delivers them, not this call.
+        public var handedOff: Int
+        /// A summary of `delivered` messages and `remaining` pending ones, `handedOff` of them
+        /// with the background session.
+        public init(delivered: Int, remaining: Int, handedOff: Int = 0) {
             self.delivered = delivered
             self.remaining = remaining
+            self.handedOff = handedOff
         }
     }
 
@@ -59,7 +64,11 @@ extension Courier {
     /// Delivers what it can within `budget` (on the configured clock), then stops cleanly:
     /// attempts still in flight are cancelled (not counted: their messages stay pending exactly
     /// as on disk, so no attempt is half-logged), the log is synced, and the summary says how
-    /// many were delivered and how many remain. Delivers even while paused. Returns at once
+    /// many were delivered and how many remain. Delivers even while paused. Returns as soon as
+    /// every message left is with the background session (`handOffPendingMessages()`): the
+    /// system delivers those, and waiting for them would hold a background task's time for
+    /// nothing (a processing task could wait for discretionary uploads until iOS expired it).
+    /// Returns at once
     /// when the calling task is cancelled (a background task's expiration handler cancels it),
     /// after the same clean stop. Afterwards the courier carries on as before the call
     /// (delivering, or paused if it was).
@@ -69,7 +78,7 @@ extension Courier {
         let deadline = currentInstant().elapsed + budget
         let sleep = clock.sleep
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.waitUntilIdleOrCancelled() }
+            group.addTask { await self.waitUntilIdleOrCancelled(exceptHandedOff: true) }
             group.addTask { try? await sleep(deadline) }
             // The first to end (idle, budget spent, or this task cancelled) ends the wait.
             _ = await group.next()
@@ -79,17 +88,20 @@ extension Courier {
         for task in inFlight { task.cancel() }
         for task in inFlight { await task.value }
         await onIOQueue { [log] in try? log.sync() }
-        let (delivered, pending, effects) = core.endForcedRun(at: currentInstant())
+        let (delivered, pending, handedOff, effects) = core.endForcedRun(at: currentInstant())
         effects.run()
-        return DeliverySummary(delivered: delivered - before, remaining: pending)
+        return DeliverySummary(delivered: delivered - before, remaining: pending, handedOff: handedOff)
     }
 
-    /// `waitUntilIdle()` that also ends when the calling task is cancelled.
-    func waitUntilIdleOrCancelled() async {
+    /// `waitUntilIdle()` that also ends when the calling task is cancelled (and, with
+    /// `exceptHandedOff`, when only handed-off messages are left).
+    func waitUntilIdleOrCancelled(exceptHandedOff: Bool = false) async {
         let key = core.makeWaiterKey()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                if !core.addIdleWaiter(key, continuation, cancelled: { Task.isCancelled }) { continuation.resume() }
+                let added = core.addIdleWaiter(
+                    key, continuation, exceptHandedOff: exceptHandedOff, cancelled: { Task.isCancelled })
+                if !added { continuation.resume() }
             }
         } onCancel: {
             core.removeIdleWaiter(key)?.resume()

@@ -81,6 +81,12 @@ public struct BackgroundUploadRequest: Sendable, Hashable {
         return bodyByteCount + url.absoluteString.utf8.count + headerBytes + 512
     }
 
+    /// A best guess, from above, of the bytes the response brings (what iOS asks for in
+    /// `URLSessionTask.countOfBytesClientExpectsToReceive`): a status line, headers and a
+    /// short body. Courier reads only the status and `Retry-After`, so a larger body costs the
+    /// system's estimate, not delivery. 4 KiB.
+    public var expectedBytesToReceive: Int { 4_096 }
+
     /// Whether the upload may go over a network with these traits (what a session checks
     /// before it starts the upload; `SimulatedBackgroundSystem` does).
     public func mayUse(cellular: Bool, expensive: Bool, constrained: Bool) -> Bool {

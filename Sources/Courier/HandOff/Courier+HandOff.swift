@@ -45,6 +45,27 @@ extension Courier {
     /// Messages handed off now (`handOffPendingMessages()`), whose uploads have not ended.
     public var handedOffCount: Int { core.handOffs.count }
 
+    /// Whether a handed-off message goes to a destination that has said nothing yet since the
+    /// courier opened. Such a hand-off is blind, so it sends only the destination's first limit's
+    /// worth (4): a server that is down costs a handful of requests, not a hundred. An app that is
+    /// still running (the seconds iOS grants at `didEnterBackground`) hears those answers at once,
+    /// and hands off the rest before it is suspended; a suspended one would wait for a wake
+    /// (each one doubling the system's rate limiter) and lose a round of uploads.
+    package var awaitsFirstAnswersFromHandOffs: Bool { core.awaitsFirstAnswers }
+
+    /// Waits, at most `budget` on the courier's clock, while `awaitsFirstAnswersFromHandOffs`
+    /// (the lifecycle integration calls it within its background task, after the hand-off).
+    /// Returns early if the calling task is cancelled.
+    func waitForFirstAnswersFromHandOffs(within budget: Duration) async {
+        let step = Duration.milliseconds(250)
+        let sleep = clock.sleep, elapsed = clock.elapsed
+        var turns = Int(budget / step)  // the loop's bound
+        while turns > 0, core.awaitsFirstAnswers, !Task.isCancelled {
+            turns -= 1
+            try? await sleep(elapsed() + step)
+        }
+    }
+
     /// Called by `init` with hand-off on: the engine waits for reconciliation; completions
     /// are heard from now on.
     func startBackgroundUploads(_ uploads: BackgroundUploads) {
@@ -156,7 +177,9 @@ extension Courier {
         let handOff = HandOff(
             attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
             earliestBeginMilliseconds: begin, createdMilliseconds: ready.createdMilliseconds)
-        guard core.beginHandOff(id, handOff) else {
+        let (begun, effects) = core.beginHandOff(id, handOff)
+        effects.run()
+        guard begun else {
             await onIOQueue { [log] in log.removeBody(at: ready.path) }  // cancelled meanwhile
             return false
         }

@@ -30,8 +30,15 @@ extension Courier {
                     if completion.claim() { handle.value.setTaskCompleted(success: false) }
                     return
                 }
-                // Ask for the next run first (a suspended app cannot ask later), if there is work.
-                if courier.pendingCount > 0 { Courier.scheduleBackgroundDelivery() }
+                // Background uploads first, as at `didEnterBackground`: this task delivers only
+                // what the session does not have, and ends as soon as nothing else is left
+                // (waiting for discretionary uploads would hold it until iOS expired it).
+                if await MainActor.run(body: { UIApplication.shared.applicationState == .background }) {
+                    await courier.handOffPendingMessages()
+                }
+                // Ask for the next run first (a suspended app cannot ask later), if there is work
+                // that the session does not have.
+                if courier.pendingCount > courier.handedOffCount { Courier.scheduleBackgroundDelivery() }
                 // A processing task may run for minutes; its expiration cancels the delivery,
                 // which then stops cleanly.
                 let outcome = await courier.runBackgroundDelivery(within: .seconds(3600))
@@ -209,6 +216,9 @@ final class AppLifecycleIntegration: PlatformIntegration {
             // handed off.
             if await MainActor.run(body: { UIApplication.shared.applicationState == .background }) {
                 await courier.handOffPendingMessages()
+                // Still running: hear the first answers of a destination the hand-off went to
+                // blind (its first limit's worth), and hand off the rest now, not at a wake.
+                await courier.waitForFirstAnswersFromHandOffs(within: Courier.backgroundBudget)
             }
             if courier.pendingCount > courier.handedOffCount {
                 _ = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)

@@ -125,11 +125,13 @@ extension Courier {
     static let backgroundBudget: Duration = .seconds(25)
 
     /// What a background task should do when it runs: deliver within `budget` (ended early by
-    /// cancellation when iOS expires the task), then say whether it finished and whether
-    /// another background request is needed. Platform-neutral and tested; the Apple-only
-    /// code only calls it.
+    /// cancellation when iOS expires the task) what the background session does not have,
+    /// returning as soon as nothing else is left, then say whether it finished and whether
+    /// another background request is needed (messages handed off are the system's: they need
+    /// neither). Platform-neutral and tested; the Apple-only code only calls it.
     func runBackgroundDelivery(within budget: Duration) async -> (success: Bool, reschedule: Bool) {
         let summary = await deliverPending(within: budget)
-        return (summary.remaining == 0, summary.remaining > 0)
+        let left = summary.remaining - summary.handedOff
+        return (left == 0, left > 0)
     }
 }

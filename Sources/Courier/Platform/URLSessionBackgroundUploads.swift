@@ -86,7 +86,10 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
             return BackgroundUploadTask(identifier: -1, taskDescription: request.taskDescription)
         }
         task.earliestBeginDate = request.earliestBeginDate
+        // Both estimates help the system schedule the transfer (iOS 11+; the default of each
+        // is "unknown", NSURLSessionTransferSizeUnknown).
         task.countOfBytesClientExpectsToSend = Int64(request.expectedBytesToSend)
+        task.countOfBytesClientExpectsToReceive = Int64(request.expectedBytesToReceive)
         task.taskDescription = request.taskDescription
         task.resume()
         return BackgroundUploadTask(identifier: task.taskIdentifier, taskDescription: request.taskDescription)

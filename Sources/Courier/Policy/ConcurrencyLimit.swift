@@ -131,6 +131,10 @@ extension ConcurrencyLimit {
         sending < flow.count ? UInt64(flow.nextStartMilliseconds.rounded(.up)) : nil
     }
 
+    /// The earliest a request may start by the pace alone (`Retry-After` included), whatever
+    /// is under way.
+    func paceStart(_ flow: Flow) -> UInt64 { UInt64(flow.nextStartMilliseconds.rounded(.up)) }
+
     /// A request starts: the pace moves the next start on by one interval.
     func started(_ flow: inout Flow, nowMilliseconds now: UInt64) {
         guard let rate = flow.ratePerSecond else { return }

@@ -9,7 +9,7 @@ struct CoreState {
     /// Tasks in `delivered(_:)`, by message and then by key (so a cancelled wait removes its own).
     var waiters: [MessageID: [Int: DeliveryWaiter]] = [:]
     /// Waiters for "nothing pending", by key (so a cancelled wait can remove its own).
-    var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    var idleWaiters: [Int: IdleWaiter] = [:]
     var nextWaiterKey = 0
     var subscribers: [Int: AsyncStream<CourierEvent>.Continuation] = [:]
     var nextSubscriber = 0
@@ -158,4 +158,11 @@ struct ResolvedMemory {
             head = 0
         }
     }
+}
+
+/// A task waiting for the courier to be idle: nothing pending, or (`exceptHandedOff`, for
+/// `deliverPending(within:)`) nothing pending but what the background session has.
+struct IdleWaiter {
+    var continuation: CheckedContinuation<Void, Never>
+    var exceptHandedOff: Bool
 }

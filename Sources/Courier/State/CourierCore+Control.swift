@@ -43,15 +43,15 @@ extension CourierCore {
 
     /// `deliverPending(within:)` ended: the courier carries on as before it. Returns the
     /// messages delivered in all and those pending now.
-    func endForcedRun(at instant: EngineInstant) -> (delivered: Int, pending: Int, effects: Effects) {
-        let ((delivered, pending), effects) = write { state, effects -> (Int, Int) in
+    func endForcedRun(at instant: EngineInstant) -> (delivered: Int, pending: Int, handedOff: Int, effects: Effects) {
+        let ((delivered, pending, handedOff), effects) = write { state, effects -> (Int, Int, Int) in
             state.scheduler.mode.stopping -= 1
             state.scheduler.mode.forcedRuns -= 1
-            let counts = (state.deliveredCount, state.projection.count)
+            let counts = (state.deliveredCount, state.projection.count, state.handOffs.count)
             _ = schedule(&state, &effects, at: instant, handOffAsked: false)
             return counts
         }
-        return (delivered, pending, effects)
+        return (delivered, pending, handedOff, effects)
     }
 
     /// Where the app is, for hand-off (`handOffPendingMessages()`, `returnToForeground()`).

@@ -220,10 +220,7 @@ extension CourierCore {
             effects.emit(.cancelled(id))
             effects.failures += waiters.map { ($0, CourierError(.cancelled, "message \(id) was cancelled")) }
         }
-        if state.projection.isEmpty {
-            effects.idle += state.idleWaiters.values
-            state.idleWaiters.removeAll()
-        }
+        tellIdleWaiters(&state, &effects)
     }
 }
 

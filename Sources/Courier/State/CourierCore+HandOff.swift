@@ -6,16 +6,17 @@ import CourierLog
 extension CourierCore {
     /// Message `id` is about to be handed off: registered before its task is made, so a
     /// completion heard before the record finds it. False if it was resolved meanwhile.
-    func beginHandOff(_ id: MessageID, _ handOff: HandOff) -> Bool {
-        write { state, _ -> Bool in
+    func beginHandOff(_ id: MessageID, _ handOff: HandOff) -> (Bool, Effects) {
+        write { state, effects -> Bool in
             state.handOffsStarting -= 1
             guard !state.closed, state.projection.slot(of: id) != nil else {
                 state.projection.release(id)
                 return false
             }
             state.handOffs[id] = handOff
+            Self.tellIdleWaiters(&state, &effects)
             return true
-        }.0
+        }
     }
 
     /// The task of message `id`'s hand-off `ticket` exists: logs its `handed-off` record.
@@ -61,6 +62,18 @@ extension CourierCore {
     /// All hand-offs (tests, foreground return).
     var handOffs: [MessageID: HandOff] { read(\.handOffs) }
 
+    /// Whether a handed-off message goes to a destination that has said nothing yet since the
+    /// courier opened (its hand-off was blind: its first limit's worth, 4 at first).
+    var awaitsFirstAnswers: Bool {
+        read { state in
+            // Bounded by the hand-offs (at most `maximumOutstandingTasks`).
+            state.handOffs.keys.contains { id in
+                guard let i = state.projection.slotIndex(of: id) else { return false }
+                return !state.projection.origins[state.projection.origin(ofSlot: i)].hasReported
+            }
+        }
+    }
+
     /// How a delivery ended, in the one path every end takes (`hear`): an engine attempt's or a
     /// background upload's outcome, or an upload that ended without one to judge.
     enum Heard: Sendable {
@@ -102,6 +115,9 @@ extension CourierCore {
                 if ended { recordUnreadable(id, error: error, dueMilliseconds: due, &state, &effects) }
             case .late(let id, let attempt, let status):
                 handOffAsked = false
+                // Still an answer from its destination (or a failure to reach it): after a
+                // relaunch, the first a new process hears of it, so its hand-off is not blind.
+                state.projection.noteLateReport(of: id, status: status, nowMilliseconds: instant.wallMilliseconds)
                 if let status, !state.closed, state.projection.slot(of: id) != nil {
                     // A hand-off the message has now (a later one) ends with it: the effects
                     // cancel its task and remove its body file.

@@ -137,6 +137,8 @@ extension CourierCore {
             state.scheduler.timer = (launcher.startTimer(deadline), deadline)
         }
         if tellSettleWaiters { effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }
+        // A message handed off in this plan's section can leave only handed-off ones pending.
+        Self.tellIdleWaiters(&state, &effects)
         return scheduled
     }
 

@@ -43,18 +43,39 @@ extension CourierCore {
         }.0
     }
 
-    /// Registers an idle waiter under `key`; false (not registered) if nothing is pending, the
-    /// core is closed or `cancelled` says so: resume it at once.
-    func addIdleWaiter(_ key: Int, _ continuation: CheckedContinuation<Void, Never>, cancelled: () -> Bool) -> Bool {
+    /// Registers an idle waiter under `key`; false (not registered) if it is idle already (see
+    /// `IdleWaiter`), the core is closed or `cancelled` says so: resume it at once.
+    func addIdleWaiter(
+        _ key: Int, _ continuation: CheckedContinuation<Void, Never>, exceptHandedOff: Bool = false,
+        cancelled: () -> Bool
+    ) -> Bool {
         write { state, _ -> Bool in
-            if state.projection.isEmpty || state.closed || cancelled() { return false }
-            state.idleWaiters[key] = continuation
+            let idle = state.projection.isEmpty || (exceptHandedOff && Self.onlyHandedOffPending(state))
+            if idle || state.closed || cancelled() { return false }
+            state.idleWaiters[key] = IdleWaiter(continuation: continuation, exceptHandedOff: exceptHandedOff)
             return true
         }.0
     }
 
     func removeIdleWaiter(_ key: Int) -> CheckedContinuation<Void, Never>? {
-        write { state, _ in state.idleWaiters.removeValue(forKey: key) }.0
+        write { state, _ in state.idleWaiters.removeValue(forKey: key)?.continuation }.0
+    }
+
+    /// Whether every pending message is with the background session (none starting).
+    static func onlyHandedOffPending(_ state: CoreState) -> Bool {
+        state.projection.count == state.handOffs.count && state.handOffsStarting == 0
+    }
+
+    /// Under the lock: the idle waiters that are idle now are told (`IdleWaiter`).
+    static func tellIdleWaiters(_ state: inout CoreState, _ effects: inout Effects) {
+        guard !state.idleWaiters.isEmpty else { return }
+        let empty = state.projection.isEmpty
+        guard empty || onlyHandedOffPending(state) else { return }
+        // Bounded by the waiters (a few tasks).
+        for (key, waiter) in state.idleWaiters where empty || waiter.exceptHandedOff {
+            effects.idle.append(waiter.continuation)
+            state.idleWaiters[key] = nil
+        }
     }
 
     /// Adds a subscriber; nil if closed. Yields the opening damage first (yielding only
@@ -95,7 +116,7 @@ extension CourierCore {
                 effects.failures += waiters.values.map { ($0, CourierError(.closed, "the courier was closed")) }
             }
             state.waiters.removeAll()
-            effects.idle = Array(state.idleWaiters.values) + state.scheduler.settleWaiters
+            effects.idle = state.idleWaiters.values.map(\.continuation) + state.scheduler.settleWaiters
             state.idleWaiters.removeAll()
             state.scheduler.settleWaiters.removeAll()
             effects.finishStreams = Array(state.subscribers.values)

@@ -182,10 +182,7 @@ extension CourierCore {
         write { state, effects in
             state.projection.remove(id)
             effects.failures += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, error) }
-            if state.projection.isEmpty {
-                effects.idle += state.idleWaiters.values
-                state.idleWaiters.removeAll()
-            }
+            Self.tellIdleWaiters(&state, &effects)
             _ = schedule(&state, &effects, at: instant, handOffAsked: false)
         }.1
     }

@@ -28,6 +28,10 @@ struct OriginTable {
         /// "https://host:443": how events name it.
         var name: String
         var consecutiveFailures = 0
+        /// Whether any attempt has said something about it (an answer, or a failure) since the
+        /// courier opened: a hand-off to a destination that has not sends only its first limit's
+        /// worth, and the app waits for those answers (`awaitsFirstAnswers`).
+        var hasReported = false
         var outage: Outage?
         /// Parked slots, oldest first: due, but held back by an outage (until a probe is
         /// answered) or by the concurrency limit or pace (until a slot or the pace allows).

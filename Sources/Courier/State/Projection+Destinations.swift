@@ -99,6 +99,18 @@ extension Projection {
         if origins[o].outage?.probe == i { origins[o].outage!.probe = nil }
     }
 
+    /// An upload that ended while the app was dead, heard late (its hand-off was given up): its
+    /// destination has reported, and answered 2xx if `status` says so. Nothing else is learned
+    /// (its start and latency are unknown).
+    mutating func noteLateReport(of id: MessageID, status: UInt16?, nowMilliseconds now: UInt64) {
+        guard let i = slotIndex(of: id) else { return }
+        let o = origin(ofSlot: i)
+        origins[o].hasReported = true
+        if let status, (200..<300).contains(status), origins[o].outage == nil {
+            origins[o].lastHealthyMilliseconds = now
+        }
+    }
+
     /// Records what an attempt of slot `i` said about its destination.
     mutating func observe(_ report: DestinationReport, slot i: UInt32) -> DestinationChange {
         let o = origin(ofSlot: i), now = report.nowMilliseconds
@@ -108,6 +120,7 @@ extension Projection {
                 now <= $0 + ConcurrencyLimit.answeredWithinMilliseconds
             } ?? false
         let policy = origins.concurrency, maximum = origins.maximumConcurrency
+        if report.signal != .neutral { origins[o].hasReported = true }
         switch report.signal {
         case .healthy:
             origins[o].consecutiveFailures = 0
