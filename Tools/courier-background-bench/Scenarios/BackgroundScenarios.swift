@@ -43,7 +43,7 @@ public enum BackgroundScenarios {
                 + "the app, gaps between attempts of one message \(gapText), \(lost) lost, \(s.inFlightTwice) in "
                 + "flight twice (simulated: requests of \(seconds(model.requestDuration)) s, "
                 + "\(model.connectionsPerHost.map(String.init) ?? "any number of") at once per host, wake "
-                + "\(seconds(model.wakeDelay)) s after a completion, rate limiter "
+                + "\(seconds(model.wakeDelay)) s after the session is idle, rate limiter "
                 + "\(seconds(model.rateLimiterInitialDelay)) s doubling to \(seconds(model.rateLimiterMaximumDelay)) s)"
         }
     }
