@@ -64,8 +64,8 @@ format-check:
 	  if [ -n "$$long" ]; then echo "format-check: lines over 120 columns in Tests/ or Package.swift:"; \
 	  echo "$$long"; exit 1; fi
 	@open=$$(grep -rnE '\bcore\.(write|read)\b|\bCoreState\b' Sources --include='*.swift' \
-	  | grep -v '^Sources/Courier/State/' | grep -vE '^[^:]*:[0-9]+:[[:space:]]*//'); \
-	  if [ -n "$$open" ]; then echo "format-check: CoreState reached outside Sources/Courier/State/ (call an intent):"; \
+	  | grep -v '^Sources/CourierKit/State/' | grep -vE '^[^:]*:[0-9]+:[[:space:]]*//'); \
+	  if [ -n "$$open" ]; then echo "format-check: CoreState reached outside Sources/CourierKit/State/ (call an intent):"; \
 	  echo "$$open"; exit 1; fi
 	@echo "format-check: Sources/ and Tools/ are formatted, no line over 120 columns (there, in Tests/ or in" \
 	  "Package.swift), the core is closed"
@@ -73,7 +73,7 @@ format-check:
 format:
 	$(SWIFT) format --in-place --recursive --parallel Sources Tools
 
-# An app's view (Tools/consumer-check: one dependency on the Courier product, default traits):
+# An app's view (Tools/consumer-check: one dependency on the CourierKit product, default traits):
 # fails if its Package.resolved pins more than swift-log; then builds and runs it (~1 min), which
 # checks the error without a transport on Linux and a delivery through the app's own transport.
 CONSUMER := Tools/consumer-check
@@ -81,7 +81,7 @@ consumer-check: deps
 	@rm -f $(CONSUMER)/Package.resolved
 	@$(SWIFT) package --package-path $(CONSUMER) --scratch-path .build-consumer resolve >/dev/null
 	@python3 -c 'import json, sys; pins = sorted(p["identity"] for p in json.load(open(sys.argv[1]))["pins"]); \
-	  print("consumer-check: an app depending on Courier pins %d package(s): %s" % (len(pins), ", ".join(pins) or "none")); \
+	  print("consumer-check: an app depending on CourierKit pins %d package(s): %s" % (len(pins), ", ".join(pins) or "none")); \
 	  sys.exit(0 if set(pins) <= {"swift-log"} else 1)' $(CONSUMER)/Package.resolved
 	$(SWIFT) build --package-path $(CONSUMER) --scratch-path .build-consumer
 	.build-consumer/debug/consumer-check
@@ -94,7 +94,7 @@ consumer-check: deps
 IOS_SDK      ?=
 IOS_APINOTES ?=
 IOS_APP      := Samples/CourierSample.swiftpm Tools/doc-examples/ios
-IOS_LIBRARIES := Courier CourierTesting CourierLog CourierLogTesting CourierSample
+IOS_LIBRARIES := CourierKit CourierTesting CourierSample
 ios-check:
 ifeq ($(shell uname -s),Darwin)
 	@for scheme in $(IOS_LIBRARIES); do \
@@ -177,16 +177,16 @@ soak: deps
 
 # DocC for Courier and CourierLog (swift-docc-plugin from the package mirror), as static sites
 # in .build/docs/Courier and .build/docs/CourierLog; DOCC_FLAGS=--warnings-as-errors to be strict.
-# Not part of `make test`. Open .build/docs/Courier/documentation/courier/index.html through
-# any static file server (e.g. `python3 -m http.server -d .build/docs/Courier`).
+# Not part of `make test`. Open .build/docs/CourierKit/documentation/courierkit/index.html through
+# any static file server (e.g. `python3 -m http.server -d .build/docs/CourierKit`).
 DOCC_FLAGS ?=
 docs: deps
-	@mkdir -p .build/docs; for target in Courier CourierLog; do \
+	@mkdir -p .build/docs; for target in CourierKit CourierLog; do \
 	  $(SWIFT) package $(TRAITS) --allow-writing-to-directory .build/docs generate-documentation --target $$target \
 	    --disable-indexing --transform-for-static-hosting --hosting-base-path $$target \
 	    --output-path .build/docs/$$target $(DOCC_FLAGS) || exit 1; \
 	done
-	@echo "docs: .build/docs/Courier and .build/docs/CourierLog"
+	@echo "docs: .build/docs/CourierKit and .build/docs/CourierLog"
 
 # Issue 11's destination scenarios on loopback, real time, backoff per destination off then on:
 # 500 messages through OUTAGE_SECONDS of 503s (requests during it, drain after it), and a live
@@ -207,7 +207,7 @@ bench-outage: deps
 # "Retry and backoff". Then 1,000 messages over TLS with ALPN h2 to a loopback HTTP/2 server:
 # connections and streams it saw (multiplexed: one connection). About 8 minutes.
 DRAIN_SCENARIOS ?=
-DRAIN_PLOT ?= Sources/Courier/Courier.docc/Resources/drain-limiter.svg
+DRAIN_PLOT ?= Sources/CourierKit/CourierKit.docc/Resources/drain-limiter.svg
 bench-drain: deps
 	$(SWIFT) run $(TRAITS) -c release courier-bench --drain $(DRAIN_SCENARIOS) $(DRAIN_PLOT)
 	$(SWIFT) run $(TRAITS) -c release courier-bench --h2 1000

@@ -27,15 +27,15 @@ let package = Package(
     // this repository: SwiftPM makes a product of every executable target of the root package
     // (`swift run wal-dump`).
     products: [
-        .library(name: "Courier", targets: ["Courier"]),
-        // Test doubles for apps embedding Courier: a scripted transport and a manual clock.
+        // The library an app adds: `import CourierKit`. Its main type is `Courier`, so
+        // `CourierKit.RetryPolicy` and `CourierKit.MessageID` always name Courier's own.
+        .library(name: "CourierKit", targets: ["CourierKit"]),
+        // Test doubles for an app's own tests: a scripted transport, a manual clock, the
+        // simulated background system.
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
-        .library(name: "CourierLog", targets: ["CourierLog"]),
-        // Test doubles for the log (a fault-injecting file system), shipped like swift-nio's
-        // NIOEmbedded so apps can test their own crash handling.
-        .library(name: "CourierLogTesting", targets: ["CourierLogTesting"]),
         // The sample's view model, gateway and SwiftUI view, for the iOS sample app
-        // (Samples/CourierSample.swiftpm) and the terminal one. Depends on Courier alone.
+        // (Samples/CourierSample.swiftpm) and the terminal one, until the sample's own code
+        // moves into the sample.
         .library(name: "CourierSample", targets: ["CourierSample"]),
     ],
     // AsyncHTTPClient, the Linux transport, sits behind this trait *and* a Linux platform
@@ -86,7 +86,7 @@ let package = Package(
                 exclude: privacyManifestExcluded, resources: privacyManifest),
         .target(name: "CourierLogTesting", dependencies: ["CourierLog"]),
         // The messaging layer and public API: events, projection, retry engine, transports.
-        .target(name: "Courier", dependencies: [
+        .target(name: "CourierKit", dependencies: [
             "CourierLog",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client",
@@ -94,11 +94,11 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio",
                      condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
         ]),
-        .target(name: "CourierTesting", dependencies: ["Courier", "CourierLog", "CourierLogTesting"]),
+        .target(name: "CourierTesting", dependencies: ["CourierKit", "CourierLog", "CourierLogTesting"]),
         // The sample app: view model, renderer and gateway (tested), and a thin terminal view.
-        .target(name: "CourierSample", dependencies: ["Courier"]),
+        .target(name: "CourierSample", dependencies: ["CourierKit"]),
         .executableTarget(name: "courier-sample", dependencies: [
-            "CourierSample", "Courier", "FlakyServer",
+            "CourierSample", "CourierKit", "FlakyServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // A loopback HTTP server that fails on purpose (500s, drops, delays, 429 + Retry-After).
@@ -110,21 +110,21 @@ let package = Package(
             path: "Tools/flaky-server/CLI"),
 
         // Tools
-        .target(name: "WALDumpCore", dependencies: ["CourierLog", "Courier"], path: "Tools/wal-dump/Core"),
+        .target(name: "WALDumpCore", dependencies: ["CourierLog", "CourierKit"], path: "Tools/wal-dump/Core"),
         .executableTarget(
             name: "wal-dump",
             dependencies: ["WALDumpCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tools/wal-dump/CLI"
         ),
-        .executableTarget(name: "courier-load", dependencies: ["Courier", "CourierLog"], path: "Tools/courier-load"),
+        .executableTarget(name: "courier-load", dependencies: ["CourierKit", "CourierLog"], path: "Tools/courier-load"),
         // `make bench-background`: background hand-off on the simulated system (virtual time).
-        .target(name: "BackgroundScenarios", dependencies: ["Courier", "CourierTesting"],
+        .target(name: "BackgroundScenarios", dependencies: ["CourierKit", "CourierTesting"],
                 path: "Tools/courier-background-bench/Scenarios"),
         .executableTarget(name: "courier-background-bench", dependencies: ["BackgroundScenarios"],
                           path: "Tools/courier-background-bench/CLI"),
         .executableTarget(
             name: "courier-bench",
-            dependencies: ["Courier", "CourierLog", "FlakyServer",
+            dependencies: ["CourierKit", "CourierLog", "FlakyServer",
                            .product(name: "AsyncHTTPClient", package: "async-http-client",
                                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
                            .product(name: "NIOSSL", package: "swift-nio-ssl",
@@ -140,22 +140,22 @@ let package = Package(
         // libFuzzer target (`make fuzz`, and a short run in `make test`): event decoder, JSON
         // writer, wal-dump. Built with `--sanitize fuzzer`, without the HTTP client trait.
         .executableTarget(name: "fuzz-courier",
-                          dependencies: ["Courier", "CourierLog", "CourierLogTesting", "WALDumpCore"],
+                          dependencies: ["CourierKit", "CourierLog", "CourierLogTesting", "WALDumpCore"],
                           path: "Tools/fuzz-courier"),
         // The messaging layer's golden records (Fixtures/logs/courier-v1), made by today's
         // encoder: `wal-fixtures` writes them, CourierTests decodes them. Not a product.
-        .target(name: "GoldenRecords", dependencies: ["Courier", "CourierLog", "CourierLogTesting"],
+        .target(name: "GoldenRecords", dependencies: ["CourierKit", "CourierLog", "CourierLogTesting"],
                 path: "Tools/wal-fixtures/Records"),
         .executableTarget(name: "wal-fixtures", dependencies: ["CourierLog", "CourierLogTesting", "GoldenRecords"],
                           path: "Tools/wal-fixtures/CLI"),
 
         // Tests
-        .testTarget(name: "CourierSampleTests", dependencies: ["CourierSample", "Courier", "CourierTesting"]),
+        .testTarget(name: "CourierSampleTests", dependencies: ["CourierSample", "CourierKit", "CourierTesting"]),
         .testTarget(name: "CourierLogTests", dependencies: [
             "CourierLog", "CourierLogTesting", .target(name: "CLZ4", condition: .when(platforms: [.linux])),
         ]),
         .testTarget(name: "CourierTests", dependencies: [
-            "Courier", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer",
+            "CourierKit", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer",
             "GoldenRecords", "BackgroundScenarios",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client",
@@ -164,7 +164,7 @@ let package = Package(
                      condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
         ]),
         .testTarget(name: "WALDumpTests",
-                    dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting", "Courier", "CourierTesting"]),
+                    dependencies: ["WALDumpCore", "CourierLog", "CourierLogTesting", "CourierKit", "CourierTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -47,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "CourierSampleApp",
             dependencies: [
-                .product(name: "Courier", package: "Courier"),
+                .product(name: "CourierKit", package: "Courier"),
                 .product(name: "CourierSample", package: "Courier"),
             ],
             path: "Sources/CourierSampleApp",

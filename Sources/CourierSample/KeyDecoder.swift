@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 
 /// Turns terminal input bytes into keys. Escape sequences (arrows, …) are swallowed whole.
 public struct KeyDecoder {

@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 import Foundation
 
 /// One line of the message list: what was sent and where it stands.

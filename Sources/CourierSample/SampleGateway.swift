@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 import Foundation
 
 /// What the screen needs from the library. `CourierGateway` is the real one; tests use a fake.

@@ -2,7 +2,7 @@
 // The same screen for iOS and macOS: a TextField, a Button, a List, driven by the same
 // `SampleViewModel` as the terminal view (all logic is there, tested on Linux). Type-checked for
 // iOS by `make ios-check`; the iOS sample app (Samples/CourierSample.swiftpm) shows it.
-import Courier
+import CourierKit
 import SwiftUI
 
 /// Bridges the value-type view model to SwiftUI (iOS 16: `ObservableObject`).

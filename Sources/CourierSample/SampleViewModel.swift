@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 import Foundation
 
 /// Everything the sample screen shows and does, with no I/O: the text field, the button, the

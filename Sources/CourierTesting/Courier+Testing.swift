@@ -1,4 +1,4 @@
-@_spi(CourierTesting) import Courier
+@_spi(CourierTesting) import CourierKit
 
 /// What tests of an app's own code need from a `Courier`, without `@testable import`.
 extension Courier {

@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 import Foundation
 
 extension SimulatedBackgroundSystem {

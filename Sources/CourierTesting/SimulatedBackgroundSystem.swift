@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 import CourierLog
 import Foundation
 
@@ -258,6 +258,6 @@ extension SystemState {
     /// Whether a task to `host` may start now (`Model.connectionsPerHost`).
     func hasConnection(to host: String, limit: Int?) -> Bool {
         guard let limit else { return true }
-        return running.values.count(where: { $0.host == host }) < limit
+        return running.values.filter { $0.host == host }.count < limit
     }
 }

@@ -4,7 +4,7 @@
 //
 //     swift run courier-sample [--url URL] [--failure-rate 0.5] [--directory DIR] [--port 18787]
 import ArgumentParser
-import Courier
+import CourierKit
 import CourierSample
 import FlakyServer
 import Foundation

@@ -1,4 +1,4 @@
-@testable import Courier
+@testable import CourierKit
 import Testing
 
 /// The core's own invariants, around the projection's: what debug builds assert after writes.

@@ -1,4 +1,4 @@
-@testable import Courier
+@testable import CourierKit
 import CourierTesting
 import FlakyServer
 import Foundation

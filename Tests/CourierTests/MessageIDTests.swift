@@ -1,4 +1,4 @@
-@testable import Courier
+@testable import CourierKit
 import CourierLog
 import Foundation
 import Testing

@@ -1,4 +1,4 @@
-@testable import Courier
+@testable import CourierKit
 import Foundation
 import Testing
 

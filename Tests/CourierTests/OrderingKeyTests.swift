@@ -1,4 +1,4 @@
-@testable import Courier
+@testable import CourierKit
 import CourierLog
 import CourierTesting
 import Foundation

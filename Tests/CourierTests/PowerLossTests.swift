@@ -1,4 +1,4 @@
-@testable import Courier
+@testable import CourierKit
 import CourierLog
 import CourierLogTesting
 import CourierTesting
@@ -13,7 +13,7 @@ import Testing
 @Suite struct PowerLossTests {
     let directory = URL(fileURLWithPath: "/c")
 
-    func open(_ fs: SimulatedFileSystem, _ durability: WriteAheadLog.SyncPolicy) throws -> Courier {
+    func open(_ fs: SimulatedFileSystem, _ durability: Courier.Durability) throws -> Courier {
         let held = ScriptedTransport()
         held.holdResponses = true
         var config = testConfiguration(clock: ManualClock(), transport: held)

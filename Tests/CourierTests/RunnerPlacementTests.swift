@@ -1,6 +1,6 @@
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
-@testable import Courier
+@testable import CourierKit
 import CourierLog
 import CourierTesting
 import FlakyServer

@@ -1,4 +1,4 @@
-@testable import Courier
+@testable import CourierKit
 import Testing
 
 /// The scheduler decides from the core's state and the time alone: these build states by hand

@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 import Foundation
 
 // The picture of the DocC article "Retry and backoff" (issue 24): what Courier had in flight,

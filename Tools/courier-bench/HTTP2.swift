@@ -1,6 +1,6 @@
 #if canImport(AsyncHTTPClient) && canImport(NIOSSL) && canImport(NIOHTTP2)
 import AsyncHTTPClient
-import Courier
+import CourierKit
 import Foundation
 import NIOCore
 import NIOHTTP1

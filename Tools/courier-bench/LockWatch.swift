@@ -1,4 +1,4 @@
-@_spi(CourierTesting) import Courier
+@_spi(CourierTesting) import CourierKit
 import CourierLog
 import Foundation
 

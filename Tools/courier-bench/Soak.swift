@@ -4,7 +4,7 @@
 // memory and the compactions so far; at the end it checks that the server accepted every
 // message. The server runs in a child process (`--serve RATE`): it remembers every key, and
 // its memory would otherwise hide Courier's. Minutes, not part of `make test`.
-@_spi(CourierTesting) import Courier
+@_spi(CourierTesting) import CourierKit
 import FlakyServer
 import Foundation
 #if canImport(FoundationNetworking)

@@ -1,7 +1,7 @@
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
 #endif
-import Courier
+import CourierKit
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -13,7 +13,7 @@
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
 #endif
-@_spi(CourierTesting) import Courier
+@_spi(CourierTesting) import CourierKit
 import CourierLog
 import FlakyServer
 import Foundation

@@ -9,7 +9,7 @@
 // before closing (for `strace -c -f` of an idle courier).
 // With `--bodies SEED`, bodies are random (seeded) raw bytes: empty, up to `--max-message`,
 // compressible or not. Otherwise each body is a small JSON object.
-import Courier
+import CourierKit
 import CourierLog
 import Foundation
 

@@ -31,7 +31,7 @@ for name, (count, path) in many.items():
         continue
     if count - one.get(name, (0, path))[0] >= 400:
         files[path[len(root):]] += 1
-for module in ("Sources/Courier/", "Sources/CourierLog/"):
+for module in ("Sources/CourierKit/", "Sources/CourierLog/"):
     listed = sorted(p for p in files if p.startswith(module))
     print(f"{module}: {len(listed)} files")
     for p in listed:

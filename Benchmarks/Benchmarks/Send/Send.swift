@@ -7,7 +7,7 @@
 //   OfflineRequestManager and SwiftQueue do;
 // - the floor: a bare write(2) of one record's bytes.
 import Benchmark
-@_spi(CourierTesting) import Courier
+@_spi(CourierTesting) import CourierKit
 import Foundation
 import GRDB
 #if canImport(Glibc)

@@ -11,6 +11,6 @@ let package = Package(
     products: [.library(name: "DocumentationExamplesIOS", targets: ["DocumentationExamplesIOS"])],
     dependencies: [.package(name: "Courier", path: "../../..")],
     targets: [
-        .target(name: "DocumentationExamplesIOS", dependencies: [.product(name: "Courier", package: "Courier")])
+        .target(name: "DocumentationExamplesIOS", dependencies: [.product(name: "CourierKit", package: "Courier")])
     ]
 )

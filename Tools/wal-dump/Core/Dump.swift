@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 import CourierLog
 
 /// The three `wal-dump` commands as functions that write lines to `out` (stdout) and `err`

@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 import Foundation
 
 // What an app gets from Courier with default traits, checked from outside the package:

@@ -1,4 +1,4 @@
-import Courier
+import CourierKit
 import Logging
 import os
 

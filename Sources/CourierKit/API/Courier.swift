@@ -43,7 +43,7 @@ public final class Courier {
     /// wait for their fsync here (concurrently, so that they share fsyncs).
     let readQueue = DispatchQueue(label: "courier.read", qos: .utility, attributes: .concurrent)
     /// What opening found: the log's recovery plus what replay found.
-    public let recovery: RecoveryReport
+    public let recovery: Recovery
     /// The last URL `send` validated, and its string form: a cache of the send path, not
     /// state (any value in it is right), so it has its own small lock and never waits on the core.
     let lastTarget = Locked<(url: URL, string: String)?>(nil)
@@ -85,7 +85,7 @@ public final class Courier {
             ioQueue.async { log.removeBody(of: id, ticket: handOff.ticket) }
         }
         self.core = core
-        recovery = report
+        recovery = Recovery(report)
         if !report.isClean {
             configuration.logger.warning(
                 "opening the log found damage; messages may be missing (see Courier.recovery)",

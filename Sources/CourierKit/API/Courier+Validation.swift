@@ -18,7 +18,7 @@ extension Courier.Configuration {
         // before it is seen (`send`, `Courier.runWhenDurable`, compaction's own sync), so
         // concurrent callers share fsyncs. The log itself never syncs on a timer then (a
         // backstop would also hide, in the power-loss tests, a record that was not synced).
-        log.syncPolicy = durability == .always ? .never : durability
+        log.syncPolicy = durability.logPolicy
         return log
     }
 

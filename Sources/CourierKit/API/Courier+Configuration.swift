@@ -44,7 +44,7 @@ extension Courier {
         /// an outcome is synced before its events, callbacks and `delivered(id)`, and before the
         /// message's next attempt (the article "Durability and what each setting promises"
         /// says it record by record).
-        public var durability: WriteAheadLog.SyncPolicy = .interval(.milliseconds(100))
+        public var durability: Durability = .interval(.milliseconds(100))
         /// Backoff per destination: after `failuresBeforeDown` failing attempts in a row, a
         /// destination's messages wait while one probe at a time checks it (see
         /// `DestinationBackoff`). The default is `DestinationBackoff()`: on, 5 failures.
