@@ -132,15 +132,13 @@ public struct SampleViewModel: Sendable, Equatable {
     /// A library event: move the message's row along.
     public mutating func apply(_ event: CourierEvent, at now: Date) {
         switch event {
-        case .enqueued, .storageFailed: return
-        case .attempt(let id, let number): update(id) { $0.state = .sending(attempt: number) }
+        case .enqueued, .storageFailed, .missedEvents: return
+        case .attemptStarted(let id, let number): update(id) { $0.state = .sending(attempt: number) }
         case .handedOff(let id, let attempt): update(id) { $0.state = .handedOff(attempt: attempt) }
-        case .failed(let id, let attempt, let outcome, let retryIn):
+        case .failed(let id, let attempt, let outcome, let nextAttemptAt):
             update(id) {
                 $0.state = .failed(
-                    attempt: attempt, reason: MessageRow.reason(outcome),
-                    nextAttemptAt: now.addingTimeInterval(
-                        Double(retryIn.components.seconds) + Double(retryIn.components.attoseconds) / 1e18))
+                    attempt: attempt, reason: MessageRow.reason(outcome), nextAttemptAt: nextAttemptAt ?? now)
             }
         case .delivered(let id, let attempts):
             update(id) { $0.state = .delivered(attempts: attempts, after: now.timeIntervalSince($0.sentAt)) }

@@ -13,7 +13,7 @@ import Testing
         let temporary = TemporaryDirectory()
         let transport = ScriptedTransport()
         let courier = try open(temporary.url, transport)
-        let events = EventLog(courier.events)
+        let events = EventLog(courier.events())
         courier.pause()
         let id = try courier.send(["text": "oops"], to: inbox)
         let waiter = Task { () -> CourierError.Code? in

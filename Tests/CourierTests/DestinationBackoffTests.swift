@@ -47,7 +47,7 @@ import Testing
         var config = testConfiguration(clock: clock, transport: transport, jitter: .full)
         config.destinationBackoff = backoff
         let courier = try Courier(directory: dir.url, configuration: config)
-        let recorder = EventLog(courier.events)
+        let recorder = EventLog(courier.events())
         for i in 0..<500 { try courier.send(["n": i], to: inbox) }
         let step = Duration.milliseconds(100)
         // 300 steps of 100 ms: the outage.

@@ -109,7 +109,7 @@ import Testing
         config.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600), jitter: .none)
         config.isCompactionEnabled = false  // this test decides when compaction runs
         let courier = try Courier(directory: directory, configuration: config)
-        let events = EventLog(courier.events)
+        let events = EventLog(courier.events())
         let pinned = try (0..<4).map {
             try courier.send(["pinned": $0, "pad": String(repeating: "p", count: 80)], to: inbox)
         }

@@ -46,7 +46,7 @@ func gettingStarted(serverURL: URL, order: Order, csv: Data, conversation: Conve
     // snippet: delivered
     try await courier.delivered(sent)   // throws CourierError(.abandoned) if the policy gave up
 
-    for await event in courier.events {
+    for await event in courier.events() {
         if case .delivered(let id, let attempts) = event { print(id, "after", attempts, "attempts") }
     }
     // snippet end
@@ -97,9 +97,9 @@ func wholeAPI(appSupport: URL, serverURL: URL, csv: Data) async throws {
     for await event in events {
         switch event {
         case .enqueued(let id): print(id, "on disk")
-        case .attempt(let id, let number): print(id, "attempt", number)
-        case .failed(let id, let attempt, let outcome, let retryIn):      // outcome: status or transport failure
-            print(id, "attempt", attempt, "failed:", outcome, "next in", retryIn)
+        case .attemptStarted(let id, let number): print(id, "attempt", number)
+        case .failed(let id, let attempt, let outcome, let next):         // outcome: status or transport failure
+            print(id, "attempt", attempt, "failed:", outcome, "next at", next ?? "never")
         case .delivered(let id, let attempts): print(id, "delivered after", attempts)
         case .abandoned(let id, let attempts, let reason): print(id, "abandoned after", attempts, reason)
         case .cancelled(let id): print(id, "cancelled")                  // courier.cancel(id)

@@ -64,7 +64,7 @@ import Testing
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let courier = try Courier(directory: dir.url, configuration: configuration(clock))
-        let events = EventLog(courier.events)
+        let events = EventLog(courier.events())
         let ids = try (0..<300).map { try courier.send(["n": $0], to: url) }
         await drain(courier, clock)
         for id in ids { try await courier.delivered(id) }

@@ -129,7 +129,7 @@ import Testing
         let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 500) : .response(status: 200) }
         let courier = try Courier(directory: dir.url,
                                   configuration: testConfiguration(clock: clock, transport: transport))
-        let events = EventLog(courier.events)
+        let events = EventLog(courier.events())
         let calls = Counter()
         let id = try courier.send(["text": "hi"], to: inbox, onDelivered: { _ in calls.increment() })
         await courier.settle()
@@ -140,9 +140,9 @@ import Testing
         await events.finish()
         #expect(calls.value == 1)
         #expect(events.events == [
-            .enqueued(id), .attempt(id, number: 1),
-            .failed(id, attempt: 1, outcome: .response(status: 500), retryIn: .seconds(1)),
-            .attempt(id, number: 2), .delivered(id, attempts: 2),
+            .enqueued(id), .attemptStarted(id, number: 1),
+            .failed(id, attempt: 1, outcome: .response(status: 500), nextAttemptAt: wallStart.addingTimeInterval(1)),
+            .attemptStarted(id, number: 2), .delivered(id, attempts: 2),
         ])
     }
 

@@ -293,7 +293,7 @@ import Testing
         config.concurrencyLimit = .fixed
         config.maximumConcurrentDeliveries = 1
         let courier = try Courier(directory: directory, configuration: config)
-        let events = courier.events
+        let events = courier.events()
         // Both sent (and synced) before any attempt can close the gate.
         courier.pause()
         let first = try courier.send(["n": 1], to: inbox)
@@ -309,7 +309,7 @@ import Testing
         var seen: [CourierEvent] = []
         for await event in events { seen.append(event) }  // finishes with close()
         let delivered = seen.firstIndex(of: .delivered(first, attempts: 1))
-        let next = seen.firstIndex(of: .attempt(second, number: 1))
+        let next = seen.firstIndex(of: .attemptStarted(second, number: 1))
         #expect(delivered != nil && next != nil && delivered! < next!, "\(seen)")
     }
 }

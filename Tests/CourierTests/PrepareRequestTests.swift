@@ -52,7 +52,7 @@ import Testing
             if calls.value == 1 { throw TokenServiceDown() }
         }
         let courier = try Courier(directory: dir.url, configuration: config)
-        let log = EventLog(courier.events)
+        let log = EventLog(courier.events())
         let id = try courier.send(["text": "hi"], to: inbox)
         await courier.settle()
         #expect(transport.requests.isEmpty, "nothing was sent")

@@ -98,7 +98,7 @@ import Testing
         config.fileSystem = fs
         config.durability = .always
         let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
-        let events = EventLog(courier.events)
+        let events = EventLog(courier.events())
         let called = Counter()
         fs.inject(.error(5), on: .sync)
         // (A `Result`, not `do`/`catch`: Swift 6.3 crashes compiling the latter here.)

@@ -37,7 +37,7 @@ import Testing
         #expect(recovery.missingSequences == 1)
         #expect(recovery.undecodableRecords.count == 1)
         #expect(second.pendingCount == 39, "only the damaged record's message is lost")
-        var iterator = second.events.makeAsyncIterator()
+        var iterator = second.events().makeAsyncIterator()
         guard case .storageFailed(let message)? = await iterator.next() else {
             Issue.record("the first event must report the damage")
             return
@@ -54,7 +54,7 @@ import Testing
         await first.close()
         let second = try Courier(directory: dir.url, configuration: config)
         #expect(second.recovery.isClean)
-        let events = EventLog(second.events)
+        let events = EventLog(second.events())
         await second.waitUntilIdle()
         await second.close()
         await events.finish()

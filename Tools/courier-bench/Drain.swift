@@ -75,7 +75,7 @@ private func runDrain(_ scenario: DrainScenario, directory: URL) async throws ->
     let server = try await FlakyServer(behavior: scenario.behavior)
     let courier = try Courier(directory: directory, configuration: Courier.Configuration())
     let trace = DrainTrace()
-    let events = courier.events
+    let events = courier.events()
     let listener = Task { for await event in events { trace.record(event) } }
     let url = await server.url
     let start = ContinuousClock.now

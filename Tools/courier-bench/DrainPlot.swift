@@ -15,7 +15,7 @@ final class DrainTrace: @unchecked Sendable {
     func record(_ event: CourierEvent) {
         let mark: Mark
         switch event {
-        case .attempt: mark = .started
+        case .attemptStarted: mark = .started
         case .delivered: mark = .delivered
         case .failed(_, _, .response(let status, _), _) where status == 429 || status == 503: mark = .refused
         case .failed: mark = .failed

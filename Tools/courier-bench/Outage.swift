@@ -73,7 +73,7 @@ func flakyScenario(_ count: Int, root: URL) async throws {
         let courier = try Courier(
             directory: root.appendingPathComponent("flaky-\(backoff.isEnabled)"), configuration: config)
         let downs = DownCounter()
-        let listener = Task { for await event in courier.events { if case .destinationDown = event { downs.add() } } }
+        let listener = Task { for await event in courier.events() { if case .destinationDown = event { downs.add() } } }
         let url = await server.url
         let start = ContinuousClock.now
         for i in 0..<count { try courier.send(["n": i, "text": "hello"], to: url) }

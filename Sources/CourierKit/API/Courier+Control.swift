@@ -23,11 +23,11 @@ extension Courier {
     /// Withdraws message `id` (the id `send` returned) for good: it is never sent again, across
     /// restarts too (a `cancelled` record in the log, durable as the configured `durability`
     /// says: under `.always` before `cancel` returns, so it blocks for an fsync as `send`
-    /// does; see "Durability settings"). `delivered(id)` throws `.cancelled`; `events` reports
+    /// does; see "Durability settings"). `delivered(id)` throws `.cancelled`; `events()` reports
     /// `.cancelled(id)`; the message's `send` callbacks are not called. An attempt already in
     /// flight is not stopped (a POST under way may still reach the server) and its outcome is
     /// ignored. The next message with the same ordering key may go at once. If the fsync
-    /// fails, `events` reports `.storageFailed` and the log takes no more records until the
+    /// fails, `events()` reports `.storageFailed` and the log takes no more records until the
     /// courier is reopened; the message may then come back.
     /// - Returns: whether the message was still pending (false if unknown, or already
     ///   delivered, abandoned or cancelled, or the courier is closed).

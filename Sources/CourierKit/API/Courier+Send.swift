@@ -24,7 +24,7 @@ extension Courier {
     ///   - onAbandoned: called once if the retry policy gives up (never, by default), on a thread
     ///     like `onDelivered`'s.
     ///   Callbacks live in memory: after a restart, follow messages with `delivered(_:)` or
-    ///   `events` instead.
+    ///   `events()` instead.
     @discardableResult
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],

@@ -30,19 +30,19 @@ extension Courier {
         }
     }
 
-    /// A new stream of everything that happens from now on. Each access makes its own stream;
-    /// it keeps the newest 10,000 events if its reader falls behind, and finishes on `close()`.
-    /// If opening the log found damage, every stream begins with a `.storageFailed` saying so
-    /// (details in `recovery`).
-    public var events: AsyncStream<CourierEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
-        guard let key = core.subscribe(continuation) else {
-            continuation.finish()
-            return stream
+    /// Subscribes: a new stream of everything that happens from now on, which finishes on
+    /// `close()`. Each call makes its own stream. It keeps the newest 10,000 events if its reader
+    /// falls behind; the reader then gets `.missedEvents(n)` where the dropped ones were, and
+    /// should read the state again (`pendingMessages()`). If opening the log found damage,
+    /// every stream begins with a `.storageFailed` saying so (details in `recovery`).
+    public func events() -> AsyncStream<CourierEvent> {
+        let buffer = EventBuffer()
+        guard let key = core.subscribe(buffer) else {
+            buffer.finish()
+            return buffer.stream
         }
-        continuation.onTermination = { [weak core] _ in core?.unsubscribe(key) }
-        return stream
+        buffer.setOnTermination { [weak core] in core?.unsubscribe(key) }
+        return buffer.stream
     }
 
     /// For tests (public as `settle()` in CourierTesting): returns once the engine has nothing

@@ -1,12 +1,14 @@
-/// What happens to messages, in order, as `Courier.events` reports it.
+import Foundation
+
+/// What happens to messages, in order, as `Courier.events()` reports it.
 public enum CourierEvent: Sendable, Hashable {
     /// `send` wrote the message to the log.
     case enqueued(MessageID)
     /// Attempt `number` (1-based, counted across restarts) is starting.
-    case attempt(MessageID, number: Int)
-    /// Attempt `attempt` failed; the next one starts in about `retryIn` (zero when the policy
-    /// gave up: `.abandoned` follows).
-    case failed(MessageID, attempt: Int, outcome: DeliveryOutcome, retryIn: Duration)
+    case attemptStarted(MessageID, number: Int)
+    /// Attempt `attempt` failed; the next one is due at `nextAttemptAt` (its destination's
+    /// pace or outage may hold it longer), or nil when the policy gave up: `.abandoned` follows.
+    case failed(MessageID, attempt: Int, outcome: DeliveryOutcome, nextAttemptAt: Date?)
     /// The server answered 2xx.
     case delivered(MessageID, attempts: Int)
     /// The retry policy gave up; the message will not be sent again.
@@ -29,4 +31,8 @@ public enum CourierEvent: Sendable, Hashable {
     /// A probe to `destination` was answered after it was down for `downFor`: its `released`
     /// waiting messages are due at once.
     case destinationRecovered(String, downFor: Duration, released: Int)
+    /// This stream's reader fell more than 10,000 events behind: the `count` oldest unread ones
+    /// were dropped, just before this point. What was missed is in the state: read it again
+    /// (`Courier.pendingMessages()`), as `CourierModel` does.
+    case missedEvents(Int)
 }

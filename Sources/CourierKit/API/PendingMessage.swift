@@ -36,30 +36,29 @@ extension Courier {
     /// Every pending message, oldest first: for a screen that lists what is still on its way,
     /// including messages sent before a restart. Bodies are read back from the log (one read
     /// per message), off the caller's thread. A message whose record cannot be read is left
-    /// out (`recovery` and `events` report damage).
+    /// out (`recovery` and `events()` report damage).
     public func pendingMessages() async -> [PendingMessage] {
         let ids = core.pendingIDs
         return await onIOQueue(readQueue) { [self] in loadPendingMessages(ids) }
     }
 
     /// The pending messages now, oldest first, and a stream of everything that happens from
-    /// that instant on (as `events`): a screen that lists messages and then follows them
+    /// that instant on (as `events()`): a screen that lists messages and then follows them
     /// misses no update in between, whatever the engine does meanwhile.
     ///
     ///     let (pending, events) = await courier.pendingMessagesAndEvents()
     ///     rows = pending.map(Row.init)
     ///     for await event in events { apply(event) }
     public func pendingMessagesAndEvents() async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: CourierEvent.self, bufferingPolicy: .bufferingNewest(10_000))
-        let (key, ids) = core.subscribeWithPendingIDs(continuation)
+        let buffer = EventBuffer()
+        let (key, ids) = core.subscribeWithPendingIDs(buffer)
         if let key {
-            continuation.onTermination = { [weak core] _ in core?.unsubscribe(key) }
+            buffer.setOnTermination { [weak core] in core?.unsubscribe(key) }
         } else {
-            continuation.finish()
+            buffer.finish()
         }
         let pending = await onIOQueue(readQueue) { [self] in loadPendingMessages(ids) }
-        return (pending, stream)
+        return (pending, buffer.stream)
     }
 
     /// The pending messages among `ids`, read back from the log, in that order.

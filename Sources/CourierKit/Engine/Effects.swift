@@ -8,13 +8,13 @@ struct Effects {
     /// the events before its attempts, so that they come first: `yieldEventsSoFar`).
     var yieldedCount = 0
     /// Who receives `events`: filled in by `CourierCore.write`, never by hand.
-    var subscribers: [AsyncStream<CourierEvent>.Continuation] = []
+    var subscribers: [EventBuffer] = []
     var delivered: [(@Sendable (MessageID) -> Void, MessageID)] = []
     var abandoned: [(@Sendable (MessageID, CourierError) -> Void, MessageID, CourierError)] = []
     var successes: [DeliveryWaiter] = []
     var failures: [(DeliveryWaiter, CourierError)] = []
     var idle: [CheckedContinuation<Void, Never>] = []
-    var finishStreams: [AsyncStream<CourierEvent>.Continuation] = []
+    var finishStreams: [EventBuffer] = []
     /// Hand-offs that ended with their message (cancelled, or delivered by a late completion):
     /// `run()` hands each to `endHandOff` (its task is cancelled, its body file removed).
     var endedHandOffs: [(MessageID, HandOff)] = []
@@ -37,7 +37,7 @@ struct Effects {
 
     /// Under the lock: yields the events emitted so far to `subscribers` now (yielding only
     /// buffers: no consumer code runs), so that they precede what is yielded next.
-    mutating func yieldEventsSoFar(to subscribers: some Collection<AsyncStream<CourierEvent>.Continuation>) {
+    mutating func yieldEventsSoFar(to subscribers: some Collection<EventBuffer>) {
         for event in events[yieldedCount...] { for s in subscribers { s.yield(event) } }
         yieldedCount = events.count
     }
@@ -73,8 +73,10 @@ extension Effects {
             logger.info(
                 "destination recovered after \(downFor): \(released) waiting messages due now",
                 metadata: ["courier.destination": "\(origin)"])
-        case .enqueued, .attempt, .failed, .delivered, .cancelled, .handedOff:
+        case .enqueued, .attemptStarted, .failed, .delivered, .cancelled, .handedOff:
             break  // the engine logs attempts itself, with their destination (debug)
+        case .missedEvents:
+            break  // a reader's own, never emitted by the core
         }
     }
 }

@@ -11,7 +11,7 @@ struct CoreState {
     /// Waiters for "nothing pending", by key (so a cancelled wait can remove its own).
     var idleWaiters: [Int: IdleWaiter] = [:]
     var nextWaiterKey = 0
-    var subscribers: [Int: AsyncStream<CourierEvent>.Continuation] = [:]
+    var subscribers: [Int: EventBuffer] = [:]
     var nextSubscriber = 0
     /// The latest wall time (ms since 1970) the engine and `send` have read: what the log stamps
     /// records with, so it never calls the app's clock under the core's lock.
@@ -21,7 +21,7 @@ struct CoreState {
     var criticalSections: UInt64 = 0
     /// Messages delivered since open (for `deliverPending`'s summary).
     var deliveredCount = 0
-    /// What opening found wrong, if anything: the first event of every `events` stream.
+    /// What opening found wrong, if anything: the first event of every `events()` stream.
     var openingDamage: String?
     var compaction = CompactionState()
     /// Pending messages' full states as sent, so an attempt need not read the log.

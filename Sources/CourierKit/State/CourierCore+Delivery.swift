@@ -119,7 +119,8 @@ extension CourierCore {
         case .retry(let due, let delay, let foregroundOnly):
             append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), state, &effects)
             state.projection.retry(id, attempts: number, dueMilliseconds: due)
-            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: delay))
+            let next = Date(timeIntervalSince1970: Double(due) / 1000)
+            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: next))
             if foregroundOnly { state.foregroundOnly.insert(id) }  // no hand-off takes it again
             if holdingRetry && effects.appendedThrough != nil {
                 state.projection.hold(id)
@@ -127,7 +128,7 @@ extension CourierCore {
             }
         case .giveUp(let reason):
             append(.abandoned(id, attempt: number, reason: reason), state, &effects)
-            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, retryIn: .zero))
+            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: nil))
             Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
         }
         return Recording(verdict: verdict, held: false)

@@ -116,7 +116,7 @@ extension CourierCore {
             // Yielded under the lock (yielding only buffers: no consumer code runs), so it
             // precedes anything the attempt itself emits.
             for subscriber in state.subscribers.values {
-                subscriber.yield(.attempt(attempt.id, number: attempt.number))
+                subscriber.yield(.attemptStarted(attempt.id, number: attempt.number))
             }
             if continuing, let token, let runner, scheduled.next == nil {
                 state.scheduler.attempts[token] = runner

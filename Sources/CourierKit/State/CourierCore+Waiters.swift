@@ -80,7 +80,7 @@ extension CourierCore {
 
     /// Adds a subscriber; nil if closed. Yields the opening damage first (yielding only
     /// buffers, so it is safe under the lock, and it orders this event before any later one).
-    func subscribe(_ continuation: AsyncStream<CourierEvent>.Continuation) -> Int? {
+    func subscribe(_ continuation: EventBuffer) -> Int? {
         write { state, _ -> Int? in
             guard !state.closed else { return nil }
             if let damage = state.openingDamage { continuation.yield(.storageFailed(damage)) }
@@ -92,7 +92,7 @@ extension CourierCore {
 
     /// Subscribes and lists the pending messages in one critical section: every event after
     /// the list reaches `continuation`, and none before it.
-    func subscribeWithPendingIDs(_ continuation: AsyncStream<CourierEvent>.Continuation) -> (
+    func subscribeWithPendingIDs(_ continuation: EventBuffer) -> (
         key: Int?, pending: [MessageID]
     ) {
         write { state, _ -> (Int?, [MessageID]) in

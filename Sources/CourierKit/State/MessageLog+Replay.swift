@@ -34,7 +34,7 @@ extension MessageLog {
 /// Rebuilds the core's state from the log while it opens: the log visits every valid record
 /// in the same pass that recovers its newest segment, so no segment is read twice, and each
 /// record is read in place (see `EventView`). Damage is never silent: `finish` reports it,
-/// `recovery` holds it and every `events` stream begins with a `.storageFailed` naming it.
+/// `recovery` holds it and every `events()` stream begins with a `.storageFailed` naming it.
 final class Replayer {
     private var projection: Projection
     private var resolved: ResolvedMemory

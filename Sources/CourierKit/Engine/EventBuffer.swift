@@ -1,0 +1,120 @@
+import CourierLog
+
+/// One subscriber's events, between the core, which yields under its lock (an append, never
+/// a wait), and the subscriber's reader (`AsyncStream(unfolding:)`).
+///
+/// It keeps the newest `capacity` events. A reader that falls that far behind loses the oldest,
+/// and reads `.missedEvents(n)` exactly where they were: a screen knows to read the state again
+/// (`pendingMessages()`) instead of going silently stale, as it would behind a plain
+/// `AsyncStream` buffer, which drops without a word.
+final class EventBuffer: Sendable {
+    private struct State {
+        /// A ring: `events[head...]` are unread.
+        var events: [CourierEvent] = []
+        var head = 0
+        var missed = 0
+        var waiter: CheckedContinuation<CourierEvent?, Never>?
+        var finished = false
+
+        var unread: Int { events.count - head }
+
+        mutating func popFirst() -> CourierEvent? {
+            guard head < events.count else { return nil }
+            defer {
+                head += 1
+                // Compact now and then: amortized O(1) per event.
+                if head >= 1_024 && head * 2 >= events.count {
+                    events.removeFirst(head)
+                    head = 0
+                }
+            }
+            return events[head]
+        }
+    }
+
+    private let state = Locked(State())
+    let capacity: Int
+    /// Called once when the stream ends (its reader's task was cancelled, or `finish()`).
+    private let onTermination: Locked<(@Sendable () -> Void)?>
+
+    init(capacity: Int = 10_000, onTermination: (@Sendable () -> Void)? = nil) {
+        precondition(capacity >= 1)
+        self.capacity = capacity
+        self.onTermination = Locked(onTermination)
+    }
+
+    /// Sets what runs when the stream ends (the core's unsubscription, known only after
+    /// subscribing).
+    func setOnTermination(_ action: @escaping @Sendable () -> Void) {
+        onTermination.withLock { $0 = action }
+    }
+
+    /// Adds `event` (or hands it to a reader that waits). Never blocks: safe under a lock.
+    func yield(_ event: CourierEvent) {
+        let waiter = state.withLock { s -> CheckedContinuation<CourierEvent?, Never>? in
+            guard !s.finished else { return nil }
+            if let waiter = s.waiter {
+                assert(s.unread == 0 && s.missed == 0, "a reader waits only on an empty buffer")
+                s.waiter = nil
+                return waiter
+            }
+            s.events.append(event)
+            if s.unread > capacity {
+                _ = s.popFirst()
+                s.missed += 1
+            }
+            return nil
+        }
+        waiter?.resume(returning: event)
+    }
+
+    /// Ends the stream: the reader gets what is buffered, then the end.
+    func finish() {
+        let waiter = state.withLock { s -> CheckedContinuation<CourierEvent?, Never>? in
+            s.finished = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: nil)
+        terminate()
+    }
+
+    /// The next event, `.missedEvents(n)` first if the oldest were dropped, or nil at the end
+    /// (or when the reading task is cancelled). One reader at a time.
+    func next() async -> CourierEvent? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<CourierEvent?, Never>) in
+                let ready = state.withLock { s -> CourierEvent?? in
+                    if s.missed > 0 {
+                        defer { s.missed = 0 }
+                        return .some(.missedEvents(s.missed))
+                    }
+                    if let event = s.popFirst() { return .some(event) }
+                    if s.finished || Task.isCancelled { return .some(nil) }
+                    assert(s.waiter == nil, "one reader at a time")
+                    s.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            finish()
+        }
+    }
+
+    /// Whether a reader waits for the next event now (tests).
+    var hasWaitingReaderForTesting: Bool { state.withLock { $0.waiter != nil } }
+
+    /// The stream readers get: `AsyncStream`, fed by `next()`.
+    var stream: AsyncStream<CourierEvent> {
+        AsyncStream(unfolding: { [self] in await next() }, onCancel: { [self] in finish() })
+    }
+
+    private func terminate() {
+        let action = onTermination.withLock { a -> (@Sendable () -> Void)? in
+            defer { a = nil }
+            return a
+        }
+        action?()
+    }
+}
