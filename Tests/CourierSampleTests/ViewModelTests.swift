@@ -61,7 +61,8 @@ let ids = SequentialMessageIDs()
         #expect(m.rows.first?.status(now: t0) == "queued")
         m.apply(.attemptStarted(id, number: 1), at: t0)
         #expect(m.rows.first?.status(now: t0) == "sending (attempt 1)")
-        m.apply(.failed(id, attempt: 3, outcome: .response(status: 500), nextAttemptAt: t0.addingTimeInterval(Double(2400) / 1000)), at: t0)
+        m.apply(
+            .failed(id, attempt: 3, outcome: .response(status: 500), nextAttemptAt: t0.addingTimeInterval(2.4)), at: t0)
         #expect(m.rows.first?.status(now: t0) == "attempt 3 failed (500) — next in 2.4 s")
         #expect(m.rows.first?.status(now: t0.addingTimeInterval(1)) == "attempt 3 failed (500) — next in 1.4 s")
         m.apply(.failed(id, attempt: 4, outcome: .failure(TransportFailure(.connectionClosed, "x")),
@@ -139,7 +140,8 @@ let ids = SequentialMessageIDs()
         var m = SampleViewModel()
         let id = ids.next()
         m.didSend(id, text: "hello", at: t0)
-        m.apply(.failed(id, attempt: 3, outcome: .response(status: 500), nextAttemptAt: t0.addingTimeInterval(Double(2400) / 1000)), at: t0)
+        m.apply(
+            .failed(id, attempt: 3, outcome: .response(status: 500), nextAttemptAt: t0.addingTimeInterval(2.4)), at: t0)
         for c in "typing" { _ = m.handle(.character(c)) }
         let lines = render(m)
         #expect(lines.count == 12)
@@ -192,7 +194,8 @@ let ids = SequentialMessageIDs()
         m.didSend(ids.next(), text: "a", at: t0)
         #expect(m.rows[0].isCountingDown == false, "queued")
         let id = m.rows[0].id
-        m.apply(.failed(id, attempt: 1, outcome: .response(status: 500), nextAttemptAt: t0.addingTimeInterval(2)), at: t0)
+        m.apply(
+            .failed(id, attempt: 1, outcome: .response(status: 500), nextAttemptAt: t0.addingTimeInterval(2)), at: t0)
         #expect(m.rows[0].isCountingDown, "next attempt in 2 s")
         m.apply(.delivered(id, attempts: 2), at: t0.addingTimeInterval(3))
         #expect(m.rows[0].isCountingDown == false, "delivered")
