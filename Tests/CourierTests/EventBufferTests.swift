@@ -50,4 +50,15 @@ import Testing
         #expect(ends.value == 1)
         buffer.yield(.enqueued(ids[0]))  // after the end: dropped, nothing waits
     }
+
+    @Test func aStreamDroppedUnreadEndsItsSubscription() async {
+        let ends = Counter()
+        let buffer = EventBuffer(capacity: 2, onTermination: { ends.increment() })
+        do {
+            var iterator = buffer.stream.makeAsyncIterator()
+            buffer.yield(.enqueued(ids[0]))
+            _ = await iterator.next()
+        }  // the reader broke out of its loop: stream and iterator are gone
+        #expect(ends.value == 1)
+    }
 }

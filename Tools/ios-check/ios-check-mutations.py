@@ -26,9 +26,10 @@ spec.loader.exec_module(ios_check)
 
 # What `canImport` answers on each platform, for the modules Courier's conditions name. A
 # condition naming a module not listed here stops the run: its answer must be decided, not guessed.
-APPLE_ONLY = {"Darwin", "UIKit", "SwiftUI", "BackgroundTasks", "Network", "Compression", "AppKit", "os"}
+APPLE_ONLY = {"Darwin", "UIKit", "SwiftUI", "BackgroundTasks", "Network", "Compression", "AppKit", "os", "Combine"}
+# Observation ships with the Swift toolchain on Linux too.
 LINUX_ONLY = {"Glibc", "Musl", "FoundationNetworking", "AsyncHTTPClient", "NIOPosix", "CLZ4"}
-EVERYWHERE = {"Foundation", "Dispatch", "Logging"}
+EVERYWHERE = {"Foundation", "Dispatch", "Logging", "Observation"}
 PLATFORMS = {"iOS": ("iOS", APPLE_ONLY), "Linux": ("Linux", LINUX_ONLY)}
 DIRECTIVE = re.compile(r"^\s*#(if|elseif|else|endif)\b\s*(.*?)\s*(//.*)?$")
 IMPORT_LINE = re.compile(r"^\s*import\s+(\w+)")

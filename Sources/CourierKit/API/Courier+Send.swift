@@ -37,6 +37,18 @@ extension Courier {
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
+    /// `send(_:to:orderingKey:headers:)`, also returning the bytes it stored (the models list
+    /// the message with its body at once).
+    func sendReturningBody(
+        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String]
+    ) throws(CourierError) -> (MessageID, Data) {
+        let body = try JSONBody.serialize(json)
+        let id = try enqueue(
+            body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
+            callbacks: Callbacks(onDelivered: nil, onAbandoned: nil))
+        return (id, Data(body))
+    }
+
     /// Sends any `Encodable` value, encoded with `JSONEncoder` (sorted keys).
     @discardableResult
     public func send(

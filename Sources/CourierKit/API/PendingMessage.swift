@@ -16,13 +16,16 @@ public struct PendingMessage: Sendable, Hashable {
     public var nextAttemptAt: Date
     /// The key `send` was given: messages sharing it are delivered in send order.
     public var orderingKey: String?
+    /// Whether the background upload session has it now (`handOffPendingMessages()`).
+    public var isHandedOff: Bool
 
     /// A pending message with these fields (tests build them; Courier reports them).
     public init(
         id: MessageID, url: URL, body: Data, attempts: Int, sentAt: Date, nextAttemptAt: Date,
-        orderingKey: String? = nil
+        orderingKey: String? = nil, isHandedOff: Bool = false
     ) {
         self.orderingKey = orderingKey
+        self.isHandedOff = isHandedOff
         self.id = id
         self.url = url
         self.body = body
@@ -50,7 +53,14 @@ extension Courier {
     ///     rows = pending.map(Row.init)
     ///     for await event in events { apply(event) }
     public func pendingMessagesAndEvents() async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
-        let buffer = EventBuffer()
+        await pendingMessagesAndEvents(bufferCapacity: 10_000)
+    }
+
+    /// `pendingMessagesAndEvents()` with a stream that keeps `bufferCapacity` events (tests).
+    func pendingMessagesAndEvents(
+        bufferCapacity: Int
+    ) async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
+        let buffer = EventBuffer(capacity: bufferCapacity)
         let (key, ids) = core.subscribeWithPendingIDs(buffer)
         if let key {
             buffer.setOnTermination { [weak core] in core?.unsubscribe(key) }
@@ -63,13 +73,14 @@ extension Courier {
 
     /// The pending messages among `ids`, read back from the log, in that order.
     private func loadPendingMessages(_ ids: [MessageID]) -> [PendingMessage] {
-        ids.compactMap { id in
+        let handedOff = core.handOffs
+        return ids.compactMap { id in
             guard let s = try? core.loadState(id), let url = URL(string: s.url) else { return nil }
             return PendingMessage(
                 id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
                 sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
                 nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000),
-                orderingKey: s.orderingKey)
+                orderingKey: s.orderingKey, isHandedOff: handedOff[id] != nil)
         }
     }
 }

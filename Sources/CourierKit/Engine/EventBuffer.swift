@@ -105,9 +105,20 @@ final class EventBuffer: Sendable {
     /// Whether a reader waits for the next event now (tests).
     var hasWaitingReaderForTesting: Bool { state.withLock { $0.waiter != nil } }
 
-    /// The stream readers get: `AsyncStream`, fed by `next()`.
+    /// The stream readers get: `AsyncStream`, fed by `next()`. A stream dropped unread (its
+    /// reader broke out of its loop) ends the subscription too: the unfolding closure holds
+    /// the only `Subscription`, whose deinit finishes the buffer.
     var stream: AsyncStream<CourierEvent> {
-        AsyncStream(unfolding: { [self] in await next() }, onCancel: { [self] in finish() })
+        let subscription = Subscription(buffer: self)
+        return AsyncStream(
+            unfolding: { await subscription.buffer.next() }, onCancel: { subscription.buffer.finish() })
+    }
+
+    /// Ends its buffer when the stream that holds it goes away.
+    private final class Subscription: Sendable {
+        let buffer: EventBuffer
+        init(buffer: EventBuffer) { self.buffer = buffer }
+        deinit { buffer.finish() }
     }
 
     private func terminate() {

@@ -1,0 +1,124 @@
+import Foundation
+
+/// The state behind `CourierModel` and `CourierObservableObject`, with no I/O and no actor: the
+/// pending messages it was loaded with, moved along by events; resolved ones kept for a while
+/// (the newest `keepsResolved`), so a screen can show "delivered". Pure, and tested as such.
+struct MessageBoard: Equatable {
+    /// Pending and recently resolved messages, oldest first.
+    private(set) var messages: [MessageStatus] = []
+    private var index: [MessageID: Int] = [:]
+    private(set) var destinations: [DestinationStatus] = []
+    /// Events a reader fell too far behind to read (`.missedEvents`), over the model's life:
+    /// after each gap the state was read again, so the list is right; this says it happened.
+    private(set) var missedEventCount = 0
+    /// The last storage trouble reported (`.storageFailed`), if any.
+    private(set) var storageProblem: String?
+    /// Whether the courier's state was read once (`load`).
+    private(set) var hasLoaded = false
+    let keepsResolved: Int
+
+    init(keepsResolved: Int) {
+        precondition(keepsResolved >= 0)
+        self.keepsResolved = keepsResolved
+    }
+
+    /// Messages not yet resolved.
+    var pendingCount: Int { messages.reduce(0) { $0 + ($1.state.isResolved ? 0 : 1) } }
+
+    func status(of id: MessageID) -> MessageStatus? { index[id].map { messages[$0] } }
+
+    /// The state read from the courier (at the start, and after a gap): pending messages are
+    /// replaced by what it says; resolved ones stay. What was known of a message (its URL,
+    /// body) is kept when the courier's list does not say it.
+    mutating func load(_ pending: [PendingMessage], now: Date) {
+        hasLoaded = true
+        let resolved = messages.filter(\.state.isResolved)
+        let pendingIDs = Set(pending.map(\.id))
+        messages = resolved.filter { !pendingIDs.contains($0.id) }
+        for message in pending {
+            let state: MessageStatus.State =
+                message.isHandedOff
+                ? .handedOff(attempt: message.attempts + 1)
+                : message.attempts == 0 ? .queued : .waiting(until: message.nextAttemptAt, after: nil)
+            messages.append(
+                MessageStatus(
+                    id: message.id, state: state, attempts: message.attempts, url: message.url, body: message.body,
+                    sentAt: message.sentAt))
+        }
+        reindex()
+    }
+
+    /// A message the model sent itself: known from the start with its URL and body.
+    mutating func didSend(_ id: MessageID, url: URL, body: Data, at date: Date) {
+        guard index[id] == nil else { return }  // its `.enqueued` came first
+        index[id] = messages.count
+        messages.append(MessageStatus(id: id, state: .queued, url: url, body: body, sentAt: date))
+    }
+
+    /// Moves a message (or a destination) along.
+    mutating func apply(_ event: CourierEvent, now: Date) {
+        switch event {
+        case .enqueued(let id):
+            if index[id] == nil {
+                index[id] = messages.count
+                messages.append(MessageStatus(id: id, state: .queued))
+            }
+        case .attemptStarted(let id, let number):
+            update(id) { $0.state = .sending(attempt: number) }
+        case .handedOff(let id, let attempt):
+            update(id) { $0.state = .handedOff(attempt: attempt) }
+        case .failed(let id, let attempt, let outcome, let next):
+            update(id) {
+                $0.attempts = attempt
+                if let next { $0.state = .waiting(until: next, after: outcome) }  // else `.abandoned` follows
+            }
+        case .delivered(let id, let attempts):
+            resolve(id, .delivered, attempts: attempts)
+        case .abandoned(let id, let attempts, let reason):
+            resolve(id, .abandoned(reason: reason), attempts: attempts)
+        case .cancelled(let id):
+            resolve(id, .cancelled, attempts: nil)
+        case .storageFailed(let problem):
+            storageProblem = problem
+        case .destinationDown(let origin, let failures):
+            setDestination(DestinationStatus(origin: origin, isDown: true, since: now, consecutiveFailures: failures))
+        case .destinationRecovered(let origin, _, _):
+            setDestination(DestinationStatus(origin: origin, isDown: false, since: now, consecutiveFailures: 0))
+        case .missedEvents(let count):
+            missedEventCount += count  // the follower reads the state again (`load`)
+        }
+    }
+
+    private mutating func update(_ id: MessageID, _ change: (inout MessageStatus) -> Void) {
+        guard let i = index[id] else { return }
+        change(&messages[i])
+    }
+
+    private mutating func resolve(_ id: MessageID, _ state: MessageStatus.State, attempts: Int?) {
+        update(id) {
+            $0.state = state
+            if let attempts { $0.attempts = attempts }
+        }
+        // Bounded: at most one resolved message over the limit at a time.
+        var resolved = messages.reduce(0) { $0 + ($1.state.isResolved ? 1 : 0) }
+        guard resolved > keepsResolved else { return }
+        messages.removeAll { message in
+            guard resolved > keepsResolved, message.state.isResolved else { return false }
+            resolved -= 1
+            return true
+        }
+        reindex()
+    }
+
+    private mutating func setDestination(_ status: DestinationStatus) {
+        if let i = destinations.firstIndex(where: { $0.origin == status.origin }) {
+            destinations[i] = status
+        } else {
+            destinations.append(status)
+        }
+    }
+
+    private mutating func reindex() {
+        index = Dictionary(uniqueKeysWithValues: messages.enumerated().map { ($1.id, $0) })
+    }
+}

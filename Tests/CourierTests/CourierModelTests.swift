@@ -1,0 +1,156 @@
+@testable import CourierKit
+import CourierTesting
+import Foundation
+import Testing
+
+/// The board behind the models: pure, so each rule is a plain check.
+@Suite struct MessageBoardTests {
+    let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+    let ids = (1...6).map { MessageID("00000000-0000-0000-0000-00000000000\($0)")! }
+
+    func pending(_ n: Int, attempts: Int = 0, handedOff: Bool = false) -> PendingMessage {
+        PendingMessage(
+            id: ids[n], url: URL(string: "https://example.com/\(n)")!, body: Data("m\(n)".utf8), attempts: attempts,
+            sentAt: t0, nextAttemptAt: t0.addingTimeInterval(30), isHandedOff: handedOff)
+    }
+
+    @Test func aMessageMovesFromQueuedThroughSendingAndWaitingToDelivered() {
+        var board = MessageBoard(keepsResolved: 10)
+        board.apply(.enqueued(ids[0]), now: t0)
+        #expect(board.status(of: ids[0])?.state == .queued)
+        board.apply(.attemptStarted(ids[0], number: 1), now: t0)
+        #expect(board.status(of: ids[0])?.state == .sending(attempt: 1))
+        let next = t0.addingTimeInterval(2)
+        board.apply(.failed(ids[0], attempt: 1, outcome: .response(status: 500), nextAttemptAt: next), now: t0)
+        #expect(board.status(of: ids[0])?.state == .waiting(until: next, after: .response(status: 500)))
+        #expect(board.status(of: ids[0])?.attempts == 1 && board.pendingCount == 1)
+        board.apply(.handedOff(ids[0], attempt: 2), now: t0)
+        #expect(board.status(of: ids[0])?.state == .handedOff(attempt: 2))
+        board.apply(.delivered(ids[0], attempts: 2), now: t0)
+        #expect(board.status(of: ids[0])?.state == .delivered && board.status(of: ids[0])?.attempts == 2)
+        #expect(board.pendingCount == 0, "delivered: listed, not pending")
+    }
+
+    @Test func aFailureThePolicyGaveUpOnLeavesTheStateToTheAbandonedEvent() {
+        var board = MessageBoard(keepsResolved: 10)
+        board.apply(.enqueued(ids[0]), now: t0)
+        board.apply(.failed(ids[0], attempt: 1, outcome: .response(status: 400), nextAttemptAt: nil), now: t0)
+        #expect(board.status(of: ids[0])?.state == .queued)
+        board.apply(.abandoned(ids[0], attempts: 1, reason: "400"), now: t0)
+        #expect(board.status(of: ids[0])?.state == .abandoned(reason: "400"))
+    }
+
+    @Test func loadingReplacesPendingMessagesAndKeepsResolvedOnes() {
+        var board = MessageBoard(keepsResolved: 10)
+        board.load([pending(0), pending(1)], now: t0)
+        board.apply(.delivered(ids[0], attempts: 1), now: t0)
+        board.apply(.enqueued(ids[2]), now: t0)  // missed in a gap: the next load says it
+        board.load([pending(1, attempts: 2), pending(3, handedOff: true)], now: t0)
+        #expect(board.messages.map(\.id) == [ids[0], ids[1], ids[3]])
+        #expect(board.status(of: ids[0])?.state == .delivered)
+        #expect(board.status(of: ids[1])?.state == .waiting(until: t0.addingTimeInterval(30), after: nil))
+        #expect(board.status(of: ids[3])?.state == .handedOff(attempt: 1))
+        #expect(board.status(of: ids[1])?.url == URL(string: "https://example.com/1"))
+    }
+
+    @Test func onlyTheNewestResolvedMessagesStayListed() {
+        var board = MessageBoard(keepsResolved: 2)
+        board.load((0..<5).map { pending($0) }, now: t0)
+        for n in 0..<4 { board.apply(.delivered(ids[n], attempts: 1), now: t0) }
+        #expect(board.messages.map(\.id) == [ids[2], ids[3], ids[4]])
+        board.apply(.cancelled(ids[4]), now: t0)
+        #expect(board.messages.map(\.id) == [ids[3], ids[4]])
+        #expect(board.status(of: ids[4])?.state == .cancelled)
+    }
+
+    @Test func aDestinationGoesDownAndComesBack() {
+        var board = MessageBoard(keepsResolved: 2)
+        board.apply(.destinationDown("https://example.com:443", consecutiveFailures: 5), now: t0)
+        #expect(board.destinations == [DestinationStatus(
+            origin: "https://example.com:443", isDown: true, since: t0, consecutiveFailures: 5)])
+        let later = t0.addingTimeInterval(60)
+        board.apply(.destinationRecovered("https://example.com:443", downFor: .seconds(60), released: 3), now: later)
+        #expect(board.destinations == [DestinationStatus(
+            origin: "https://example.com:443", isDown: false, since: later, consecutiveFailures: 0)])
+    }
+}
+
+/// The model on a real courier: it lists what is pending, follows every change, and never goes
+/// silently stale.
+@MainActor @Suite struct CourierModelTests {
+    let scratch = TemporaryDirectory()
+
+    /// Waits (bounded, yielding) until `condition` holds; false if it never did.
+    func eventually(_ condition: () -> Bool) async -> Bool {
+        for _ in 0..<5_000 {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return condition()
+    }
+
+    @Test func itFollowsMessagesSentThroughItAndStraightThroughTheCourier() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 500) : .response(status: 200) }
+        let courier = try Courier(
+            directory: scratch.url, configuration: testConfiguration(clock: clock, transport: transport))
+        let model = CourierModel(courier: courier)
+        #expect(await eventually { model.hasLoadedForTesting })
+        let viaModel = try model.send(["text": "hi"], to: inbox)
+        #expect(model.status(of: viaModel)?.body == Data(#"{"text":"hi"}"#.utf8), "listed at once, with its body")
+        let direct = try courier.send(["text": "there"], to: inbox)
+        await courier.settle()
+        let failed = await eventually {
+            [viaModel, direct].allSatisfy {
+                model.status(of: $0)?.state
+                    == .waiting(until: wallStart.addingTimeInterval(1), after: .response(status: 500))
+            }
+        }
+        #expect(failed, "\(model.messages)")
+        #expect(model.pendingCount == 2)
+        await clock.advance(by: .seconds(1))
+        await courier.settle()
+        #expect(await eventually { model.pendingCount == 0 }, "\(model.messages)")
+        #expect(model.messages.map(\.state) == [.delivered, .delivered])
+        #expect(model.messages.map(\.attempts) == [2, 2])
+        #expect(model.missedEventCount == 0)
+        await courier.close()
+    }
+
+    @Test func itStartsFromWhatAnEarlierRunLeftPending() async throws {
+        // Each attempt fails; the next is a minute away, and the clock never moves.
+        var configuration = testConfiguration(clock: ManualClock(), transport: ScriptedTransport { _ in
+            .response(status: 503)
+        })
+        configuration.retry = RetryPolicy(initialDelay: .seconds(60), jitter: .none)
+        let first = try Courier(directory: scratch.url, configuration: configuration)
+        let ids = try (0..<3).map { try first.send(["n": $0], to: inbox) }
+        await first.settle()
+        await first.close()
+        let second = try Courier(directory: scratch.url, configuration: configuration)
+        let model = CourierModel(courier: second)
+        #expect(await eventually { model.messages.count == 3 }, "\(model.messages)")
+        #expect(model.messages.map(\.id) == ids)
+        let waiting = MessageStatus.State.waiting(until: wallStart.addingTimeInterval(60), after: nil)
+        #expect(model.messages.allSatisfy { $0.state == waiting && $0.attempts == 1 }, "\(model.messages)")
+        #expect(model.messages.first?.url == inbox && model.messages.first?.body == Data(#"{"n":0}"#.utf8))
+        await second.close()
+    }
+
+    /// The main actor is kept busy while 40 messages are sent (each an event), so the model
+    /// falls behind a buffer of 4: it reads the state again instead of going stale.
+    @Test func aModelThatFellBehindReadsTheStateAgain() async throws {
+        let courier = try Courier(
+            directory: scratch.url,
+            configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        courier.pause()
+        let model = CourierModel(courier: courier, keepingResolved: 100, bufferCapacity: 4)
+        #expect(await eventually { model.messages.isEmpty && model.pendingCount == 0 })
+        try await Task.sleep(for: .milliseconds(20))  // the follower waits on its first stream
+        let ids = try (0..<40).map { try courier.send(["n": $0], to: inbox) }  // no suspension: it cannot read
+        #expect(await eventually { model.messages.count == 40 }, "\(model.messages.count)")
+        #expect(model.messages.map(\.id) == ids)
+        #expect(model.missedEventCount > 0)
+        await courier.close()
+    }
+}
