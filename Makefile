@@ -94,7 +94,7 @@ consumer-check: deps
 IOS_SDK      ?=
 IOS_APINOTES ?=
 IOS_APP      := Samples/CourierSample.swiftpm Tools/doc-examples/ios
-IOS_LIBRARIES := CourierKit CourierTesting CourierSample
+IOS_LIBRARIES := CourierKit CourierTesting
 ios-check:
 ifeq ($(shell uname -s),Darwin)
 	@for scheme in $(IOS_LIBRARIES); do \
@@ -105,6 +105,8 @@ ifeq ($(shell uname -s),Darwin)
 	cd Tools/doc-examples/ios && xcodebuild -quiet -scheme DocumentationExamplesIOS -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build
 	@echo "ios-check: the documentation's iOS examples build for a generic iOS device"
 else
+	@# The dependencies' sources are type-checked too: resolve them first (a fresh clone has none).
+	@$(SWIFT) package resolve >/dev/null
 	@IOS_SDK="$(IOS_SDK)" IOS_APINOTES="$(IOS_APINOTES)" python3 Tools/ios-check/ios-check.py $(IOS_APP)
 endif
 
@@ -113,6 +115,7 @@ endif
 # app's files), runs the check on a copy, and requires each error reported by file and line.
 # One line per file; fails on a miss. Needs the SDK, so not in `make test` (about 10 minutes).
 ios-check-mutations:
+	@$(SWIFT) package resolve >/dev/null
 	@IOS_SDK="$(IOS_SDK)" IOS_APINOTES="$(IOS_APINOTES)" python3 Tools/ios-check/ios-check-mutations.py $(IOS_APP)
 
 # Copies each compiled example (Tests/CourierTests/DocumentationExamples.swift, and the iOS

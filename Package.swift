@@ -33,10 +33,6 @@ let package = Package(
         // Test doubles for an app's own tests: a scripted transport, a manual clock, the
         // simulated background system.
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
-        // The sample's view model, gateway and SwiftUI view, for the iOS sample app
-        // (Samples/CourierSample.swiftpm) and the terminal one, until the sample's own code
-        // moves into the sample.
-        .library(name: "CourierSample", targets: ["CourierSample"]),
     ],
     // AsyncHTTPClient, the Linux transport, sits behind this trait *and* a Linux platform
     // condition. Off by default, so that an iOS app never fetches it (a platform condition
@@ -95,10 +91,12 @@ let package = Package(
                      condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
         ]),
         .target(name: "CourierTesting", dependencies: ["CourierKit", "CourierLog", "CourierLogTesting"]),
-        // The sample app: view model, renderer and gateway (tested), and a thin terminal view.
+        // The terminal sample (`make demo`): its input model, rows and renderer (tested), and a
+        // thin terminal view over `CourierModel`. Not a product: the iOS sample's code lives in
+        // Samples/CourierSample.swiftpm.
         .target(name: "CourierSample", dependencies: ["CourierKit"]),
         .executableTarget(name: "courier-sample", dependencies: [
-            "CourierSample", "CourierKit", "FlakyServer",
+            "CourierSample", "CourierKit", "CourierLog", "FlakyServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // A loopback HTTP server that fails on purpose (500s, drops, delays, 429 + Retry-After).

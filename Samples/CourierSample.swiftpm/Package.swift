@@ -5,16 +5,16 @@
 // project to generate. For a phone, set your team and a bundle identifier of your own (here,
 // in AdditionalInfo.plist's task identifier, and in CourierSampleApp.swift).
 //
-// An app package (Xcode 14+): the `.iOSApplication` product below is the app. It uses Courier
-// from this repository as a local package, and its screen (`CourierSampleView`) and logic
-// (`SampleViewModel`, tested on Linux) from the `CourierSample` library. `make ios-check`
+// An app package (Xcode 14+): the `.iOSApplication` product below is the app. It uses
+// CourierKit from this repository as a local package; its screen is its own (SampleScreen.swift),
+// over `CourierModel` (iOS 17), which lists and follows the messages. `make ios-check`
 // type-checks its sources for iOS on Linux; nothing here is linked or run except by Xcode.
 import PackageDescription
 import AppleProductTypes
 
 let package = Package(
     name: "CourierSample",
-    platforms: [.iOS("16.0")],
+    platforms: [.iOS("17.0")],
     products: [
         .iOSApplication(
             name: "Courier Sample",
@@ -48,7 +48,6 @@ let package = Package(
             name: "CourierSampleApp",
             dependencies: [
                 .product(name: "CourierKit", package: "Courier"),
-                .product(name: "CourierSample", package: "Courier"),
             ],
             path: "Sources/CourierSampleApp",
             // The app's privacy manifest: it keeps the server you typed in UserDefaults (CA92.1).

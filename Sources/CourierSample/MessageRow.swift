@@ -1,51 +1,60 @@
 import CourierKit
 import Foundation
 
-/// One line of the message list: what was sent and where it stands.
+/// One line of the message list, from a message's status (`CourierModel`): what was sent, when,
+/// and where it stands, in words.
 public struct MessageRow: Sendable, Equatable, Identifiable {
-    public enum State: Sendable, Equatable {
-        case queued
-        case sending(attempt: Int)
-        /// Handed to the system's background upload session (iOS delivers it while suspended).
-        case handedOff(attempt: Int)
-        case failed(attempt: Int, reason: String, nextAttemptAt: Date)
-        case delivered(attempts: Int, after: TimeInterval)
-        case abandoned(reason: String)
+    public let id: MessageID
+    /// The `text` of a `{"text": …}` body, or the body itself.
+    public var text: String
+    public var sentAt: Date?
+    /// Sent before this run started, and resumed by it.
+    public var resumed: Bool
+    public var status: MessageStatus
+
+    /// The row of `status`; `launchedAt` tells a message of this run from a resumed one.
+    public init(_ status: MessageStatus, launchedAt: Date) {
+        id = status.id
+        text = Self.text(of: status.body)
+        sentAt = status.sentAt
+        resumed = status.sentAt.map { $0 < launchedAt } ?? false
+        self.status = status
     }
 
-    public let id: MessageID
-    public var text: String
-    public var sentAt: Date
-    /// Sent in an earlier run and resumed by this one.
-    public var resumed: Bool
-    public var state: State
-
     /// `queued`, `sending (attempt 2)`, `attempt 3 failed (500) — next in 2.4 s`,
-    /// `delivered after 4 attempts (7.1 s)`, `abandoned: …`.
+    /// `delivered after 4 attempts (7.1 s)`, `abandoned: …`, `cancelled`.
     public func status(now: Date) -> String {
-        switch state {
+        switch status.state {
         case .queued: return "queued"
         case .sending(let attempt): return "sending (attempt \(attempt))"
         case .handedOff(let attempt): return "handed to iOS (attempt \(attempt))"
-        case .failed(let attempt, let reason, let next):
+        case .waiting(let next, let failure):
             let seconds = max(0, next.timeIntervalSince(now))
-            return "attempt \(attempt) failed (\(reason)) — next in \(String(format: "%.1f", seconds)) s"
-        case .delivered(let attempts, let after):
-            return "delivered after \(attempts) attempt\(attempts == 1 ? "" : "s") (\(String(format: "%.1f", after)) s)"
+            return "attempt \(status.attempts) failed (\(Self.reason(failure))) — next in "
+                + "\(String(format: "%.1f", seconds)) s"
+        case .delivered:
+            let attempts = status.attempts
+            let took = zip(status.sentAt, status.changedAt).map {
+                String(format: " (%.1f s)", $1.timeIntervalSince($0))
+            }
+            return "delivered after \(attempts) attempt\(attempts == 1 ? "" : "s")\(took ?? "")"
         case .abandoned(let reason): return "abandoned: \(reason)"
+        case .cancelled: return "cancelled"
         }
     }
 
     /// Whether `status(now:)` changes with time (a countdown to the next attempt): only such
     /// rows need redrawing while nothing happens.
     public var isCountingDown: Bool {
-        if case .failed = state { return true }
+        if case .waiting = status.state { return true }
         return false
     }
 
-    /// A short reason: the status code, or the kind of transport failure.
-    static func reason(_ outcome: DeliveryOutcome) -> String {
+    /// A short reason: the status code, or the kind of transport failure ("before restart"
+    /// when the failure came before this run: the log keeps when, not why).
+    static func reason(_ outcome: DeliveryOutcome?) -> String {
         switch outcome {
+        case nil: return "before restart"
         case .response(let status, _): return String(status)
         case .failure(let f):
             switch f.kind {
@@ -59,4 +68,30 @@ public struct MessageRow: Sendable, Equatable, Identifiable {
             }
         }
     }
+
+    /// The `text` of a `{"text": …}` body, or the body itself.
+    static func text(of body: Data?) -> String {
+        guard let body else { return "" }
+        if let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+            let text = object["text"] as? String
+        {
+            return text
+        }
+        return String(decoding: body, as: UTF8.self)
+    }
+
+    /// The server's state line, from the model's destinations: down, or back; nil if none was
+    /// ever reported down.
+    public static func serverStatus(_ destinations: [DestinationStatus]) -> String? {
+        if let down = destinations.first(where: \.isDown) {
+            return "server down (\(down.consecutiveFailures) failures in a row at \(down.origin)): messages wait, "
+                + "one probe at a time"
+        }
+        return destinations.last.map { "server back (\($0.origin)): waiting messages resumed" }
+    }
+}
+
+private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
+    guard let a, let b else { return nil }
+    return (a, b)
 }

@@ -18,7 +18,11 @@ public struct ScreenRenderer {
         self.serverDescription = serverDescription
     }
 
-    public func lines(for model: SampleViewModel, now: Date) -> [String] {
+    /// The screen: `model`'s field and button, then `rows` (newest first), a status line with
+    /// `serverStatus` (or the last notice), and `pendingCount`.
+    public func lines(
+        for model: SampleViewModel, rows: [MessageRow], serverStatus: String?, pendingCount: Int, now: Date
+    ) -> [String] {
         var out: [String] = []
         out.append(fit(" Courier — type a message, Tab to [ Send ], Enter. Messages are never lost."))
         let buttonText = "[ Send ]"
@@ -33,21 +37,22 @@ public struct ScreenRenderer {
         out.append(" " + "│" + fieldPart + "│ " + button)
         out.append(" " + "└" + String(repeating: "─", count: fieldWidth) + "┘")
         // One status line: a refused send first, else the server's state (down / back).
-        out.append(fit(model.notice.map { " ! " + $0 } ?? model.serverStatus.map { " ⇅ " + $0 } ?? ""))
+        out.append(fit(model.notice.map { " ! " + $0 } ?? serverStatus.map { " ⇅ " + $0 } ?? ""))
         out.append(fit(" Messages (newest first)"))
         let listHeight = height - out.count - 2
         let formatter = DateFormatter()
         formatter.dateFormat = "HH:mm:ss"
-        for row in model.rows.prefix(max(0, listHeight)) {
+        for row in rows.prefix(max(0, listHeight)) {
             let text = String(row.text.prefix(24)).padding(toLength: 24, withPad: " ", startingAt: 0)
             let mark = row.resumed ? "↻" : " "
-            out.append(fit("  \(formatter.string(from: row.sentAt)) \(mark) \(text)  \(row.status(now: now))"))
+            let time = row.sentAt.map(formatter.string(from:)) ?? "        "
+            out.append(fit("  \(time) \(mark) \(text)  \(row.status(now: now))"))
         }
-        if model.rows.count > listHeight && listHeight > 0 {
-            out[out.count - 1] = fit("  … \(model.rows.count - listHeight + 1) more")
+        if rows.count > listHeight && listHeight > 0 {
+            out[out.count - 1] = fit("  … \(rows.count - listHeight + 1) more")
         }
         while out.count < height - 2 { out.append("") }
-        out.append(fit(" log: \(logDirectory) · \(model.pendingCount) pending · server: \(serverDescription)"))
+        out.append(fit(" log: \(logDirectory) · \(pendingCount) pending · server: \(serverDescription)"))
         out.append(fit(" Tab: move · Enter/Space on [ Send ]: send · q on [ Send ] or Ctrl-C: quit"))
         return out
     }

@@ -63,8 +63,8 @@ struct SampleCommand: AsyncParsableCommand {
         configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(maxDelay))
         let courier = try Courier(directory: URL(fileURLWithPath: directory), configuration: configuration)
         let app = await TerminalApp(
-            gateway: CourierGateway(courier: courier), server: target,
-            logDirectory: courier.directory.path, serverDescription: serverDescription)
+            courier: courier, server: target, logDirectory: courier.directory.path,
+            serverDescription: serverDescription)
         await app.run()
         await server?.stop()
     }

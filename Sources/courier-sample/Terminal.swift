@@ -43,7 +43,7 @@ final class Terminal {
     }
 
     /// Bytes typed since the last call; waits at most 100 ms.
-    func readBytes() -> [UInt8] {
+    static func readBytes() -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: 64)
         let n = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
         return n > 0 ? Array(buffer.prefix(n)) : []

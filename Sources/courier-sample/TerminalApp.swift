@@ -1,90 +1,81 @@
 import CourierKit
+import CourierLog
 import CourierSample
 import Foundation
 
-/// The terminal view: feeds keys and library events to the view model, redraws. All logic is
-/// in `SampleViewModel`; this only moves bytes.
-final class TerminalApp: @unchecked Sendable {
-    private let gateway: any SampleGateway
-    private let lock = NSLock()
-    private var model: SampleViewModel  // guarded by `lock`
+/// The terminal view, on the main actor: keys (read on a thread of their own, which blocks in
+/// `read()` up to 100 ms at a time) go to the screen's input model, messages come from a
+/// `CourierModel`, and the screen is redrawn after each read (at least every 100 ms, so
+/// countdowns move and resizes show). All logic is in `SampleViewModel`, `CourierModel` and
+/// `ScreenRenderer`; this only moves bytes.
+@MainActor
+final class TerminalApp {
+    private let courier: Courier
+    private let model: CourierModel
+    private var screen: SampleViewModel
     private let terminal = Terminal()
     private let logDirectory: String
     private let serverDescription: String
+    private let launchedAt = Date()
 
-    private let events: AsyncStream<CourierEvent>
-
-    /// Lists the pending messages and follows every event after them.
-    init(gateway: any SampleGateway, server: URL, logDirectory: String, serverDescription: String) async {
-        self.gateway = gateway
-        let (pending, events) = await gateway.pendingMessagesAndEvents()
-        self.model = SampleViewModel(pending: pending, server: server)
-        self.events = events
+    /// Lists the pending messages and follows every change after them (`CourierModel`).
+    init(courier: Courier, server: URL, logDirectory: String, serverDescription: String) {
+        self.courier = courier
+        model = CourierModel(courier: courier)
+        screen = SampleViewModel(server: server)
         self.logDirectory = logDirectory
         self.serverDescription = serverDescription
     }
 
-    /// Set by SIGTERM/SIGHUP: leave the loop and restore the terminal like a normal quit.
-    private var terminationRequested = false  // guarded by `lock`
-
     func run() async {
+        let stop = Locked(false)
+        // SIGTERM/SIGHUP: leave the loop and restore the terminal like a normal quit.
         let signalSources = [SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [weak self] in self?.lock.withLock { self?.terminationRequested = true } }
+            source.setEventHandler { stop.withLock { $0 = true } }
             source.resume()
             return source
         }
         defer { signalSources.forEach { $0.cancel() } }
-        let events = self.events
-        let listener = Task {
-            for await event in events {
-                lock.withLock { model.apply(event, at: Date()) }
-            }
-        }
+        let (reads, input) = AsyncStream.makeStream(of: [UInt8].self)
+        Thread {
+            // Bounded by the user: until the screen says quit (or a signal came).
+            while !stop.withLock({ $0 }) { input.yield(Terminal.readBytes()) }
+            input.finish()
+        }.start()
         terminal.enterRawMode()
-        // The input loop blocks in read() for up to 100 ms at a time: give it its own thread.
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread { [self] in
-                inputLoop()
-                done.resume()
-            }.start()
+        var decoder = KeyDecoder()
+        for await bytes in reads {
+            if handle(decoder.decode(bytes)) { stop.withLock { $0 = true } }
+            draw()
         }
         terminal.restore()
-        await gateway.close()
-        listener.cancel()
+        await courier.close()
     }
 
-    /// Reads keys and redraws (every 100 ms at least, so countdowns move and resizes show),
-    /// until the model says quit. Bounded by the user.
-    private func inputLoop() {
-        var decoder = KeyDecoder()
-        while true {
-            let keys = decoder.decode(terminal.readBytes())
-            var quit = false
-            for key in keys {
-                let command = lock.withLock { model.handle(key) }
-                switch command {
-                case .none: break
-                case .quit: quit = true
-                case .send(let text): send(text)
-                }
+    /// True when a key says quit.
+    private func handle(_ keys: [SampleViewModel.Key]) -> Bool {
+        for key in keys {
+            switch screen.handle(key) {
+            case .none: break
+            case .quit: return true
+            case .send(let text):
+                do { _ = try model.send(["text": text], to: screen.server) } catch { screen.sendFailed("\(error)") }
             }
-            if quit || lock.withLock({ terminationRequested }) { return }
-            let size = terminal.size
-            let renderer = ScreenRenderer(
-                width: size.width, height: size.height, styled: true,
-                logDirectory: logDirectory, serverDescription: serverDescription)
-            terminal.draw(lock.withLock { renderer.lines(for: model, now: Date()) })
         }
+        return false
     }
 
-    private func send(_ text: String) {
-        do {
-            let id = try gateway.send(text: text, to: model.server)
-            lock.withLock { model.didSend(id, text: text, at: Date()) }
-        } catch {
-            lock.withLock { model.sendFailed("\(error)") }
-        }
+    private func draw() {
+        let size = terminal.size
+        let renderer = ScreenRenderer(
+            width: size.width, height: size.height, styled: true, logDirectory: logDirectory,
+            serverDescription: serverDescription)
+        let rows = model.messages.reversed().map { MessageRow($0, launchedAt: launchedAt) }
+        terminal.draw(
+            renderer.lines(
+                for: screen, rows: rows, serverStatus: MessageRow.serverStatus(model.destinations),
+                pendingCount: model.pendingCount, now: Date()))
     }
 }

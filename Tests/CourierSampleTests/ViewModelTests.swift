@@ -5,6 +5,7 @@ import Foundation
 import Testing
 
 let t0 = Date(timeIntervalSince1970: 1_763_740_800)
+let server = URL(string: "http://127.0.0.1:18787/messages")!
 let ids = SequentialMessageIDs()
 
 @Suite struct ViewModelTests {
@@ -13,7 +14,7 @@ let ids = SequentialMessageIDs()
     }
 
     @Test func typingFillsTheFieldAndBackspaceRemoves() {
-        var m = SampleViewModel()
+        var m = SampleViewModel(server: server)
         type("helo", into: &m)
         _ = m.handle(.backspace)
         type("lo", into: &m)
@@ -21,7 +22,7 @@ let ids = SequentialMessageIDs()
     }
 
     @Test func theButtonIsEnabledOnlyWhenTheFieldHasText() {
-        var m = SampleViewModel()
+        var m = SampleViewModel(server: server)
         #expect(!m.isSendEnabled)
         type("   ", into: &m)
         #expect(!m.isSendEnabled, "blanks are not a message")
@@ -31,7 +32,7 @@ let ids = SequentialMessageIDs()
     }
 
     @Test func tabReachesTheButtonAndEnterOrSpaceActivatesIt() {
-        var m = SampleViewModel()
+        var m = SampleViewModel(server: server)
         type("hello", into: &m)
         _ = m.handle(.tab)
         #expect(m.focus == .sendButton)
@@ -45,75 +46,62 @@ let ids = SequentialMessageIDs()
     }
 
     @Test func qQuitsOnlyWhenTheFieldIsNotFocusedAndCtrlCAlways() {
-        var m = SampleViewModel()
+        var m = SampleViewModel(server: server)
         #expect(m.handle(.character("q")) == .none)
         #expect(m.text == "q", "q is just a letter in the field")
         _ = m.handle(.tab)
         #expect(m.handle(.character("q")) == .quit)
-        var n = SampleViewModel()
+        var n = SampleViewModel(server: server)
         #expect(n.handle(.interrupt) == .quit)
     }
 
-    @Test func rowsFollowTheLibrarysEvents() {
-        var m = SampleViewModel()
+    @Test func rowsSayWhereEachMessageStands() {
         let id = ids.next()
-        m.didSend(id, text: "hello", at: t0)
-        #expect(m.rows.first?.status(now: t0) == "queued")
-        m.apply(.attemptStarted(id, number: 1), at: t0)
-        #expect(m.rows.first?.status(now: t0) == "sending (attempt 1)")
-        m.apply(
-            .failed(id, attempt: 3, outcome: .response(status: 500), nextAttemptAt: t0.addingTimeInterval(2.4)), at: t0)
-        #expect(m.rows.first?.status(now: t0) == "attempt 3 failed (500) — next in 2.4 s")
-        #expect(m.rows.first?.status(now: t0.addingTimeInterval(1)) == "attempt 3 failed (500) — next in 1.4 s")
-        m.apply(.failed(id, attempt: 4, outcome: .failure(TransportFailure(.connectionClosed, "x")),
-                        nextAttemptAt: t0.addingTimeInterval(1)), at: t0)
-        #expect(m.rows.first?.status(now: t0) == "attempt 4 failed (connection dropped) — next in 1.0 s")
-        m.apply(.delivered(id, attempts: 5), at: t0.addingTimeInterval(7.1))
-        #expect(m.rows.first?.status(now: t0) == "delivered after 5 attempts (7.1 s)")
-        #expect(m.pendingCount == 0)
+        func row(_ state: MessageStatus.State, attempts: Int = 0, changedAt: Date? = nil) -> MessageRow {
+            MessageRow(
+                MessageStatus(
+                    id: id, state: state, attempts: attempts, body: Data(#"{"text":"hello"}"#.utf8), sentAt: t0,
+                    changedAt: changedAt), launchedAt: t0)
+        }
+        #expect(row(.queued).text == "hello" && !row(.queued).resumed)
+        #expect(row(.queued).status(now: t0) == "queued")
+        #expect(row(.sending(attempt: 1)).status(now: t0) == "sending (attempt 1)")
+        let next = t0.addingTimeInterval(2.4)
+        let waiting = row(.waiting(until: next, after: .response(status: 500)), attempts: 3)
+        #expect(waiting.status(now: t0) == "attempt 3 failed (500) — next in 2.4 s")
+        #expect(waiting.status(now: t0.addingTimeInterval(1)) == "attempt 3 failed (500) — next in 1.4 s")
+        let closed = DeliveryOutcome.failure(TransportFailure(.connectionClosed, "x"))
+        let dropped = row(.waiting(until: t0.addingTimeInterval(1), after: closed), attempts: 4)
+        #expect(dropped.status(now: t0) == "attempt 4 failed (connection dropped) — next in 1.0 s")
+        #expect(row(.handedOff(attempt: 2)).status(now: t0) == "handed to iOS (attempt 2)")
+        let delivered = row(.delivered, attempts: 5, changedAt: t0.addingTimeInterval(7.1))
+        #expect(delivered.status(now: t0) == "delivered after 5 attempts (7.1 s)")
+        #expect(row(.abandoned(reason: "400")).status(now: t0) == "abandoned: 400")
+        #expect(row(.cancelled).status(now: t0) == "cancelled")
     }
 
-    @Test func newestMessagesComeFirstAndUnknownEventsAreIgnored() {
-        var m = SampleViewModel()
-        let a = ids.next(), b = ids.next()
-        m.didSend(a, text: "a", at: t0)
-        m.didSend(b, text: "b", at: t0)
-        m.apply(.delivered(ids.next(), attempts: 1), at: t0)
-        #expect(m.rows.map(\.text) == ["b", "a"])
-        #expect(m.pendingCount == 2)
-    }
-
-    @Test func afterARestartPendingMessagesAppearAsResumed() {
-        let a = ids.next(), b = ids.next()
-        let url = URL(string: "http://127.0.0.1:1/m")!
-        let pending = [
-            PendingMessage(id: a, url: url, body: Data(#"{"text":"older"}"#.utf8), attempts: 3, sentAt: t0,
-                           nextAttemptAt: t0.addingTimeInterval(4)),
-            PendingMessage(id: b, url: url, body: Data(#"{"text":"newer"}"#.utf8), attempts: 0, sentAt: t0,
-                           nextAttemptAt: t0),
-        ]
-        var m = SampleViewModel(pending: pending)
-        #expect(m.rows.map(\.text) == ["newer", "older"])
-        #expect(m.rows.allSatisfy { $0.resumed })
-        #expect(m.rows[1].status(now: t0) == "attempt 3 failed (before restart) — next in 4.0 s")
-        m.apply(.delivered(a, attempts: 4), at: t0.addingTimeInterval(10))
-        #expect(m.rows[1].status(now: t0) == "delivered after 4 attempts (10.0 s)")
+    @Test func aMessageFromAnEarlierRunIsMarkedResumedWithItsFailureUnknown() {
+        let status = MessageStatus(
+            id: ids.next(), state: .waiting(until: t0.addingTimeInterval(5), after: nil), attempts: 2,
+            body: Data("raw bytes".utf8), sentAt: t0.addingTimeInterval(-60))
+        let row = MessageRow(status, launchedAt: t0)
+        #expect(row.resumed && row.text == "raw bytes")
+        #expect(row.status(now: t0) == "attempt 2 failed (before restart) — next in 5.0 s")
     }
 
     @Test func aRefusedSendIsShownAsANotice() {
-        var m = SampleViewModel()
+        var m = SampleViewModel(server: server)
         m.sendFailed("storageFull: disk full")
         #expect(m.notice == "storageFull: disk full")
     }
 
-    @Test func theServerStatusFollowsDestinationEvents() {
-        var m = SampleViewModel()
-        #expect(m.serverStatus == nil)
-        m.apply(.destinationDown("http://127.0.0.1:8080", consecutiveFailures: 5), at: t0)
-        #expect(m.serverStatus
+    @Test func theServerStatusFollowsTheDestinations() {
+        #expect(MessageRow.serverStatus([]) == nil)
+        let down = DestinationStatus(origin: "http://127.0.0.1:8080", isDown: true, since: t0, consecutiveFailures: 5)
+        #expect(MessageRow.serverStatus([down])
                 == "server down (5 failures in a row at http://127.0.0.1:8080): messages wait, one probe at a time")
-        m.apply(.destinationRecovered("http://127.0.0.1:8080", downFor: .milliseconds(12_500), released: 42), at: t0)
-        #expect(m.serverStatus == "server back (http://127.0.0.1:8080, down 12.5 s): 42 waiting messages resumed")
+        let back = DestinationStatus(origin: "http://127.0.0.1:8080", isDown: false, since: t0, consecutiveFailures: 0)
+        #expect(MessageRow.serverStatus([back]) == "server back (http://127.0.0.1:8080): waiting messages resumed")
     }
 }
 
@@ -130,20 +118,24 @@ let ids = SequentialMessageIDs()
 }
 
 @Suite struct ScreenRendererTests {
-    func render(_ m: SampleViewModel, width: Int = 80, height: Int = 12) -> [String] {
+    func render(_ m: SampleViewModel, rows: [MessageRow] = [], width: Int = 80, height: Int = 12) -> [String] {
         ScreenRenderer(width: width, height: height, styled: false, logDirectory: "/data/log",
                        serverDescription: "http://127.0.0.1:18787/messages")
-            .lines(for: m, now: t0)
+            .lines(for: m, rows: rows, serverStatus: nil, pendingCount: rows.count, now: t0)
+    }
+
+    func row(_ text: String, _ state: MessageStatus.State, attempts: Int = 0) -> MessageRow {
+        MessageRow(
+            MessageStatus(id: ids.next(), state: state, attempts: attempts, body: Data(text.utf8), sentAt: t0),
+            launchedAt: t0)
     }
 
     @Test func theScreenShowsFieldButtonRowsAndStatusLine() {
-        var m = SampleViewModel()
-        let id = ids.next()
-        m.didSend(id, text: "hello", at: t0)
-        m.apply(
-            .failed(id, attempt: 3, outcome: .response(status: 500), nextAttemptAt: t0.addingTimeInterval(2.4)), at: t0)
+        var m = SampleViewModel(server: server)
         for c in "typing" { _ = m.handle(.character(c)) }
-        let lines = render(m)
+        let next = t0.addingTimeInterval(2.4)
+        let failed = row("hello", .waiting(until: next, after: .response(status: 500)), attempts: 3)
+        let lines = render(m, rows: [failed])
         #expect(lines.count == 12)
         #expect(lines[2].contains("│typing_") && lines[2].contains("[ Send ]"))
         #expect(lines.contains { $0.contains("hello") && $0.contains("attempt 3 failed (500) — next in 2.4 s") })
@@ -152,21 +144,20 @@ let ids = SequentialMessageIDs()
     }
 
     @Test func aNarrowOrShortTerminalStillFits() {
-        var m = SampleViewModel()
-        for i in 0..<30 { m.didSend(ids.next(), text: "message \(i)", at: t0) }
+        let m = SampleViewModel(server: server)
+        let rows = (0..<30).map { row("message \($0)", .queued) }
         for (w, h) in [(20, 8), (40, 10), (200, 50)] {
-            let lines = render(m, width: w, height: h)
+            let lines = render(m, rows: rows, width: w, height: h)
             #expect(lines.count == max(8, h))
             #expect(lines.allSatisfy { $0.count <= max(20, w) }, "\(w)x\(h)")
         }
     }
 
-    @Test func theServerIsTheChallengesUntilAnotherIsApplied() {
-        var m = SampleViewModel()
-        #expect(m.server.absoluteString == "https://challenge.ronash.co/reliable-messaging")
-        #expect(m.serverText == m.server.absoluteString)
+    @Test func theServerChangesOnlyWhenAnotherIsApplied() {
+        var m = SampleViewModel(server: server)
+        #expect(m.serverText == server.absoluteString)
         m.setServerText("  http://192.168.1.20:18787/messages \n")
-        #expect(m.server == SampleViewModel.challengeServer, "typing alone changes nothing")
+        #expect(m.server == server, "typing alone changes nothing")
         let changed = m.applyServerText()
         #expect(changed)
         #expect(m.server.absoluteString == "http://192.168.1.20:18787/messages")
@@ -189,15 +180,9 @@ let ids = SequentialMessageIDs()
         #expect(m.notice == nil, "a good URL clears the notice")
     }
 
-    @Test func onlyAFailedRowCountsDown() {
-        var m = SampleViewModel()
-        m.didSend(ids.next(), text: "a", at: t0)
-        #expect(m.rows[0].isCountingDown == false, "queued")
-        let id = m.rows[0].id
-        m.apply(
-            .failed(id, attempt: 1, outcome: .response(status: 500), nextAttemptAt: t0.addingTimeInterval(2)), at: t0)
-        #expect(m.rows[0].isCountingDown, "next attempt in 2 s")
-        m.apply(.delivered(id, attempts: 2), at: t0.addingTimeInterval(3))
-        #expect(m.rows[0].isCountingDown == false, "delivered")
+    @Test func onlyAWaitingRowCountsDown() {
+        #expect(!row("a", .queued).isCountingDown)
+        #expect(row("a", .waiting(until: t0.addingTimeInterval(2), after: .response(status: 500))).isCountingDown)
+        #expect(!row("a", .delivered, attempts: 2).isCountingDown)
     }
 }

@@ -161,7 +161,7 @@ def main(apps):
             print(output.rstrip())
             print("ios-check-mutations: the package must pass `make ios-check` before a mutation proves anything")
             return 2
-        order = [(name, files) for name, kind, files, _ in ios_check.modules(apps) if kind == "swift"]
+        order = [(name, files) for name, kind, files, _, _ in ios_check.modules(apps) if kind == "swift"]
         missed, checked = 0, 0
         for index, (module, files) in enumerate(order):
             for path in files:

@@ -168,9 +168,10 @@ class Checker:
         self.built.add(name)
         return True
 
-    def check(self, name, files, external_dependencies=()):
-        """Type-checks one module in each configuration, then emits its interface for the
-        modules that import it. Clean only if every compiler run exited 0."""
+    def check(self, name, files, external_dependencies=(), triple=None):
+        """Type-checks one module in each configuration (for `triple`, default the package's),
+        then emits its interface for the modules that import it. Clean only if every compiler run
+        exited 0."""
         for module in external_dependencies:
             self.build_external(module)
         broken = sorted(imported_modules(files) & self.failed)
@@ -178,8 +179,10 @@ class Checker:
             print("%s: not checked (it imports %s, which has errors)" % (name, ", ".join(broken)))
             self.failed.add(name)
             return False
-        flags = self.base + ["-swift-version", "6", "-package-name", PACKAGE_NAME, "-parse-as-library",
-                             "-module-name", name] + files + [SHIMS]
+        triple = triple or TRIPLE
+        base = [triple if flag == TRIPLE else flag for flag in self.base]
+        flags = base + ["-swift-version", "6", "-package-name", PACKAGE_NAME, "-parse-as-library",
+                        "-module-name", name] + files + [SHIMS]
         for configuration, defines in CONFIGURATIONS:
             # One frontend for the whole module (-wmo): per-file jobs each load the SDK anew.
             result = subprocess.run(["swiftc", "-typecheck", "-wmo"] + defines + flags, capture_output=True, text=True)
@@ -190,7 +193,7 @@ class Checker:
                                 + flags + ["-o", module], capture_output=True, text=True)
         if result.returncode != 0 or not os.path.isfile(module):
             return self.report(name, "its interface could not be emitted", result)
-        print("%s: type-checks for %s, Debug and Release (%d files)" % (name, TRIPLE, len(files)))
+        print("%s: type-checks for %s, Debug and Release (%d files)" % (name, triple, len(files)))
         return True
 
     def report(self, name, what, result):
@@ -214,7 +217,7 @@ def main(apps):
     scratch = os.path.join(os.path.realpath(".build"), "ios-check", "scratch")
     checker = Checker(sdk, scratch)
     clean, count = True, 0
-    for name, kind, files, products in modules(apps):
+    for name, kind, files, products, triple in modules(apps):
         if kind == "c":
             checker.add_c_module(name, files)
         elif name in TRUSTED:
@@ -225,7 +228,7 @@ def main(apps):
             checker.built.update(products)
             print("%s: unchanged since the clean baseline run (its interface reused)" % name)
         else:
-            clean = checker.check(name, files, products) and clean
+            clean = checker.check(name, files, products, triple) and clean
             count += 1
     if os.environ.get("IOS_CHECK_SAVE") and clean:
         for module in glob.glob(os.path.join(checker.out, "*.swiftmodule")):
@@ -257,17 +260,29 @@ def modules(apps):
     for target in ios_targets(package_description()):
         path = os.path.relpath(target["path"])
         if target["module_type"] == "ClangTarget":
-            found.append((target["name"], "c", glob.glob(os.path.join(path, "include", "*.h")), []))
+            found.append((target["name"], "c", glob.glob(os.path.join(path, "include", "*.h")), [], None))
         elif target["module_type"] == "SwiftTarget":
             # Product names stand for module names: true of every package Courier uses.
             found.append((target["name"], "swift", sorted(os.path.join(path, f) for f in target["sources"]),
-                          target.get("product_dependencies", [])))
+                          target.get("product_dependencies", []), None))
         # A system library (CLZ4, liblz4 on Linux) is never built for iOS: Apple platforms
         # take LZ4 blocks from the Compression framework.
     for app in apps:
+        triple = app_triple(app)
         for source in sorted(glob.glob(os.path.join(app, "Sources", "*"))):
-            found.append((os.path.basename(source), "swift", swift_files(source), []))
+            found.append((os.path.basename(source), "swift", swift_files(source), [], triple))
     return found
+
+
+def app_triple(app):
+    """The triple for an app package's own sources: its manifest's iOS version (`.iOS("17.0")`
+    or `.iOS(.v17)`), if it names one above the package's; else the package's."""
+    manifest = open(os.path.join(app, "Package.swift")).read()
+    match = re.search(r'\.iOS\(\s*(?:"(\d+(?:\.\d+)?)"|\.v(\d+)(?:_(\d+))?)\s*\)', manifest)
+    if not match:
+        return None
+    version = match.group(1) or "%s.%s" % (match.group(2), match.group(3) or "0")
+    return TRIPLE.replace("ios" + DEPLOYMENT, "ios" + version)
 
 
 if __name__ == "__main__":

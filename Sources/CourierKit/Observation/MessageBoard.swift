@@ -52,7 +52,7 @@ struct MessageBoard: Equatable {
     mutating func didSend(_ id: MessageID, url: URL, body: Data, at date: Date) {
         guard index[id] == nil else { return }  // its `.enqueued` came first
         index[id] = messages.count
-        messages.append(MessageStatus(id: id, state: .queued, url: url, body: body, sentAt: date))
+        messages.append(MessageStatus(id: id, state: .queued, url: url, body: body, sentAt: date, changedAt: date))
     }
 
     /// Moves a message (or a destination) along.
@@ -61,23 +61,23 @@ struct MessageBoard: Equatable {
         case .enqueued(let id):
             if index[id] == nil {
                 index[id] = messages.count
-                messages.append(MessageStatus(id: id, state: .queued))
+                messages.append(MessageStatus(id: id, state: .queued, changedAt: now))
             }
         case .attemptStarted(let id, let number):
-            update(id) { $0.state = .sending(attempt: number) }
+            update(id, at: now) { $0.state = .sending(attempt: number) }
         case .handedOff(let id, let attempt):
-            update(id) { $0.state = .handedOff(attempt: attempt) }
+            update(id, at: now) { $0.state = .handedOff(attempt: attempt) }
         case .failed(let id, let attempt, let outcome, let next):
-            update(id) {
+            update(id, at: now) {
                 $0.attempts = attempt
                 if let next { $0.state = .waiting(until: next, after: outcome) }  // else `.abandoned` follows
             }
         case .delivered(let id, let attempts):
-            resolve(id, .delivered, attempts: attempts)
+            resolve(id, .delivered, attempts: attempts, at: now)
         case .abandoned(let id, let attempts, let reason):
-            resolve(id, .abandoned(reason: reason), attempts: attempts)
+            resolve(id, .abandoned(reason: reason), attempts: attempts, at: now)
         case .cancelled(let id):
-            resolve(id, .cancelled, attempts: nil)
+            resolve(id, .cancelled, attempts: nil, at: now)
         case .storageFailed(let problem):
             storageProblem = problem
         case .destinationDown(let origin, let failures):
@@ -89,13 +89,14 @@ struct MessageBoard: Equatable {
         }
     }
 
-    private mutating func update(_ id: MessageID, _ change: (inout MessageStatus) -> Void) {
+    private mutating func update(_ id: MessageID, at now: Date, _ change: (inout MessageStatus) -> Void) {
         guard let i = index[id] else { return }
         change(&messages[i])
+        messages[i].changedAt = now
     }
 
-    private mutating func resolve(_ id: MessageID, _ state: MessageStatus.State, attempts: Int?) {
-        update(id) {
+    private mutating func resolve(_ id: MessageID, _ state: MessageStatus.State, attempts: Int?, at now: Date) {
+        update(id, at: now) {
             $0.state = state
             if let attempts { $0.attempts = attempts }
         }

@@ -43,10 +43,14 @@ public struct MessageStatus: Sendable, Hashable, Identifiable {
     public var body: Data?
     /// When `send` was called, when known (as `url`).
     public var sentAt: Date?
+    /// When the model last saw its state change (delivered at, say); nil if it was listed from
+    /// the courier's state and has not changed since.
+    public var changedAt: Date?
 
     /// A status with these fields.
     public init(
-        id: MessageID, state: State, attempts: Int = 0, url: URL? = nil, body: Data? = nil, sentAt: Date? = nil
+        id: MessageID, state: State, attempts: Int = 0, url: URL? = nil, body: Data? = nil, sentAt: Date? = nil,
+        changedAt: Date? = nil
     ) {
         self.id = id
         self.state = state
@@ -54,6 +58,7 @@ public struct MessageStatus: Sendable, Hashable, Identifiable {
         self.url = url
         self.body = body
         self.sentAt = sentAt
+        self.changedAt = changedAt
     }
 }
 
@@ -69,4 +74,12 @@ public struct DestinationStatus: Sendable, Hashable, Identifiable {
     public var consecutiveFailures: Int
 
     public var id: String { origin }
+
+    /// A status with these fields (a model makes them from events; tests and previews too).
+    public init(origin: String, isDown: Bool, since: Date, consecutiveFailures: Int) {
+        self.origin = origin
+        self.isDown = isDown
+        self.since = since
+        self.consecutiveFailures = consecutiveFailures
+    }
 }

@@ -1,5 +1,4 @@
 import CourierKit
-import CourierSample
 import Foundation
 
 /// Opens the app's one Courier, off the main thread, and makes the screen's model for it.
@@ -7,7 +6,7 @@ import Foundation
 final class AppOutbox: ObservableObject {
     enum Phase {
         case opening
-        case open(SampleModel)
+        case open(CourierModel)
         case failed(String)
     }
 
@@ -17,6 +16,17 @@ final class AppOutbox: ObservableObject {
     private var opening = false
     /// The server the user last applied; the challenge's until then.
     private static let serverKey = "courier-sample.server"
+    /// The first user's server (it answers 200 or 500 at random): where the sample sends until
+    /// the user types another (Samples/README.md: the repository's flaky server on your Mac).
+    static let challengeServer = URL(string: "https://challenge.ronash.co/reliable-messaging")!
+
+    /// Where new messages go: the server the user last applied, or the challenge's.
+    var server: URL {
+        UserDefaults.standard.string(forKey: Self.serverKey).flatMap(URL.init(string:)) ?? Self.challengeServer
+    }
+
+    /// Remembers a server the user applied.
+    func remember(_ server: URL) { UserDefaults.standard.set(server.absoluteString, forKey: Self.serverKey) }
     /// Made when the app delegate is (before launch ends): it names Courier's background
     /// session, so that `URLSessionBackgroundUploads.handleEvents` recognizes its identifier
     /// in a launch that iOS made to report uploads.
@@ -30,7 +40,7 @@ final class AppOutbox: ObservableObject {
 
     /// At launch (and again from the screen after a failure): replays the log (every message an
     /// earlier run left pending comes back), turns on the lifecycle integration (a background
-    /// task waiting for the courier gets it now), and makes the screen's model. Launched in the
+    /// task waiting for the courier gets it now), and makes the screen's model (`CourierModel`: it lists what is pending and follows it). Launched in the
     /// background before the device was first unlocked, it waits for the unlock, then opens.
     func open() async {
         guard !opening, courier == nil else { return }
@@ -43,10 +53,7 @@ final class AppOutbox: ObservableObject {
                 .appendingPathComponent("courier-outbox", isDirectory: true)
             let courier = try await Courier.openWithAppLifecycleIntegration(directory: directory, configuration: configuration)
             self.courier = courier
-            let stored = UserDefaults.standard.string(forKey: Self.serverKey).flatMap(SampleViewModel.serverURL(from:))
-            let model = await SampleModel(gateway: CourierGateway(courier: courier), server: stored ?? SampleViewModel.challengeServer)
-            model.onServerChange = { UserDefaults.standard.set($0.absoluteString, forKey: Self.serverKey) }
-            phase = .open(model)
+            phase = .open(CourierModel(courier: courier))
         } catch {
             phase = .failed(error.localizedDescription)
         }

@@ -1,5 +1,4 @@
 import CourierKit
-import CourierSample
 import SwiftUI
 import UIKit
 
@@ -56,7 +55,8 @@ struct OutboxScreen: View {
             ProgressView("Opening the outbox…")
         case .open(let model):
             NavigationStack {
-                CourierSampleView(model: model).navigationTitle("Courier")
+                SampleScreen(model: model, server: outbox.server, onServerChange: outbox.remember)
+                    .navigationTitle("Courier")
             }
         case .failed(let message):
             VStack(spacing: 12) {
