@@ -44,6 +44,10 @@ TRIPLE = "arm64-apple-ios" + DEPLOYMENT
 # As SwiftPM does, so that `package` declarations are visible across this package's modules.
 PACKAGE_NAME = "courier"
 CONFIGURATIONS = [("Debug", ["-D", "DEBUG"]), ("Release", [])]
+# The package's modules also as an app extension builds them (Xcode compiles a package linked
+# into an extension with `-application-extension`): an API an extension may not call, such as
+# `UIApplication.shared`, must sit behind `@available(iOSApplicationExtension, unavailable)`.
+EXTENSION = ("Release in an app extension", ["-application-extension"])
 ERROR_LINE = re.compile(r"^\S.*: error: ")
 IMPORT = re.compile(r"^\s*(?:@[\w()]+\s+)*(?:(?:public|package|internal|private|fileprivate)\s+)?"
                     r"import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_]\w*)", re.M)
@@ -179,11 +183,12 @@ class Checker:
             print("%s: not checked (it imports %s, which has errors)" % (name, ", ".join(broken)))
             self.failed.add(name)
             return False
-        triple = triple or TRIPLE
+        in_package, triple = triple is None, triple or TRIPLE
         base = [triple if flag == TRIPLE else flag for flag in self.base]
         flags = base + ["-swift-version", "6", "-package-name", PACKAGE_NAME, "-parse-as-library",
                         "-module-name", name] + files + [SHIMS]
-        for configuration, defines in CONFIGURATIONS:
+        # App packages are apps, not extensions: only the package's modules get the third run.
+        for configuration, defines in CONFIGURATIONS + ([EXTENSION] if in_package else []):
             # One frontend for the whole module (-wmo): per-file jobs each load the SDK anew.
             result = subprocess.run(["swiftc", "-typecheck", "-wmo"] + defines + flags, capture_output=True, text=True)
             if result.returncode != 0:
@@ -193,7 +198,8 @@ class Checker:
                                 + flags + ["-o", module], capture_output=True, text=True)
         if result.returncode != 0 or not os.path.isfile(module):
             return self.report(name, "its interface could not be emitted", result)
-        print("%s: type-checks for %s, Debug and Release (%d files)" % (name, triple, len(files)))
+        extension = ", and as an app extension builds it" if in_package else ""
+        print("%s: type-checks for %s, Debug and Release%s (%d files)" % (name, triple, extension, len(files)))
         return True
 
     def report(self, name, what, result):
@@ -233,8 +239,9 @@ def main(apps):
     if os.environ.get("IOS_CHECK_SAVE") and clean:
         for module in glob.glob(os.path.join(checker.out, "*.swiftmodule")):
             shutil.copy(module, os.environ["IOS_CHECK_SAVE"])
-    print("ios-check: %s — %d modules type-checked for %s against %s, Debug and Release (0 errors ignored; "
-          "nothing linked or run)" % ("clean" if clean else "ERRORS", count, TRIPLE, os.path.normpath(sdk)))
+    print("ios-check: %s — %d modules type-checked for %s against %s, Debug and Release, the package's also "
+          "as an app extension builds it (0 errors ignored; nothing linked or run)"
+          % ("clean" if clean else "ERRORS", count, TRIPLE, os.path.normpath(sdk)))
     return 0 if clean else 1
 
 
@@ -276,11 +283,11 @@ def modules(apps):
 
 def app_triple(app):
     """The triple for an app package's own sources: its manifest's iOS version (`.iOS("17.0")`
-    or `.iOS(.v17)`), if it names one above the package's; else the package's."""
+    or `.iOS(.v17)`), if it names one; else the package's."""
     manifest = open(os.path.join(app, "Package.swift")).read()
     match = re.search(r'\.iOS\(\s*(?:"(\d+(?:\.\d+)?)"|\.v(\d+)(?:_(\d+))?)\s*\)', manifest)
     if not match:
-        return None
+        return TRIPLE
     version = match.group(1) or "%s.%s" % (match.group(2), match.group(3) or "0")
     return TRIPLE.replace("ios" + DEPLOYMENT, "ios" + version)
 

@@ -9,7 +9,13 @@ import UIKit
 // Apple's documentation of each API. It only wires iOS events to
 // platform-neutral calls that are tested on Linux: `retryNow()`, `deliverPending(within:)`
 // (through `runBackgroundDelivery(within:)`), `pendingCount`.
+//
+// All of it is the app's, never an extension's: it calls `UIApplication.shared` and registers
+// `BGTaskScheduler` handlers, which iOS keeps from app extensions. Marked so, the package links
+// into an extension (which uses the rest: `open`, `send`); `make ios-check` type-checks the
+// package as an extension builds it too.
 
+@available(iOSApplicationExtension, unavailable)
 extension Courier {
     /// Registers the handler of the `BGProcessingTask` that delivers pending messages while the
     /// app is in the background. Call it once, before the app finishes launching (iOS requires
@@ -124,6 +130,7 @@ extension Courier {
 }
 
 /// The observers, path monitor and background task of one courier.
+@available(iOSApplicationExtension, unavailable)
 @MainActor
 final class AppLifecycleIntegration: PlatformIntegration {
     private weak var courier: Courier?
