@@ -121,6 +121,17 @@ extension Courier {
         /// nil: Courier delivers only while the app runs.
         public var backgroundUploads: BackgroundUploads?
 
+        /// The data protection class of the log's files on iOS-family platforms (`FileProtection`:
+        /// it overrides the app's Data Protection entitlement for the outbox, and is set before
+        /// the first file is made). The default is `.completeUntilFirstUserAuthentication`: from
+        /// the first unlock after a restart on, what background delivery needs; `.complete`
+        /// keeps the outbox unreadable while the device is locked, and then nothing is sent or
+        /// delivered in that time.
+        public var fileProtection = FileProtection.completeUntilFirstUserAuthentication
+
+        /// Applies the protection (tests record when: before the first file is made).
+        var applyFileProtection: @Sendable (URL, FileProtection) -> Void = Courier.applyPlatformDataProtection
+
         /// Whether the platform's data protection may keep the log's files locked (iOS-family
         /// platforms, before the first unlock since a restart): then a refused open is
         /// `.protectedDataUnavailable`. Internal: tests turn it on elsewhere.

@@ -15,8 +15,8 @@ extension MessageLog {
     }
 
     func makeBodyDirectory() {
+        applyFileProtection(URL(fileURLWithPath: bodyDirectoryPath), fileProtection)
         try? fileSystem.createDirectory(atPath: bodyDirectoryPath)
-        Courier.applyPlatformDataProtection(to: directory)
     }
 
     /// Writes `body` to `path`, replacing what is there, and syncs it. False on failure.

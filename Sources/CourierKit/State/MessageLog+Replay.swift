@@ -9,6 +9,9 @@ extension MessageLog {
         directory: URL, configuration: Courier.Configuration, logConfiguration: WriteAheadLog.Configuration,
         replayer: Replayer
     ) throws(CourierError) -> MessageLog {
+        // Before the log makes its directory's first file (the lock, the first segment): files
+        // inherit their directory's protection class.
+        configuration.applyFileProtection(directory, configuration.fileProtection)
         let log: WriteAheadLog
         do {
             log = try WriteAheadLog(
@@ -17,8 +20,11 @@ extension MessageLog {
         } catch {
             throw CourierError(opening: error, dataProtection: configuration.hasDataProtection)
         }
-        Courier.applyPlatformDataProtection(to: directory)
-        return MessageLog(log: log, fileSystem: configuration.fileSystem, directory: directory)
+        // Again for the files an earlier version made in another class, and the spare segment.
+        configuration.applyFileProtection(directory, configuration.fileProtection)
+        return MessageLog(
+            log: log, fileSystem: configuration.fileSystem, directory: directory,
+            fileProtection: configuration.fileProtection, applyFileProtection: configuration.applyFileProtection)
     }
 
     /// The bytes of every segment in `directory`, before the log is open (a segment that
