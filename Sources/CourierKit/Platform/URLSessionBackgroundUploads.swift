@@ -16,7 +16,8 @@ import Foundation
 ///     configuration.backgroundUploads = .urlSession(identifier: "com.example.app.courier")
 ///
 /// Apple allows one session per identifier in a process: `shared(identifier:)` makes it once.
-public final class URLSessionBackgroundUploads: NSObject {
+/// (`public`, not `open`: the subclass that refreshes headers is Courier's own.)
+public class URLSessionBackgroundUploads: NSObject {
     /// The background session's identifier.
     public let identifier: String
     let relay: BackgroundEventRelay
@@ -25,16 +26,25 @@ public final class URLSessionBackgroundUploads: NSObject {
     private static let instances = Locked<[String: URLSessionBackgroundUploads]>([:])
 
     /// The one instance for `identifier` in this process (made, with its session, on first use).
-    public static func shared(identifier: String) -> URLSessionBackgroundUploads {
+    /// With `refreshHeaders`, the session's delegate implements
+    /// `urlSession(_:task:willBeginDelayedRequest:completionHandler:)` and sets fresh headers as
+    /// each handed-off upload begins (`DelayedUploadRefresh`); without, it does not implement it,
+    /// so the system never wakes the app for it (Apple: implement it only if a request may go
+    /// stale). The first call for an identifier decides: build the configuration once, at launch.
+    public static func shared(
+        identifier: String, refreshHeaders: DelayedUploadRefresh? = nil
+    ) -> URLSessionBackgroundUploads {
         instances.withLock { instances in
             if let existing = instances[identifier] { return existing }
-            let made = URLSessionBackgroundUploads(identifier: identifier)
+            let made =
+                refreshHeaders.map { HeaderRefreshingUploads(identifier: identifier, refreshHeaders: $0) }
+                ?? URLSessionBackgroundUploads(identifier: identifier)
             instances[identifier] = made
             return made
         }
     }
 
-    private init(identifier: String) {
+    fileprivate init(identifier: String) {
         self.identifier = identifier
         relay = BackgroundEventRelay.named(
             identifier, callOnMain: { work in DispatchQueue.main.async(execute: work) })
@@ -149,10 +159,52 @@ extension URLSessionBackgroundUploads: URLSessionTaskDelegate {
     }
 }
 
+/// The session's delegate when the app refreshes headers as delayed uploads begin.
+private final class HeaderRefreshingUploads: URLSessionBackgroundUploads {
+    let refreshHeaders: DelayedUploadRefresh
+
+    init(identifier: String, refreshHeaders: @escaping DelayedUploadRefresh) {
+        self.refreshHeaders = refreshHeaders
+        super.init(identifier: identifier)
+    }
+
+    /// Called on the session's delegate queue as a task with a begin date is about to load (the
+    /// system wakes or relaunches the app for it). The completion handler is called exactly
+    /// once: with the refreshed request, or `.continueLoading` if nothing changes or the
+    /// refresh took longer than `HeaderRefresh.timeLimit`. Named for Objective-C explicitly: the
+    /// requirement is optional, and a signature that missed it by a `@Sendable` would never be
+    /// called.
+    @objc(URLSession:task:willBeginDelayedRequest:completionHandler:)
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willBeginDelayedRequest request: URLRequest,
+        completionHandler: @escaping (URLSession.DelayedRequestDisposition, URLRequest?) -> Void
+    ) {
+        let reply = UncheckedSendable(value: completionHandler)
+        guard let url = request.url else { return reply.value(.continueLoading, nil) }
+        let upload = DelayedUpload(
+            messageID: HandOff.parse(taskDescription: task.taskDescription ?? "")?.id, url: url,
+            headers: request.allHTTPHeaderFields ?? [:])
+        let refresh = refreshHeaders
+        Task {
+            guard let fresh = await HeaderRefresh.run(refresh, for: upload) else {
+                return reply.value(.continueLoading, nil)
+            }
+            var updated = request
+            updated.allHTTPHeaderFields = HeaderRefresh.merged(upload.headers, with: fresh)
+            reply.value(.useNewRequest, updated)
+        }
+    }
+}
+
 extension Courier.BackgroundUploads {
-    /// Hand-off to the background `URLSession` named `identifier` (`URLSessionBackgroundUploads`).
-    public static func urlSession(identifier: String) -> Courier.BackgroundUploads {
-        Courier.BackgroundUploads(session: URLSessionBackgroundUploads.shared(identifier: identifier))
+    /// Hand-off to the background `URLSession` named `identifier` (`URLSessionBackgroundUploads`);
+    /// with `refreshHeaders`, fresh headers (credentials) are set on each upload as it begins,
+    /// hours after its hand-off perhaps (`DelayedUploadRefresh`).
+    public static func urlSession(
+        identifier: String, refreshHeaders: DelayedUploadRefresh? = nil
+    ) -> Courier.BackgroundUploads {
+        Courier.BackgroundUploads(
+            session: URLSessionBackgroundUploads.shared(identifier: identifier, refreshHeaders: refreshHeaders))
     }
 }
 #endif
