@@ -20,6 +20,8 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
     }()
     /// Keep it for the app's lifetime: a released courier stops delivering.
     private(set) var courier: Courier?
+    /// Why it did not open, if it did not: show it, and offer to try again (the sample does).
+    private(set) var openError: (any Error)?
 
     func application(
         _ application: UIApplication,
@@ -27,12 +29,13 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
     ) -> Bool {
         Courier.registerBackgroundDelivery(identifier: Self.delivery)  // before launch ends
         Task {
-            let outbox = try FileManager.default.url(
-                for: .applicationSupportDirectory, in: .userDomainMask,
-                appropriateFor: nil, create: true
-            ).appendingPathComponent("outbox")
-            // Replays off the main thread; waits for the first unlock if iOS launched the app before it.
-            courier = try await Courier.openWithAppLifecycleIntegration(directory: outbox, configuration: configuration)
+            do {
+                let outbox = URL.applicationSupportDirectory.appending(path: "outbox")
+                // Replays off the main thread; waits for the first unlock if iOS launched the app before it.
+                courier = try await Courier.openWithAppLifecycleIntegration(directory: outbox, configuration: configuration)
+            } catch {
+                openError = error
+            }
         }
         return true
     }
