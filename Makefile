@@ -184,12 +184,27 @@ soak: deps
 # any static file server (e.g. `python3 -m http.server -d .build/docs/CourierKit`).
 DOCC_FLAGS ?=
 docs: deps
-	@mkdir -p .build/docs; for target in CourierKit CourierLog; do \
-	  $(SWIFT) package $(TRAITS) --allow-writing-to-directory .build/docs generate-documentation --target $$target \
-	    --disable-indexing --transform-for-static-hosting --hosting-base-path $$target \
-	    --output-path .build/docs/$$target $(DOCC_FLAGS) || exit 1; \
-	done
-	@echo "docs: .build/docs/CourierKit and .build/docs/CourierLog"
+	@mkdir -p .build/docs; rm -rf .build/docs/symbol-graphs .build/docs/ios-graphs
+	@mkdir -p .build/docs/symbol-graphs .build/docs/ios-graphs
+	@# CourierKit as iOS sees it (the Apple-only API included): the symbol graphs `make ios-check`
+	@# emits while it type-checks for iOS, given to DocC; without an SDK, as Linux sees it.
+	@if IOS_SYMBOL_GRAPH_DIR=$(CURDIR)/.build/docs/symbol-graphs $(MAKE) -s ios-check >/dev/null 2>&1; then \
+	  cp .build/docs/symbol-graphs/CourierKit*.symbols.json .build/docs/ios-graphs/ && \
+	  docc convert Sources/CourierKit/CourierKit.docc --additional-symbol-graph-dir .build/docs/ios-graphs \
+	    --fallback-display-name CourierKit --fallback-bundle-identifier courier.CourierKit \
+	    --transform-for-static-hosting --hosting-base-path CourierKit --output-path .build/docs/CourierKit \
+	    $(DOCC_FLAGS) >/dev/null || exit 1; \
+	  echo "docs: .build/docs/CourierKit, the API as an iOS app sees it (symbol graphs of make ios-check)"; \
+	else \
+	  $(SWIFT) package $(TRAITS) --allow-writing-to-directory .build/docs generate-documentation \
+	    --target CourierKit --disable-indexing --transform-for-static-hosting --hosting-base-path CourierKit \
+	    --output-path .build/docs/CourierKit $(DOCC_FLAGS) || exit 1; \
+	  echo "docs: .build/docs/CourierKit, as Linux sees it (no iOS SDK for make ios-check: no iOS-only API)"; \
+	fi
+	@$(SWIFT) package $(TRAITS) --allow-writing-to-directory .build/docs generate-documentation --target CourierLog \
+	  --disable-indexing --transform-for-static-hosting --hosting-base-path CourierLog \
+	  --output-path .build/docs/CourierLog $(DOCC_FLAGS) || exit 1
+	@echo "docs: .build/docs/CourierLog (the log's own, for contributors)"
 
 # Issue 11's destination scenarios on loopback, real time, backoff per destination off then on:
 # 500 messages through OUTAGE_SECONDS of 503s (requests during it, drain after it), and a live

@@ -194,8 +194,12 @@ class Checker:
             if result.returncode != 0:
                 return self.report(name, "%s configuration" % configuration, result)
         module = os.path.join(self.out, name + ".swiftmodule")
+        # `make docs` on Linux: the package's symbol graphs as iOS sees them (the Apple-only API
+        # included), for DocC.
+        graphs = os.environ.get("IOS_SYMBOL_GRAPH_DIR")
+        symbol_graph = ["-emit-symbol-graph", "-emit-symbol-graph-dir", graphs] if graphs and in_package else []
         result = subprocess.run(["swiftc", "-frontend", "-emit-module", "-experimental-skip-all-function-bodies"]
-                                + flags + ["-o", module], capture_output=True, text=True)
+                                + flags + symbol_graph + ["-o", module], capture_output=True, text=True)
         if result.returncode != 0 or not os.path.isfile(module):
             return self.report(name, "its interface could not be emitted", result)
         extension = ", and as an app extension builds it" if in_package else ""
