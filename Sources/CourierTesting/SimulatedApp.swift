@@ -35,7 +35,7 @@ public final class SimulatedApp {
         // After a wake's events (as the iOS adapter does): hand off what is pending.
         system.didFinishEvents = { [unowned self] in
             guard system.appState != .foreground, let courier else { return }
-            await courier.handOffPendingMessages()
+            await courier.appDidEnterBackground()
         }
     }
 
@@ -78,7 +78,7 @@ public final class SimulatedApp {
     public func enterBackground() async {
         guard system.appState == .foreground, let courier else { return }
         system.enterBackground()
-        await courier.handOffPendingMessages()
+        await courier.appDidEnterBackground()
         courier.pause()
         await courier.settle()
         // Bounded: 100 turns of 250 ms.
@@ -97,7 +97,7 @@ public final class SimulatedApp {
         let wasRunning = system.appState != .notRunning
         await system.bringToForeground()
         guard wasRunning, let courier else { return }
-        courier.returnToForeground()
+        courier.appDidEnterForeground()
         // A kill armed with `kill(afterInteractions:)` may come at one of the cancellations:
         // a dead process's courier delivers nothing more, and is closed at the next launch.
         guard system.appState != .notRunning else { return }
@@ -122,7 +122,7 @@ public final class SimulatedApp {
         // completions the system delivers (`didFinishEvents`). Opened by the user: messages
         // handed off by an earlier process come back (`didBecomeActive` on iOS).
         if !inBackground {
-            courier.returnToForeground()
+            courier.appDidEnterForeground()
         } else if pausesEngineAtBackgroundLaunch {
             courier.pause()
         }

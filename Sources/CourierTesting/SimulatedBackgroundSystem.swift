@@ -10,7 +10,7 @@ import Foundation
 ///     let system = SimulatedBackgroundSystem(transport: server, readBody: { fs.contents(of: $0) })
 ///     system.launchApp = { reason in … open a Courier with system.configure(&config) … }
 ///     await system.launch(inBackground: false)
-///     system.suspend()                       // the app called handOffPendingMessages()
+///     system.suspend()                       // the app called appDidEnterBackground()
 ///     await system.advance(by: .seconds(1800))
 ///
 /// The model (`Model`): a task starts at its earliest begin date, or, if it was created while

@@ -85,7 +85,7 @@ import Testing
         app.hearsFirstAnswersBeforeSuspending = false  // what happens while suspended
         await app.system.launch()
         let courier = try #require(app.courier)
-        #expect(await courier.handOffPendingMessages() == 0, "nothing was pending")
+        #expect(await courier.appDidEnterBackground() == 0, "nothing was pending")
         let id = try #require(app.send("late", to: inbox))
         await courier.settle()
         #expect(courier.handedOffCount == 1, "the engine may be frozen at any moment in the background")

@@ -105,29 +105,47 @@ import Testing
         await courier.close()
     }
 
-    /// Cancelling the task that waits ends the wait at once; the message is unaffected.
+    /// Cancelling the task that waits ends the wait at once, with `CancellationError` (what a
+    /// SwiftUI `.task` catches); the message is unaffected.
     @Test func cancellingATaskInDeliveredEndsItsWaitButNotTheMessage() async throws {
         let temporary = TemporaryDirectory()
         let courier = try open(temporary.url, ScriptedTransport())
         courier.pause()
         let id = try courier.send(["text": "later"], to: inbox)
         let (registered, signal) = AsyncStream.makeStream(of: Void.self)
-        let waiter = Task { () -> CourierError.Code? in
+        let waiter = Task { () -> (any Error)? in
             signal.yield()
-            do throws(CourierError) { try await courier.delivered(id); return nil } catch { return error.code }
+            do { try await courier.delivered(id); return nil } catch { return error }
         }
         var started = registered.makeAsyncIterator()
         await started.next()
         waiter.cancel()
-        #expect(await waiter.value == .waitCancelled)
-        let early = Task { () -> CourierError.Code? in
+        #expect(await waiter.value is CancellationError)
+        let early = Task { () -> (any Error)? in
             withUnsafeCurrentTask { $0?.cancel() }
-            do throws(CourierError) { try await courier.delivered(id); return nil } catch { return error.code }
+            do { try await courier.delivered(id); return nil } catch { return error }
         }
-        #expect(await early.value == .waitCancelled, "a task cancelled before it waits does not wait")
+        #expect(await early.value is CancellationError, "a task cancelled before it waits does not wait")
         #expect(courier.pendingCount == 1)
         courier.resume()
         try await courier.delivered(id)
         await courier.close()
+    }
+}
+
+/// What Objective-C, crash reporters and analytics see of a `CourierError`.
+@Suite struct CourierErrorBridgingTests {
+    @Test func anNSErrorKeepsTheDomainACodeNumberAndTheMessage() {
+        let id = MessageID()
+        let error = CourierError(.storageFull, "disk full", messageID: id) as NSError
+        #expect(error.domain == "CourierKit.CourierError")
+        #expect(error.code == 7)
+        #expect(error.localizedDescription == "disk full")
+        #expect(error.userInfo["CourierMessageID"] as? String == id.description)
+    }
+
+    @Test func everyCodeHasANumberOfItsOwn() {
+        let numbers = CourierError.Code.allCases.map { CourierError($0, "").errorCode }
+        #expect(Set(numbers).count == numbers.count && !numbers.contains(15))
     }
 }

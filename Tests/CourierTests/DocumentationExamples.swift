@@ -131,7 +131,7 @@ func handlingErrors(_ courier: Courier, serverURL: URL) -> String {
         case .invalidJSON, .invalidURL, .invalidHeaders, .invalidOrderingKey, .messageTooLarge:
             return "a bug in the app: \(error)"
         case .invalidConfiguration, .directoryLocked, .protectedDataUnavailable, .storageFailed,
-             .transportUnavailable, .closed, .abandoned, .cancelled, .waitCancelled, .unknownMessage:
+             .transportUnavailable, .closed, .abandoned, .cancelled, .unknownMessage:
             return error.localizedDescription   // its message, for an alert
         @unknown default: return error.localizedDescription   // codes a later version adds
         }

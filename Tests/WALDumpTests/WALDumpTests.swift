@@ -267,7 +267,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
         courier.pause()
         let id = try courier.send(["a": 1], to: URL(string: "https://example.com/in")!)
-        #expect(await courier.handOffPendingMessages() == 1)
+        #expect(await courier.appDidEnterBackground() == 1)
         let request = try #require(session.requests.first)
         #expect(request.taskDescription.hasPrefix("courier \(id) 1 "))
         #expect(request.headers["Idempotency-Key"] == id.description)

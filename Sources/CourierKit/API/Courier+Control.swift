@@ -65,7 +65,7 @@ extension Courier {
     /// attempts still in flight are cancelled (not counted: their messages stay pending exactly
     /// as on disk, so no attempt is half-logged), the log is synced, and the summary says how
     /// many were delivered and how many remain. Delivers even while paused. Returns as soon as
-    /// every message left is with the background session (`handOffPendingMessages()`): the
+    /// every message left is with the background session (`appDidEnterBackground()`): the
     /// system delivers those, and waiting for them would hold a background task's time for
     /// nothing (a processing task could wait for discretionary uploads until iOS expired it).
     /// Returns at once

@@ -2,11 +2,12 @@ import Foundation
 
 extension Courier {
     /// Returns once message `id` is delivered (at once if it already was).
-    /// - Throws: `.abandoned` if the retry policy gave up on it, `.cancelled` if the app
-    ///   cancelled it, `.closed` if the courier closes first, `.unknownMessage` for an id it
-    ///   never saw or resolved too long ago to remember, and `.waitCancelled` at once when the
-    ///   calling task is cancelled (the message itself is unaffected and still pending).
-    public func delivered(_ id: MessageID) async throws(CourierError) {
+    /// - Throws: a `CourierError`: `.abandoned` if the retry policy gave up on it, `.cancelled`
+    ///   if the app cancelled it, `.closed` if the courier closes first, `.unknownMessage` for an
+    ///   id it never saw or resolved too long ago to remember. `CancellationError` at once when
+    ///   the calling task is cancelled (a SwiftUI `.task` that ends, say): the message itself is
+    ///   unaffected and still pending.
+    public func delivered(_ id: MessageID) async throws {
         let key = core.makeWaiterKey()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: DeliveryWaiter) in
@@ -17,7 +18,7 @@ extension Courier {
                 }
             }
         } onCancel: {
-            core.removeWaiter(of: id, key: key)?.resume(returning: .failure(CourierCore.waitCancelled(id)))
+            core.removeWaiter(of: id, key: key)?.resume(returning: .failure(CancellationError()))
         }
         try result.get()
     }

@@ -7,7 +7,7 @@ import Foundation
 ///     catch let error as CourierError where error.code == .storageFull { … }
 public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
     /// What went wrong, for `catch` clauses and `switch`.
-    public enum Code: String, Sendable, Hashable {
+    public enum Code: String, Sendable, Hashable, CaseIterable {
         /// The value cannot be sent as JSON (a `Date`, a custom object, NaN or infinity, …).
         case invalidJSON
         /// The URL is not an absolute http or https URL.
@@ -48,8 +48,6 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible,
         case abandoned
         /// The app withdrew the message with `Courier.cancel(_:)` (`delivered(_:)` throws this).
         case cancelled
-        /// The task waiting in `delivered(_:)` was cancelled; the message is still pending.
-        case waitCancelled
         /// `delivered(_:)` was asked about an id this `Courier` has never seen, or resolved too
         /// long ago to remember (see `Configuration.resolvedMemoryCount`).
         case unknownMessage
@@ -96,6 +94,45 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible,
         case .closed: self.init(.closed, "the courier is closed")
         case .recordTooLarge: self.init(.messageTooLarge, "\(error)")
         default: self.init(.storageFailed, "\(error)")
+        }
+    }
+}
+
+/// For Objective-C, crash reporters and analytics, which see errors as `NSError`: the domain
+/// `CourierKit.CourierError`, a code per `Code` that never changes, and the message as the
+/// localized description (the id of the message concerned, if any, under `CourierMessageID`).
+extension CourierError: CustomNSError {
+    public static var errorDomain: String { "CourierKit.CourierError" }
+
+    public var errorCode: Int { code.number }
+
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let messageID { info["CourierMessageID"] = messageID.description }
+        return info
+    }
+}
+
+extension CourierError.Code {
+    /// `errorCode`'s number: fixed once given (a code that goes keeps its number unused).
+    var number: Int {
+        switch self {
+        case .invalidJSON: 1
+        case .invalidURL: 2
+        case .invalidHeaders: 3
+        case .invalidOrderingKey: 4
+        case .invalidConfiguration: 5
+        case .messageTooLarge: 6
+        case .storageFull: 7
+        case .directoryLocked: 8
+        case .protectedDataUnavailable: 9
+        case .storageFailed: 10
+        case .transportUnavailable: 11
+        case .closed: 12
+        case .abandoned: 13
+        case .cancelled: 14
+        // 15 was the wait's cancellation, which is `CancellationError` now.
+        case .unknownMessage: 16
         }
     }
 }

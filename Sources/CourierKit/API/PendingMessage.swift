@@ -16,7 +16,7 @@ public struct PendingMessage: Sendable, Hashable {
     public var nextAttemptAt: Date
     /// The key `send` was given: messages sharing it are delivered in send order.
     public var orderingKey: String?
-    /// Whether the background upload session has it now (`handOffPendingMessages()`).
+    /// Whether the background upload session has it now (`appDidEnterBackground()`).
     public var isHandedOff: Bool
 
     /// A pending message with these fields (tests build them; Courier reports them).

@@ -7,7 +7,7 @@ extension Courier {
     /// unless `Configuration.backgroundUploads` is set.
     ///
     /// What happens, in order (ARCHITECTURE.md, "Background hand-off"):
-    /// - `handOffPendingMessages()` (the app enters the background; and at a background launch)
+    /// - `appDidEnterBackground()` (the app enters the background; and at a background launch)
     ///   takes up to `maximumOutstandingTasks` pending messages, each the head of its ordering
     ///   key, writes each body to a file beside the log, creates an upload task whose
     ///   `earliestBeginDate` is the message's next due time, then logs a `handed-off` record
@@ -16,7 +16,7 @@ extension Courier {
     ///   `attempted` with the next due time from the retry policy, `Retry-After` and
     ///   destination backoff). In the background the message is handed off again at once, to
     ///   begin at that due time; in the foreground it goes back to the engine.
-    /// - `returnToForeground()` cancels every task that is not sending (iOS may hold a task made
+    /// - `appDidEnterForeground()` cancels every task that is not sending (iOS may hold a task made
     ///   in the background past its begin date); a task that is sending is left to finish. A
     ///   message comes back to the engine only when its task's completion is heard, so it is
     ///   never in flight twice.

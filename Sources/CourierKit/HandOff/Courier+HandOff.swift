@@ -6,11 +6,12 @@ import Foundation
 /// session's tasks at open. Platform-neutral and tested on Linux against `CourierTesting`'s
 /// `SimulatedBackgroundSystem`; on iOS, `URLSessionBackgroundUploads` is the session.
 extension Courier {
-    /// Hands pending messages to the background upload session, so that the system delivers
-    /// them while the app is suspended or not running; call it when the app enters the
-    /// background, and when the system launched it in the background to report uploads
+    /// Tells the courier that the app is in the background: it hands pending messages to the
+    /// background upload session, so that the system delivers them while the app is suspended
+    /// or not running. Call it when the app enters the background, and when the system
+    /// launched it in the background to report uploads
     /// (`enableAppLifecycleIntegration()` does both on iOS: at `didEnterBackground`, and after
-    /// each batch of background session events). Until `returnToForeground()`, messages go to
+    /// each batch of background session events). Until `appDidEnterForeground()`, messages go to
     /// the session, not the engine: those sent meanwhile, and failed uploads, handed off again
     /// at once to begin after their backoff. Up to `BackgroundUploads.maximumOutstandingTasks`
     /// messages are handed off at a time, each the head of its ordering key, in due order; more
@@ -18,7 +19,7 @@ extension Courier {
     /// - Returns: how many messages were handed off by this call and by the hand-offs under
     ///   way that it waited for (0 without `backgroundUploads`).
     @discardableResult
-    public func handOffPendingMessages() async -> Int {
+    public func appDidEnterBackground() async -> Int {
         guard configuration.backgroundUploads != nil else { return 0 }
         core.setPlace(.background)
         await core.reconciliation?.value
@@ -29,20 +30,20 @@ extension Courier {
         return handedOff
     }
 
-    /// The app is in the foreground again: failed uploads come back to the engine instead of
-    /// being handed off again, and every task that is not sending is cancelled
+    /// Tells the courier that the app is in the foreground again: failed uploads come back to
+    /// the engine instead of being handed off again, and every task that is not sending is cancelled
     /// (`BackgroundUploadSession.cancelUnlessSending`), so its message comes back at once:
     /// a task made in the background is discretionary, and the system may hold it for hours
     /// past its begin date. A task that is sending is left to finish: a message comes back
     /// only when its task's completion is heard, so the engine and the session never both have
     /// it in flight.
-    public func returnToForeground() {
+    public func appDidEnterForeground() {
         guard let uploads = configuration.backgroundUploads else { return }
         core.setPlace(.foreground)
         for (id, handOff) in core.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
     }
 
-    /// Messages handed off now (`handOffPendingMessages()`), whose uploads have not ended.
+    /// Messages handed off now (`appDidEnterBackground()`), whose uploads have not ended.
     public var handedOffCount: Int { core.handOffs.count }
 
     /// Whether a handed-off message goes to a destination that has said nothing yet since the
@@ -205,7 +206,7 @@ extension Courier {
             await onIOQueue { [log] in log.removeBody(at: ready.path) }
         } else if !core.mayHandOff {
             // The app came back while this was being made: back to the engine, as
-            // `returnToForeground()` does for the others.
+            // `appDidEnterForeground()` does for the others.
             uploads.session.cancelUnlessSending(task)
         }
         return recorded

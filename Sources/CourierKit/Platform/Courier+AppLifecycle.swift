@@ -40,7 +40,7 @@ extension Courier {
                 // what the session does not have, and ends as soon as nothing else is left
                 // (waiting for discretionary uploads would hold it until iOS expired it).
                 if await MainActor.run(body: { UIApplication.shared.applicationState == .background }) {
-                    await courier.handOffPendingMessages()
+                    await courier.appDidEnterBackground()
                 }
                 // Ask for the next run first (a suspended app cannot ask later), if there is work
                 // that the session does not have.
@@ -155,13 +155,13 @@ final class AppLifecycleIntegration: PlatformIntegration {
         observers.append(
             center.addObserver(forName: UIApplication.didBecomeActiveNotification, object: nil, queue: .main) {
                 [weak self] _ in
-                MainActor.assumeIsolated { self?.courier?.returnToForeground() }
+                MainActor.assumeIsolated { self?.courier?.appDidEnterForeground() }
             })
         observers.append(
             center.addObserver(forName: UIApplication.willEnterForegroundNotification, object: nil, queue: .main) {
                 [weak self] _ in
                 MainActor.assumeIsolated {
-                    self?.courier?.returnToForeground()  // nothing without background uploads
+                    self?.courier?.appDidEnterForeground()  // nothing without background uploads
                     self?.courier?.retryNow()
                 }
             })
@@ -194,11 +194,11 @@ final class AppLifecycleIntegration: PlatformIntegration {
             guard await MainActor.run(body: { UIApplication.shared.applicationState == .background }) else {
                 return
             }
-            await courier?.handOffPendingMessages()
+            await courier?.appDidEnterBackground()
         }
         // Enabled while the app is on screen (after `didBecomeActive` fired): messages an
         // earlier process handed off come back to the engine now.
-        if UIApplication.shared.applicationState == .active { courier.returnToForeground() }
+        if UIApplication.shared.applicationState == .active { courier.appDidEnterForeground() }
     }
 
     private func didEnterBackground() {
@@ -219,10 +219,10 @@ final class AppLifecycleIntegration: PlatformIntegration {
         let granted = backgroundTask
         delivery = Task { [weak self] in
             // Background uploads first (unless the app came back meanwhile: then
-            // `returnToForeground()` already ran); the seconds iOS grants go to what was not
+            // `appDidEnterForeground()` already ran); the seconds iOS grants go to what was not
             // handed off.
             if await MainActor.run(body: { UIApplication.shared.applicationState == .background }) {
-                await courier.handOffPendingMessages()
+                await courier.appDidEnterBackground()
                 // Still running: hear the first answers of a destination the hand-off went to
                 // blind (its first limit's worth), and hand off the rest now, not at a wake.
                 await courier.waitForFirstAnswersFromHandOffs(within: Courier.backgroundBudget)

@@ -54,7 +54,7 @@ extension CourierCore {
         return (delivered, pending, handedOff, effects)
     }
 
-    /// Where the app is, for hand-off (`handOffPendingMessages()`, `returnToForeground()`).
+    /// Where the app is, for hand-off (`appDidEnterBackground()`, `appDidEnterForeground()`).
     func setPlace(_ place: DeliveryMode.Place) {
         _ = write { state, _ in state.scheduler.mode.place = place }
     }

@@ -79,7 +79,7 @@ extension CourierCore {
     enum Heard: Sendable {
         /// An outcome, judged outside the lock (`NextDue` decides under it).
         case outcome(JudgedEnding)
-        /// Cancelled (by `returnToForeground()` or the system): not an attempt. The message is
+        /// Cancelled (by `appDidEnterForeground()` or the system): not an attempt. The message is
         /// the engine's again, due now at the latest (not logged, as `retryNow()`).
         case cancelled(MessageID, HandOff)
         /// A failure whose message cannot be read back: its age, which `expiry` needs, is

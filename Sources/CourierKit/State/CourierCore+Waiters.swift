@@ -5,11 +5,11 @@ extension CourierCore {
     func waitForResolution(
         of id: MessageID, key: Int, _ continuation: DeliveryWaiter,
         cancelled: () -> Bool
-    ) -> Result<Void, CourierError>? {
-        write { state, _ -> Result<Void, CourierError>? in
+    ) -> Result<Void, any Error>? {
+        write { state, _ -> Result<Void, any Error>? in
             if state.projection.slotIndex(of: id) != nil {
                 guard !state.closed else { return .failure(CourierError(.closed, "the courier is closed")) }
-                guard !cancelled() else { return .failure(Self.waitCancelled(id)) }
+                guard !cancelled() else { return .failure(CancellationError()) }
                 state.waiters[id, default: [:]][key] = continuation
                 return nil
             }
@@ -29,10 +29,6 @@ extension CourierCore {
             if state.waiters[id]?.isEmpty == true { state.waiters[id] = nil }
             return waiter
         }.0
-    }
-
-    static func waitCancelled(_ id: MessageID) -> CourierError {
-        CourierError(.waitCancelled, "the task waiting for message \(id) was cancelled; the message is unaffected")
     }
 
     /// A fresh key for an idle or delivery waiter.

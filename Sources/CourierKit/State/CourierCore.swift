@@ -16,7 +16,8 @@ import Logging
 /// nothing outside `State/` reads or writes `CoreState` (`make format-check` enforces it), and
 /// the core carries out its own plans (`CourierCore+Plan.swift`).
 /// A task waiting in `delivered(_:)`: resumed exactly once, with how the message resolved.
-typealias DeliveryWaiter = CheckedContinuation<Result<Void, CourierError>, Never>
+/// A task in `delivered(_:)`: resumed with success, a `CourierError`, or `CancellationError`.
+typealias DeliveryWaiter = CheckedContinuation<Result<Void, any Error>, Never>
 
 final class CourierCore {
     let log: MessageLog

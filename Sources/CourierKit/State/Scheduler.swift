@@ -8,8 +8,8 @@ struct DeliveryMode {
     /// twice).
     enum Phase { case reconciling, running, closed }
 
-    /// Where the app is, for hand-off: unknown until `handOffPendingMessages()` or
-    /// `returnToForeground()` says (a process iOS launched to report uploads hears completions
+    /// Where the app is, for hand-off: unknown until `appDidEnterBackground()` or
+    /// `appDidEnterForeground()` says (a process iOS launched to report uploads hears completions
     /// before anything tells it where the app is).
     enum Place { case unknown, foreground, background }
 
