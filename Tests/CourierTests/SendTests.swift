@@ -300,3 +300,30 @@ import Testing
         _ = courier
     }
 }
+
+/// `send` of an `Encodable` with the app's own encoder: its conventions reach the server.
+@Suite struct EncoderTests {
+    struct Note: Encodable {
+        let noteText: String
+        let sentAt: Date
+    }
+
+    @Test func theAppsEncoderShapesTheBody() async throws {
+        let scratch = TemporaryDirectory()
+        let transport = ScriptedTransport()
+        let courier = try Courier(
+            directory: scratch.url, configuration: testConfiguration(clock: ManualClock(), transport: transport))
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.dateEncodingStrategy = .iso8601
+        let id = try courier.send(Note(noteText: "hi", sentAt: wallStart), to: inbox, encoder: encoder)
+        try await courier.delivered(id)
+        let body = try #require(transport.requests.first?.body)
+        let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: String])
+        #expect(object == ["note_text": "hi", "sent_at": "2025-11-21T16:00:00Z"])
+        let plain = try courier.send(Note(noteText: "hi", sentAt: wallStart), to: inbox)
+        try await courier.delivered(plain)
+        #expect(String(decoding: transport.requests[1].body, as: UTF8.self).contains("\"noteText\""))
+        await courier.close()
+    }
+}

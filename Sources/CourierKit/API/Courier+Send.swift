@@ -49,14 +49,17 @@ extension Courier {
         return (id, Data(body))
     }
 
-    /// Sends any `Encodable` value, encoded with `JSONEncoder` (sorted keys).
+    /// Sends any `Encodable` value as JSON, encoded by `encoder`, or, without one, by a
+    /// `JSONEncoder` with sorted keys. Give your own for your server's conventions
+    /// (`.convertToSnakeCase`, `.iso8601` dates, …); it is used on the calling thread, once.
     @discardableResult
     public func send(
         _ value: some Encodable, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
+        encoder: JSONEncoder? = nil,
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
-        let body = try JSONBody.encode(value)
+        let body = try JSONBody.encode(value, with: encoder)
         return try enqueue(
             body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))

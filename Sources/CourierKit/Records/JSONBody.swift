@@ -18,15 +18,21 @@ package enum JSONBody {
         return writer.bytes
     }
 
-    static func encode(_ value: some Encodable) throws(CourierError) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    static func encode(_ value: some Encodable, with encoder: JSONEncoder? = nil) throws(CourierError) -> [UInt8] {
+        let encoder = encoder ?? defaultEncoder()
         do {
             return Array(try encoder.encode(value))
         } catch {
             // JSONEncoder throws (does not trap) on NaN and infinity.
             throw CourierError(.invalidJSON, "cannot encode \(type(of: value)) as JSON: \(error)")
         }
+    }
+
+    /// Sorted keys, `/` not escaped: what `send` uses without an encoder of the app's.
+    static func defaultEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
     }
 }
 
