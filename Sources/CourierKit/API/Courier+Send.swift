@@ -81,6 +81,17 @@ extension Courier {
         body: [UInt8], contentType: String, url: URL, orderingKey: String?, headers: [String: String],
         callbacks: Callbacks
     ) throws(CourierError) -> MessageID {
+        try Signposts.interval("send") { () throws(CourierError) -> MessageID in
+            try enqueueNow(
+                body: body, contentType: contentType, url: url, orderingKey: orderingKey, headers: headers,
+                callbacks: callbacks)
+        }
+    }
+
+    private func enqueueNow(
+        body: [UInt8], contentType: String, url: URL, orderingKey: String?, headers: [String: String],
+        callbacks: Callbacks
+    ) throws(CourierError) -> MessageID {
         let target = try validatedTarget(url)
         if let orderingKey, orderingKey.isEmpty || orderingKey.utf8.count > 1024 {
             throw CourierError(

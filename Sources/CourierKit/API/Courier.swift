@@ -71,9 +71,11 @@ public final class Courier {
         logConfiguration.now = { wallStart }
         self.maximumRecordBytes = logConfiguration.maximumRecordBytes
         let replayer = Replayer(configuration: configuration, directory: directory.path)
-        let log = try MessageLog.open(
-            directory: directory, configuration: configuration,
-            logConfiguration: logConfiguration, replayer: replayer)
+        let log = try Signposts.interval("open") { () throws(CourierError) -> MessageLog in
+            try MessageLog.open(
+                directory: directory, configuration: configuration,
+                logConfiguration: logConfiguration, replayer: replayer)
+        }
         let ioQueue = DispatchQueue(label: "courier.io", qos: .utility)
         self.ioQueue = ioQueue
         // A hand-off that ends with its message: its task is cancelled (the session may still

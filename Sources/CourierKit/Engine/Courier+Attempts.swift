@@ -229,7 +229,7 @@ extension Courier {
         configuration.logger.debug("attempt starting", metadata: Self.metadata(attempt, url: state.url))
         let outcome: DeliveryOutcome
         switch await prepared(request(for: state, attempt: attempt.number)) {
-        case .success(let request): outcome = await transport.deliver(request)
+        case .success(let request): outcome = await Signposts.interval("attempt") { await transport.deliver(request) }
         case .failure(let failure): outcome = .failure(failure)
         }
         if case .failure(let f) = outcome, f.kind == .cancelled {
