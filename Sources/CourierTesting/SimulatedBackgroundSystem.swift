@@ -1,4 +1,4 @@
-import CourierKit
+@_spi(CourierTesting) import CourierKit
 import CourierLog
 import Foundation
 

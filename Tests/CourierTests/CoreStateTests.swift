@@ -1,4 +1,4 @@
-@testable import CourierKit
+@testable @_spi(CourierTesting) import CourierKit
 import Testing
 
 /// The core's own invariants, around the projection's: what debug builds assert after writes.

@@ -1,4 +1,4 @@
-@testable import CourierKit
+@testable @_spi(CourierTesting) import CourierKit
 import CourierLog
 import CourierTesting
 import Foundation

@@ -1,4 +1,4 @@
-@testable import CourierKit
+@testable @_spi(CourierTesting) import CourierKit
 import Testing
 
 /// A subscriber's buffer: a reader that falls behind is told, exactly where, how many events it

@@ -1,4 +1,4 @@
-import CourierKit
+@_spi(CourierTesting) import CourierKit
 import CourierTesting
 import Foundation
 import Testing

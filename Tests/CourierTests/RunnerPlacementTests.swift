@@ -1,6 +1,6 @@
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
-@testable import CourierKit
+@testable @_spi(CourierTesting) import CourierKit
 import CourierLog
 import CourierTesting
 import FlakyServer

@@ -1,4 +1,4 @@
-@testable import CourierKit
+@testable @_spi(CourierTesting) import CourierKit
 import Testing
 
 /// The scheduler decides from the core's state and the time alone: these build states by hand

@@ -1,4 +1,4 @@
-@testable import CourierKit
+@testable @_spi(CourierTesting) import CourierKit
 import CourierLogTesting
 import Testing
 

@@ -3,7 +3,7 @@ import CourierLogTesting
 import Foundation
 import Testing
 import WALDumpCore
-import CourierKit
+@_spi(CourierTesting) import CourierKit
 import CourierTesting
 
 /// The repository's Fixtures folder, found from this file so tests run from any directory.

@@ -87,15 +87,17 @@ extension Courier {
         /// The wall time when the courier opens; due times on disk are wall times, so they
         /// survive restarts. Later wall times are this plus `clock`'s elapsed time.
         /// The default is `Date()`.
-        public var now: @Sendable () -> Date = { Date() }
+        @_spi(CourierTesting) public var now: @Sendable () -> Date = { Date() }
         /// The random source for jitter. The default draws from the system's generator in bulk
         /// (the pool message ids come from), not with a system call per draw.
-        public var random: @Sendable () -> UInt64 = { randomPool.withLock { $0.takeWord() } }
+        @_spi(CourierTesting) public var random: @Sendable () -> UInt64 = { randomPool.withLock { $0.takeWord() } }
         /// How message ids are made. The default is a random UUID.
-        public var makeMessageID: @Sendable () -> MessageID = { MessageID() }
+        @_spi(CourierTesting) public var makeMessageID: @Sendable () -> MessageID = { MessageID() }
         /// Where the log's bytes go. The default is the real file system; tests inject
-        /// `CourierLogTesting.SimulatedFileSystem` to crash, fill the disk or fail fsync.
-        public var fileSystem: any LogFileSystem = PosixFileSystem()
+        /// `SimulatedFileSystem` to crash, fill the disk or fail fsync. `now`, `random`,
+        /// `makeMessageID` and `fileSystem` are test seams an app never sets: they are SPI
+        /// (`@_spi(CourierTesting) import CourierKit`), out of an app's completions and docs.
+        @_spi(CourierTesting) public var fileSystem: any LogFileSystem = PosixFileSystem()
         /// Size of a log segment. The default is 8 MiB (see ARCHITECTURE.md).
         public var segmentSizeBytes = 8 << 20
         /// Compact once at least this many messages have been resolved since the last

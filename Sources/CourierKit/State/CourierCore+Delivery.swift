@@ -116,7 +116,7 @@ extension CourierCore {
         case .delivered(let status):
             append(.delivered(id, attempt: number, status: status), state, &effects)
             Self.resolve(id, .delivered, attempts: attempt.number, &state, &effects)
-        case .retry(let due, let delay, let foregroundOnly):
+        case .retry(let due, _, let foregroundOnly):
             append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), state, &effects)
             state.projection.retry(id, attempts: number, dueMilliseconds: due)
             let next = Date(timeIntervalSince1970: Double(due) / 1000)
