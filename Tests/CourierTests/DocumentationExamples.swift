@@ -108,6 +108,7 @@ func wholeAPI(appSupport: URL, serverURL: URL, csv: Data) async throws {
         case .destinationDown(let origin, let failures): print(origin, "down after", failures)
         case .destinationRecovered(let origin, let downFor, let released):
             print(origin, "back after", downFor, released, "released")
+        case .missedEvents(let count): print(count, "missed: read the state again")  // this reader fell behind
         @unknown default: print(event)                                     // cases a later version adds
         }
     }
