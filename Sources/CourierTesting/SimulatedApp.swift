@@ -6,7 +6,7 @@ import Foundation
 /// An app that uses background hand-off, on a `SimulatedBackgroundSystem` and a
 /// `SimulatedFileSystem`: it opens its courier at every launch (handing off at once when the
 /// system launched it in the background), hands off and pauses when it leaves the screen,
-/// and takes its messages back when it returns, as `enableAppLifecycleIntegration()` does on
+/// and takes its messages back when it returns, as the lifecycle integration (`lifecycle: .automatic`) does on
 /// iOS. A kill stops the dying process's file writes at that instant; the next launch closes
 /// what is left of it and opens the log afresh.
 public final class SimulatedApp {

@@ -31,7 +31,7 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible,
         /// (`completeUntilFirstUserAuthentication`) locked until then. It happens when iOS
         /// launches the app in the background (to report background uploads, or run a
         /// background task) before the first unlock. Nothing is lost: open again once
-        /// protected data is available. `Courier.openWithAppLifecycleIntegration` waits for it.
+        /// protected data is available. `Courier.open(directory:configuration:lifecycle: .automatic)` waits for it.
         case protectedDataUnavailable
         /// The log failed (an I/O error); close and reopen the `Courier`. Thrown by `send` with
         /// `durability = .always` when the fsync failed: the message was written but may not

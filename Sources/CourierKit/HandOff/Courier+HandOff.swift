@@ -10,7 +10,7 @@ extension Courier {
     /// background upload session, so that the system delivers them while the app is suspended
     /// or not running. Call it when the app enters the background, and when the system
     /// launched it in the background to report uploads
-    /// (`enableAppLifecycleIntegration()` does both on iOS: at `didEnterBackground`, and after
+    /// (the lifecycle integration (`lifecycle: .automatic`) does both on iOS: at `didEnterBackground`, and after
     /// each batch of background session events). Until `appDidEnterForeground()`, messages go to
     /// the session, not the engine: those sent meanwhile, and failed uploads, handed off again
     /// at once to begin after their backoff. Up to `BackgroundUploads.maximumOutstandingTasks`

@@ -21,7 +21,7 @@ extension Courier {
     /// app is in the background. Call it once, before the app finishes launching (iOS requires
     /// every launch handler to be registered by then), with an identifier listed under
     /// `BGTaskSchedulerPermittedIdentifiers` in Info.plist. The task works for the courier on
-    /// which `enableAppLifecycleIntegration()` was called.
+    /// which the lifecycle integration was turned on (`lifecycle: .automatic`).
     /// Registering one identifier twice is a crash in iOS: call this exactly once.
     public static func registerBackgroundDelivery(identifier: String) {
         // Nonisolated on purpose: iOS calls the launch handler on a background queue.
@@ -71,20 +71,33 @@ extension Courier {
         try? BGTaskScheduler.shared.submit(request)
     }
 
-    /// Opens the app's courier and turns on `enableAppLifecycleIntegration()`: the one call an
-    /// app makes at launch, from `application(_:didFinishLaunchingWithOptions:)` on (keep the
-    /// courier it returns for the app's lifetime: a released courier stops delivering). If iOS
-    /// launched the app in the background before the device was first unlocked since it
-    /// restarted, the log cannot be read yet: this waits for
+    /// How a courier follows the app's life (`open(directory:configuration:lifecycle:)`).
+    public enum Lifecycle: Sendable, Hashable {
+        /// Courier follows it: background delivery when the app leaves the screen (a background
+        /// task, the hand-off, a processing request), retries when it comes back or the network
+        /// returns, the background session's events; and an open before the first unlock waits
+        /// for it.
+        case automatic
+        /// The app tells the courier itself (`appDidEnterBackground()`, `appDidEnterForeground()`,
+        /// `retryNow()`, `deliverPending(within:)`); as `open(directory:configuration:)`.
+        case manual
+    }
+
+    /// Opens the app's courier: the one call an app makes at launch, from
+    /// `application(_:didFinishLaunchingWithOptions:)` on (keep the courier it returns for the
+    /// app's lifetime: a released courier stops delivering). With `.automatic`, Courier follows
+    /// the app's life, and if iOS launched the app in the background before the device was
+    /// first unlocked since it restarted (the log cannot be read yet), it waits for
     /// `UIApplication.protectedDataDidBecomeAvailableNotification` and opens then. Throws what
     /// `open(directory:configuration:)` throws, and `.protectedDataUnavailable` if the calling
     /// task is cancelled while it waits.
     @MainActor
-    public static func openWithAppLifecycleIntegration(
-        directory: URL, configuration: Configuration = Configuration()
+    public static func open(
+        directory: URL, configuration: Configuration = Configuration(), lifecycle: Lifecycle
     )
         async throws(CourierError) -> Courier
     {
+        guard lifecycle == .automatic else { return try await open(directory: directory, configuration: configuration) }
         let courier = try await open(
             directory: directory, configuration: configuration,
             waitingForProtectedData: { await protectedDataBecameAvailable() })
@@ -111,15 +124,15 @@ extension Courier {
         return await signal.wait()
     }
 
-    /// Opt-in wiring to the app's life, so nothing happens behind the app's back:
+    /// The app's life, followed (`Lifecycle.automatic`), so nothing happens behind its back:
     /// - entering the background with messages pending: `beginBackgroundTask` around
     ///   `deliverPending(within: 25 s)`, ended on expiry; and a background processing request
     ///   (if `registerBackgroundDelivery(identifier:)` was called);
     /// - coming to the foreground, and the network coming back (a satisfied path after an
     ///   unsatisfied one; not a handover between networks): `retryNow()`.
-    /// Call once, on the main actor; it lasts until the courier is closed or released.
+    /// Once, on the main actor; it lasts until the courier is closed or released.
     @MainActor
-    public func enableAppLifecycleIntegration() {
+    func enableAppLifecycleIntegration() {
         // Called twice: one set of observers, not two.
         core.replaceLifecycle(with: nil)?.stop()
         BackgroundDeliveryRegistry.shared.courier = self

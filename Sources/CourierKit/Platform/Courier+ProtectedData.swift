@@ -2,7 +2,7 @@ import CourierLog
 import Foundation
 
 /// Opening before the first unlock (iOS): the platform-neutral half of
-/// `openWithAppLifecycleIntegration`, compiled and tested everywhere. iOS launches apps in the
+/// `open(…, lifecycle: .automatic)`, compiled and tested everywhere. iOS launches apps in the
 /// background before the user has unlocked the device once since it restarted (to report
 /// background uploads, or to run a background task); the log's files stay locked until then,
 /// and opening throws `.protectedDataUnavailable`.

@@ -51,7 +51,7 @@ final class AppOutbox: ObservableObject {
             let directory = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
                                                         appropriateFor: nil, create: true)
                 .appendingPathComponent("courier-outbox", isDirectory: true)
-            let courier = try await Courier.openWithAppLifecycleIntegration(directory: directory, configuration: configuration)
+            let courier = try await Courier.open(directory: directory, configuration: configuration, lifecycle: .automatic)
             self.courier = courier
             phase = .open(CourierModel(courier: courier))
         } catch {

@@ -32,8 +32,7 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
             do {
                 let outbox = URL.applicationSupportDirectory.appending(path: "outbox")
                 // Replays off the main thread; waits for the first unlock if iOS launched the app before it.
-                courier = try await Courier.openWithAppLifecycleIntegration(
-                    directory: outbox, configuration: configuration)
+                courier = try await Courier.open(directory: outbox, configuration: configuration, lifecycle: .automatic)
             } catch {
                 openError = error
             }
