@@ -97,10 +97,11 @@ let ids = SequentialMessageIDs()
 
     @Test func theServerStatusFollowsTheDestinations() {
         #expect(MessageRow.serverStatus([]) == nil)
-        let down = DestinationStatus(origin: "http://127.0.0.1:8080", isDown: true, since: t0, consecutiveFailures: 5)
+        let origin = URL(string: "http://127.0.0.1:8080")!
+        let down = DestinationStatus(origin: origin, isDown: true, since: t0, consecutiveFailures: 5)
         #expect(MessageRow.serverStatus([down])
                 == "server down (5 failures in a row at http://127.0.0.1:8080): messages wait, one probe at a time")
-        let back = DestinationStatus(origin: "http://127.0.0.1:8080", isDown: false, since: t0, consecutiveFailures: 0)
+        let back = DestinationStatus(origin: origin, isDown: false, since: t0, consecutiveFailures: 0)
         #expect(MessageRow.serverStatus([back]) == "server back (http://127.0.0.1:8080): waiting messages resumed")
     }
 }

@@ -64,14 +64,15 @@ import Testing
     }
 
     @Test func aDestinationGoesDownAndComesBack() {
+        let origin = URL(string: "https://example.com:443")!
         var board = MessageBoard(keepsResolved: 2)
-        board.apply(.destinationDown("https://example.com:443", consecutiveFailures: 5), now: t0)
+        board.apply(.destinationDown(origin, consecutiveFailures: 5), now: t0)
         #expect(board.destinations == [DestinationStatus(
-            origin: "https://example.com:443", isDown: true, since: t0, consecutiveFailures: 5)])
+            origin: origin, isDown: true, since: t0, consecutiveFailures: 5)])
         let later = t0.addingTimeInterval(60)
-        board.apply(.destinationRecovered("https://example.com:443", downFor: .seconds(60), released: 3), now: later)
+        board.apply(.destinationRecovered(origin, downFor: .seconds(60), released: 3), now: later)
         #expect(board.destinations == [DestinationStatus(
-            origin: "https://example.com:443", isDown: false, since: later, consecutiveFailures: 0)])
+            origin: origin, isDown: false, since: later, consecutiveFailures: 0)])
     }
 }
 

@@ -14,10 +14,12 @@ import Testing
         #expect(result.drainSeconds <= 60, "\(result)")
         print("destination backoff on, virtual time: \(result)")
         #expect(result.events.contains {
-            if case .destinationDown("https://example.com:443", 5) = $0 { true } else { false }
+            if case .destinationDown(let o, 5) = $0 { o.absoluteString == "https://example.com:443" } else { false }
         })
         #expect(result.events.contains {
-            if case .destinationRecovered("https://example.com:443", _, let n) = $0 { n > 400 } else { false }
+            if case .destinationRecovered(let o, _, let n) = $0 {
+                o.absoluteString == "https://example.com:443" && n > 400
+            } else { false }
         })
     }
 

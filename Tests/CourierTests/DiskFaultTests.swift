@@ -129,7 +129,7 @@ import Testing
         await courier.close()
         await events.finish()
         #expect(events.events.contains {
-                    if case .storageFailed(let m) = $0 { m.contains("compaction") } else { false }
+                    if case .storageFailed(let e) = $0 { e.message.contains("compaction") } else { false }
                 },
                 "the failed compaction was reported")
         let (pending, recovery) = try await pendingAfterReopen(fs)

@@ -104,7 +104,7 @@ func wholeAPI(appSupport: URL, serverURL: URL, csv: Data) async throws {
         case .abandoned(let id, let attempts, let reason): print(id, "abandoned after", attempts, reason)
         case .cancelled(let id): print(id, "cancelled")                  // courier.cancel(id)
         case .handedOff(let id, let attempt): print(id, "attempt", attempt, "handed to iOS")
-        case .storageFailed(let message): print("storage:", message)
+        case .storageFailed(let error): print("storage:", error.message)   // .storageFull: the disk is full
         case .destinationDown(let origin, let failures): print(origin, "down after", failures)
         case .destinationRecovered(let origin, let downFor, let released):
             print(origin, "back after", downFor, released, "released")

@@ -50,7 +50,13 @@ import Testing
         config.logger = lines.logger(level: .info)
         let first = try Courier(directory: URL(fileURLWithPath: "/c"),
                                 configuration: { var c = config; c.transport = ParkedTransport(); return c }())
-        for i in 0..<80 { try first.send(["n": i], to: inbox) }
+        // Until the log has four segments: the next one is made off the core's lock, so under load
+        // a segment can grow past its size before it rolls (bounded: 20 batches of 20).
+        first.pause()  // its transport parks every request: nothing runs, settle waits for the log alone
+        for batch in 0..<20 where fs.allPaths().filter({ $0.hasSuffix(".wal") }).count < 4 {
+            for i in 0..<20 { try first.send(["n": batch * 20 + i], to: inbox) }
+            await first.settle()
+        }
         await first.close()
         let segments = fs.allPaths().filter { $0.hasSuffix(".wal") }.sorted()
         try #require(segments.count >= 4)

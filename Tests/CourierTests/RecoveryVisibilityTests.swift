@@ -38,11 +38,12 @@ import Testing
         #expect(recovery.undecodableRecords.count == 1)
         #expect(second.pendingCount == 39, "only the damaged record's message is lost")
         var iterator = second.events().makeAsyncIterator()
-        guard case .storageFailed(let message)? = await iterator.next() else {
+        guard case .storageFailed(let error)? = await iterator.next() else {
             Issue.record("the first event must report the damage")
             return
         }
-        #expect(message.contains("damage") && message.contains("not understood"), "\(message)")
+        #expect(error.code == .storageFailed)
+        #expect(error.message.contains("damage") && error.message.contains("not understood"), "\(error)")
         await second.close()
     }
 

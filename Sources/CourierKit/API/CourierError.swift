@@ -5,7 +5,7 @@ import Foundation
 ///
 ///     do { try courier.send(payload, to: url) }
 ///     catch let error as CourierError where error.code == .storageFull { … }
-public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
+public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// What went wrong, for `catch` clauses and `switch`.
     public enum Code: String, Sendable, Hashable, CaseIterable {
         /// The value cannot be sent as JSON (a `Date`, a custom object, NaN or infinity, …).
@@ -85,6 +85,12 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible,
         } else {
             self.init(error)
         }
+    }
+
+    /// `error`, met while doing `what` ("logging …", "compaction"), said so in the message.
+    init(_ error: LogError, while what: String) {
+        self.init(error)
+        message = "\(what): \(message)"
     }
 
     init(_ error: LogError) {

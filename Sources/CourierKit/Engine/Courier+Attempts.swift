@@ -104,7 +104,7 @@ extension Courier {
             do throws(LogError) {
                 try log.sync(through: sequence)
             } catch {
-                core.report("could not make record \(sequence) durable: \(error)").run()
+                core.report(CourierError(error, while: "making record \(sequence) durable")).run()
             }
         }
         effects.run()

@@ -59,8 +59,8 @@ extension Effects {
     /// The events worth a log line, at the levels `Configuration.logger` documents.
     static func log(_ event: CourierEvent, to logger: Logger) {
         switch event {
-        case .storageFailed(let what):
-            logger.error("storage failure: \(what)")
+        case .storageFailed(let error):
+            logger.error("storage failure: \(error.message)", metadata: ["courier.error": "\(error.code.rawValue)"])
         case .abandoned(let id, let attempts, let reason):
             logger.warning(
                 "message abandoned: \(reason)",

@@ -67,7 +67,7 @@ public final class CourierModel: Observable {
     /// state again: `messages` is right; this says that it happened).
     public var missedEventCount: Int { board.missedEventCount }
     /// The last storage trouble reported (disk full, I/O error, damage found at open), if any.
-    public var storageProblem: String? { board.storageProblem }
+    public var storageProblem: CourierError? { board.storageProblem }
 
     /// Whether it has read the courier's state once (tests: what happens after it is seen).
     var hasLoadedForTesting: Bool { board.hasLoaded }

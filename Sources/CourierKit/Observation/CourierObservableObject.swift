@@ -40,7 +40,7 @@ public final class CourierObservableObject: ObservableObject {
     /// Events this model fell too far behind to read (it read the state again after each gap).
     public var missedEventCount: Int { board.missedEventCount }
     /// The last storage trouble reported, if any.
-    public var storageProblem: String? { board.storageProblem }
+    public var storageProblem: CourierError? { board.storageProblem }
 
     /// The status of message `id`, if it is listed.
     public func status(of id: MessageID) -> MessageStatus? { board.status(of: id) }

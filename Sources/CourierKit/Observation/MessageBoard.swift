@@ -12,7 +12,7 @@ struct MessageBoard: Equatable {
     /// after each gap the state was read again, so the list is right; this says it happened.
     private(set) var missedEventCount = 0
     /// The last storage trouble reported (`.storageFailed`), if any.
-    private(set) var storageProblem: String?
+    private(set) var storageProblem: CourierError?
     /// Whether the courier's state was read once (`load`).
     private(set) var hasLoaded = false
     let keepsResolved: Int

@@ -62,10 +62,11 @@ public struct MessageStatus: Sendable, Hashable, Identifiable {
     }
 }
 
-/// What a model knows of a destination (an origin, "https://host:443") from its events: up
+/// What a model knows of a destination (an origin: `https://host:443`) from its events: up
 /// until it is reported down (`DestinationBackoff`), up again when a probe is answered.
 public struct DestinationStatus: Sendable, Hashable, Identifiable {
-    public var origin: String
+    /// Scheme, host and port.
+    public var origin: URL
     /// Down: its messages wait while one probe at a time checks it.
     public var isDown: Bool
     /// When it went down, or came back.
@@ -73,10 +74,10 @@ public struct DestinationStatus: Sendable, Hashable, Identifiable {
     /// The failing attempts in a row that made it down (0 once it is up).
     public var consecutiveFailures: Int
 
-    public var id: String { origin }
+    public var id: URL { origin }
 
     /// A status with these fields (a model makes them from events; tests and previews too).
-    public init(origin: String, isDown: Bool, since: Date, consecutiveFailures: Int) {
+    public init(origin: URL, isDown: Bool, since: Date, consecutiveFailures: Int) {
         self.origin = origin
         self.isDown = isDown
         self.since = since

@@ -22,7 +22,7 @@ struct CoreState {
     /// Messages delivered since open (for `deliverPending`'s summary).
     var deliveredCount = 0
     /// What opening found wrong, if anything: the first event of every `events()` stream.
-    var openingDamage: String?
+    var openingDamage: CourierError?
     var compaction = CompactionState()
     /// Pending messages' full states as sent, so an attempt need not read the log.
     var recent = RecentStates(capacity: 4096)

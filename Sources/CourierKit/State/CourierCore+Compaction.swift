@@ -55,7 +55,7 @@ extension CourierCore {
             return Effects()
         } catch {
             endCompaction(succeeded: false)
-            return report("compaction: \(error)")
+            return report(CourierError(error, while: "compaction"))
         }
     }
 
@@ -154,7 +154,7 @@ extension CourierCore {
     var compactionCount: Int { read(\.compaction.compactions) }
 
     /// Tells every subscriber that storage failed.
-    func report(_ message: String) -> Effects {
-        write { _, effects in effects.emit(.storageFailed(message)) }.1
+    func report(_ error: CourierError) -> Effects {
+        write { _, effects in effects.emit(.storageFailed(error)) }.1
     }
 }

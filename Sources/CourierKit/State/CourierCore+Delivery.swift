@@ -107,10 +107,11 @@ extension CourierCore {
         switch change {
         case .none, .limited: break
         case .wentDown(let origin, let failures):
-            effects.emit(.destinationDown(origin, consecutiveFailures: failures))
+            effects.emit(.destinationDown(OriginTable.url(of: origin), consecutiveFailures: failures))
         case .recovered(let origin, let downMilliseconds, let released):
             effects.emit(
-                .destinationRecovered(origin, downFor: .milliseconds(Int64(downMilliseconds)), released: released))
+                .destinationRecovered(
+                    OriginTable.url(of: origin), downFor: .milliseconds(Int64(downMilliseconds)), released: released))
         }
         switch verdict {
         case .delivered(let status):
@@ -178,7 +179,7 @@ extension CourierCore {
             probeDelayMilliseconds: { _ in 0 })
         _ = state.projection.observe(neutral, slot: i)
         state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
-        effects.emit(.storageFailed("could not read message \(id) back from the log: \(error)"))
+        effects.emit(.storageFailed(CourierError(error, while: "reading message \(id) back from the log")))
     }
 
     /// Under `lock`: appends an event, stamped with the latest wall time the core has seen
@@ -189,7 +190,7 @@ extension CourierCore {
         do {
             effects.appendedThrough = try log.append(event, at: state.wallMilliseconds)
         } catch {
-            effects.emit(.storageFailed("could not log \(event.kind) of \(event.id): \(error)"))
+            effects.emit(.storageFailed(CourierError(error, while: "logging \(event.kind) of \(event.id)")))
         }
     }
 

@@ -131,8 +131,9 @@ final class Replayer {
         state.wallMilliseconds = now
         state.handOffs = handOffs
         if !report.isClean {
-            state.openingDamage =
-                "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"
+            state.openingDamage = CourierError(
+                .storageFailed,
+                "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)")
         }
         return (state, report)
     }

@@ -69,6 +69,11 @@ struct OriginTable {
         return UInt32(entries.count - 1)
     }
 
+    /// The URL of an origin's name (`origin(of:)`): what events carry.
+    static func url(of origin: String) -> URL {
+        URL(string: origin) ?? URL(fileURLWithPath: "/")  // a name made from a valid URL parses
+    }
+
     /// "scheme://host:port", lowercased, with the scheme's default port made explicit, so
     /// `https://A.example/x` and `https://a.example:443/y` are one destination.
     static func origin(of url: String) -> String {
