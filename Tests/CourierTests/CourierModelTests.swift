@@ -42,10 +42,10 @@ import Testing
 
     @Test func loadingReplacesPendingMessagesAndKeepsResolvedOnes() {
         var board = MessageBoard(keepsResolved: 10)
-        board.load([pending(0), pending(1)], now: t0)
+        board.load([pending(0), pending(1)], asked: t0)
         board.apply(.delivered(ids[0], attempts: 1), now: t0)
         board.apply(.enqueued(ids[2]), now: t0)  // missed in a gap: the next load says it
-        board.load([pending(1, attempts: 2), pending(3, handedOff: true)], now: t0)
+        board.load([pending(1, attempts: 2), pending(3, handedOff: true)], asked: t0)
         #expect(board.messages.map(\.id) == [ids[0], ids[1], ids[3]])
         #expect(board.status(of: ids[0])?.state == .delivered)
         #expect(board.status(of: ids[1])?.state == .waiting(until: t0.addingTimeInterval(30), after: nil))
@@ -53,9 +53,20 @@ import Testing
         #expect(board.status(of: ids[1])?.url == URL(string: "https://example.com/1"))
     }
 
+    /// A message the model sent while the courier's list was being read is not in that list,
+    /// and stays listed, with what the model knew of it.
+    @Test func aMessageSentWhileTheListWasReadStaysListed() {
+        var board = MessageBoard(keepsResolved: 10)
+        let asked = t0
+        board.didSend(ids[4], url: URL(string: "https://example.com/4")!, body: Data("m4".utf8), at: t0 + 0.5)
+        board.load([pending(0)], asked: asked)
+        #expect(board.messages.map(\.id) == [ids[4], ids[0]])
+        #expect(board.status(of: ids[4])?.body == Data("m4".utf8))
+    }
+
     @Test func onlyTheNewestResolvedMessagesStayListed() {
         var board = MessageBoard(keepsResolved: 2)
-        board.load((0..<5).map { pending($0) }, now: t0)
+        board.load((0..<5).map { pending($0) }, asked: t0)
         for n in 0..<4 { board.apply(.delivered(ids[n], attempts: 1), now: t0) }
         #expect(board.messages.map(\.id) == [ids[2], ids[3], ids[4]])
         board.apply(.cancelled(ids[4]), now: t0)

@@ -35,6 +35,27 @@ import Testing
         #expect(fresh == nil)
     }
 
+    /// A refresh that ignores cancellation (an auth library's callback) still cannot hold the
+    /// upload past the limit.
+    @Test func aRefreshThatIgnoresCancellationStillEndsAtTheLimit() async {
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let refresh: DelayedUploadRefresh = { _ in
+            // Waits in a detached task, which cancellation does not reach, until the gate opens.
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                Task.detached {
+                    for await _ in gate {}
+                    c.resume()
+                }
+            }
+            return ["Authorization": "Bearer late"]
+        }
+        let fresh = await HeaderRefresh.run(refresh, for: upload) { _ in
+            try await Task.sleep(for: .milliseconds(10))  // the limit
+        }
+        #expect(fresh == nil)
+        open.finish()  // the refresh ends now, long after its answer was given
+    }
+
     @Test func theRefreshSeesWhichMessageAndWhatItCarries() async {
         let refresh: DelayedUploadRefresh = { upload in
             upload.headers.merging(["Seen": "\(upload.messageID != nil)"]) { $1 }

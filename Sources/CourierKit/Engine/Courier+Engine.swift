@@ -66,6 +66,9 @@ extension Courier {
         let wall = wallStartMilliseconds + UInt64(max(0, elapsed.seconds * 1000))
         return EngineInstant(elapsed: elapsed, wallMilliseconds: wall)
     }
+
+    /// The engine's wall time now, as a `Date` (the models stamp changes with it).
+    func wallDate() -> Date { Date(timeIntervalSince1970: Double(currentInstant().wallMilliseconds) / 1000) }
 }
 
 /// A moment as the engine sees it: the injected clock's elapsed time and the wall time.

@@ -91,7 +91,8 @@ final class EventBuffer: Sendable {
                     }
                     if let event = s.popFirst() { return .some(event) }
                     if s.finished || Task.isCancelled { return .some(nil) }
-                    assert(s.waiter == nil, "one reader at a time")
+                    // A second reader would leave the first waiting for ever: a trap, not a hang.
+                    precondition(s.waiter == nil, "a Courier event stream has one reader at a time")
                     s.waiter = continuation
                     return nil
                 }

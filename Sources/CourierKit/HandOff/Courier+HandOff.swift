@@ -52,7 +52,9 @@ extension Courier {
     /// still running (the seconds iOS grants at `didEnterBackground`) hears those answers at once,
     /// and hands off the rest before it is suspended; a suspended one would wait for a wake
     /// (each one doubling the system's rate limiter) and lose a round of uploads.
-    package var awaitsFirstAnswersFromHandOffs: Bool { core.awaitsFirstAnswers }
+    package var awaitsFirstAnswersFromHandOffs: Bool {
+        core.awaitsFirstAnswers(nowMilliseconds: currentInstant().wallMilliseconds)
+    }
 
     /// Waits, at most `budget` on the courier's clock, while `awaitsFirstAnswersFromHandOffs`
     /// (the lifecycle integration calls it within its background task, after the hand-off).
@@ -61,7 +63,7 @@ extension Courier {
         let step = Duration.milliseconds(250)
         let sleep = clock.sleep, elapsed = clock.elapsed
         var turns = Int(budget / step)  // the loop's bound
-        while turns > 0, core.awaitsFirstAnswers, !Task.isCancelled {
+        while turns > 0, awaitsFirstAnswersFromHandOffs, !Task.isCancelled {
             turns -= 1
             try? await sleep(elapsed() + step)
         }

@@ -1,3 +1,4 @@
+import CourierLog
 import Foundation
 
 /// A handed-off upload about to begin, as `refreshHeaders` sees it (iOS: the system calls the
@@ -46,25 +47,38 @@ enum HeaderRefresh {
     }
 
     /// Runs `refresh` for `upload`, at most `limit` (measured by `sleep`): the headers to set,
-    /// or nil (nothing to change, or too late).
+    /// or nil (nothing to change, or too late). Returns at the limit even if `refresh` ignores
+    /// cancellation (an auth library's callback, say): the refresh runs in a task of its own,
+    /// cancelled then and left to end; whichever comes first answers, once.
     static func run(
         _ refresh: @escaping DelayedUploadRefresh, for upload: DelayedUpload, within limit: Duration = timeLimit,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) async -> [String: String]? {
-        enum Ending: Sendable {
-            case refreshed([String: String]?)
-            case timedOut
-        }
-        return await withTaskGroup(of: Ending.self) { group in
-            group.addTask { .refreshed(await refresh(upload)) }
-            group.addTask {
-                try? await sleep(limit)
-                return .timedOut
+        let answer = Locked<CheckedContinuation<[String: String]?, Never>?>(nil)
+        let answered = Locked(false)
+        @Sendable func reply(_ headers: [String: String]?) {
+            let continuation = answered.withLock { done -> CheckedContinuation<[String: String]?, Never>? in
+                guard !done else { return nil }
+                done = true
+                return answer.withLock { waiting in
+                    defer { waiting = nil }
+                    return waiting
+                }
             }
-            let first = await group.next()
-            group.cancelAll()
-            if case .refreshed(let headers) = first { return headers }
-            return nil
+            continuation?.resume(returning: headers)
         }
+        var work: [Task<Void, Never>] = []
+        let headers = await withCheckedContinuation { (continuation: CheckedContinuation<[String: String]?, Never>) in
+            answer.withLock { $0 = continuation }
+            work = [
+                Task { reply(await refresh(upload)) },
+                Task {
+                    try? await sleep(limit)
+                    reply(nil)  // the limit: the request goes as it is
+                }
+            ]
+        }
+        for task in work { task.cancel() }
+        return headers
     }
 }

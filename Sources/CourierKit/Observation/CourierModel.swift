@@ -8,9 +8,9 @@ import Observation
 /// views that read it redraw when what they read changes (Observation; iOS 17+, macOS 14+;
 /// `CourierObservableObject` is the same for iOS 16).
 ///
-///     @State private var model = CourierModel(courier: courier)
-///     List(model.messages) { message in Text("\(message.state)") }
-///     Button("Send") { _ = try? model.send(["text": "hi"], to: url) }
+///     @State private var model: CourierModel?  // made once, in `.task` (see README)
+///     List(model?.messages ?? []) { message in Text("\(message.state)") }
+///     Button("Send") { _ = try? model?.send(["text": "hi"], to: url) }
 ///
 /// It starts from the messages pending now (those of earlier runs included) and follows every
 /// event from that instant on. A reader that falls more than 10,000 events behind does not go
@@ -82,7 +82,7 @@ public final class CourierModel: Observable {
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:]
     ) throws(CourierError) -> MessageID {
         let (id, body) = try courier.sendReturningBody(json, to: url, orderingKey: orderingKey, headers: headers)
-        board.didSend(id, url: url, body: body, at: courier.configuration.now())
+        board.didSend(id, url: url, body: body, at: courier.wallDate())
         return id
     }
 
@@ -91,7 +91,7 @@ public final class CourierModel: Observable {
             ModelFollower.follow(courier, bufferCapacity: bufferCapacity) { [weak self] update in
                 guard let self else { return false }
                 switch update {
-                case .load(let pending, let now): board.load(pending, now: now)
+                case .load(let pending, let asked): board.load(pending, asked: asked)
                 case .event(let event, let now): board.apply(event, now: now)
                 }
                 return true

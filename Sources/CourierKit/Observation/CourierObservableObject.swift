@@ -24,7 +24,7 @@ public final class CourierObservableObject: ObservableObject {
             ModelFollower.follow(courier, bufferCapacity: 10_000) { [weak self] update in
                 guard let self else { return false }
                 switch update {
-                case .load(let pending, let now): board.load(pending, now: now)
+                case .load(let pending, let asked): board.load(pending, asked: asked)
                 case .event(let event, let now): board.apply(event, now: now)
                 }
                 return true
@@ -51,7 +51,7 @@ public final class CourierObservableObject: ObservableObject {
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:]
     ) throws(CourierError) -> MessageID {
         let (id, body) = try courier.sendReturningBody(json, to: url, orderingKey: orderingKey, headers: headers)
-        board.didSend(id, url: url, body: body, at: courier.configuration.now())
+        board.didSend(id, url: url, body: body, at: courier.wallDate())
         return id
     }
 }

@@ -27,14 +27,16 @@ struct MessageBoard: Equatable {
 
     func status(of id: MessageID) -> MessageStatus? { index[id].map { messages[$0] } }
 
-    /// The state read from the courier (at the start, and after a gap): pending messages are
-    /// replaced by what it says; resolved ones stay. What was known of a message (its URL,
-    /// body) is kept when the courier's list does not say it.
-    mutating func load(_ pending: [PendingMessage], now: Date) {
+    /// The state read from the courier (at the start, and after a gap), as it was at `asked`:
+    /// pending messages are replaced by what it says; resolved ones stay, and so does a message
+    /// that changed after `asked` (one the model sent while the list was read). A message listed
+    /// before and missing from the list resolved in the gap: it goes (how it ended is unknown).
+    mutating func load(_ pending: [PendingMessage], asked: Date) {
         hasLoaded = true
-        let resolved = messages.filter(\.state.isResolved)
         let pendingIDs = Set(pending.map(\.id))
-        messages = resolved.filter { !pendingIDs.contains($0.id) }
+        messages = messages.filter {
+            !pendingIDs.contains($0.id) && ($0.state.isResolved || ($0.changedAt.map { $0 > asked } ?? false))
+        }
         for message in pending {
             let state: MessageStatus.State =
                 message.isHandedOff

@@ -8,7 +8,8 @@ import Foundation
 enum ModelFollower {
     /// One change to a model's board, made on the main actor.
     enum Update: Sendable {
-        case load([PendingMessage], now: Date)
+        /// The courier's pending messages, as they were at `asked`.
+        case load([PendingMessage], asked: Date)
         case event(CourierEvent, now: Date)
     }
 
@@ -20,11 +21,12 @@ enum ModelFollower {
             // Each round ends at a gap (then another round) or at the stream's end: a gap needs
             // the reader 10,000 events behind, so rounds are few; bounded by cancellation.
             while !Task.isCancelled, let round = courier {
+                let asked = round.wallDate()
                 let (pending, events) = await round.pendingMessagesAndEvents(bufferCapacity: bufferCapacity)
-                guard apply(.load(pending, now: round.configuration.now())) else { return }
+                guard apply(.load(pending, asked: asked)) else { return }
                 var gap = false
                 for await event in events {
-                    guard apply(.event(event, now: round.configuration.now())) else { return }
+                    guard apply(.event(event, now: round.wallDate())) else { return }
                     if case .missedEvents = event {
                         gap = true
                         break  // the stream goes with this loop, and so does its subscription

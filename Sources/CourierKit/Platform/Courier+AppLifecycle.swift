@@ -234,14 +234,17 @@ final class AppLifecycleIntegration: PlatformIntegration {
             // Background uploads first (unless the app came back meanwhile: then
             // `appDidEnterForeground()` already ran); the seconds iOS grants go to what was not
             // handed off.
+            // One budget for all of it (iOS grants about 30 s; the rest is for a clean stop).
+            let clock = ContinuousClock(), deadline = clock.now + Courier.backgroundBudget
             if await MainActor.run(body: { UIApplication.shared.applicationState == .background }) {
                 await courier.appDidEnterBackground()
                 // Still running: hear the first answers of a destination the hand-off went to
                 // blind (its first limit's worth), and hand off the rest now, not at a wake.
-                await courier.waitForFirstAnswersFromHandOffs(within: Courier.backgroundBudget)
+                await courier.waitForFirstAnswersFromHandOffs(within: min(.seconds(10), deadline - clock.now))
             }
-            if courier.pendingCount > courier.handedOffCount {
-                _ = await courier.runBackgroundDelivery(within: Courier.backgroundBudget)
+            let left = deadline - clock.now
+            if courier.pendingCount > courier.handedOffCount, left > .zero {
+                _ = await courier.runBackgroundDelivery(within: left)
             }
             self?.endBackgroundTask(granted)
         }

@@ -10,7 +10,7 @@ import os
 ///
 ///     configuration.logger = .osLog(subsystem: "com.example.app")
 ///
-/// Levels map trace and debug to `.debug`, info and notice to `.info`, warning and error to
+/// Levels map trace and debug to `.debug`, info to `.info`, notice to `.default`, warning and error to
 /// `.error`, critical to `.fault`. Messages and metadata are logged `.public`: Courier's lines
 /// carry message ids, attempt numbers, statuses and destinations (scheme, host and port),
 /// never a body or a header.
@@ -36,7 +36,8 @@ public struct OSLogHandler: LogHandler {
         let type: OSLogType =
             switch event.level {
             case .trace, .debug: .debug
-            case .info, .notice: .info
+            case .info: .info
+            case .notice: .default  // persisted, as swift-log's notice means
             case .warning, .error: .error
             case .critical: .fault
             }

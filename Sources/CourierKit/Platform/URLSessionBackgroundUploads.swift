@@ -95,7 +95,9 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
         guard let task = session?.uploadTask(with: urlRequest, fromFile: request.bodyFile) else {
             return BackgroundUploadTask(identifier: -1, taskDescription: request.taskDescription)
         }
-        task.earliestBeginDate = request.earliestBeginDate
+        // Only a begin date still ahead: a delayed task (one with a begin date) makes the system
+        // ask the delegate as it starts (`willBeginDelayedRequest`), which wakes the app.
+        if request.earliestBeginDate > Date() { task.earliestBeginDate = request.earliestBeginDate }
         // Both estimates help the system schedule the transfer (iOS 11+; the default of each
         // is "unknown", NSURLSessionTransferSizeUnknown).
         task.countOfBytesClientExpectsToSend = Int64(request.expectedBytesToSend)

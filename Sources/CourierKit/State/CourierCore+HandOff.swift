@@ -64,11 +64,15 @@ extension CourierCore {
 
     /// Whether a handed-off message goes to a destination that has said nothing yet since the
     /// courier opened (its hand-off was blind: its first limit's worth, 4 at first).
-    var awaitsFirstAnswers: Bool {
+    /// Only hand-offs that may begin by `nowMilliseconds` count: one whose begin date is minutes
+    /// away cannot answer while the app is still up.
+    func awaitsFirstAnswers(nowMilliseconds now: UInt64) -> Bool {
         read { state in
             // Bounded by the hand-offs (at most `maximumOutstandingTasks`).
-            state.handOffs.keys.contains { id in
-                guard let i = state.projection.slotIndex(of: id) else { return false }
+            state.handOffs.contains { id, handOff in
+                guard handOff.earliestBeginMilliseconds <= now, let i = state.projection.slotIndex(of: id) else {
+                    return false
+                }
                 return !state.projection.origins[state.projection.origin(ofSlot: i)].hasReported
             }
         }

@@ -100,13 +100,14 @@ extension Projection {
     }
 
     /// An upload that ended while the app was dead, heard late (its hand-off was given up): its
-    /// destination has reported, and answered 2xx if `status` says so. Nothing else is learned
+    /// destination has reported, and answered if `status` says it is up. Nothing else is learned
     /// (its start and latency are unknown).
     mutating func noteLateReport(of id: MessageID, status: UInt16?, nowMilliseconds now: UInt64) {
         guard let i = slotIndex(of: id) else { return }
         let o = origin(ofSlot: i)
         origins[o].hasReported = true
-        if let status, (200..<300).contains(status), origins[o].outage == nil {
+        // Up as `DestinationBackoff` counts it (a 4xx other than 408 and 429 is the message's).
+        if let status, status < 500, status != 408, status != 429, origins[o].outage == nil {
             origins[o].lastHealthyMilliseconds = now
         }
     }

@@ -15,7 +15,7 @@ extension Projection {
         /// When it may, as a background upload that the session begins later: whatever its due
         /// time; it begins at its due time, or its destination's pace, or its probe time,
         /// whichever is latest. Its destination's concurrency limit holds it back only until
-        /// the destination has answered 2xx (see `startTime`).
+        /// the destination has answered (see `startTime`).
         case whenAllowed
     }
 
@@ -54,15 +54,16 @@ extension Projection {
     /// at its pace's next start if later; nil while its limit is reached. The one rule of the
     /// destination's limit and pace: the engine starts a message only if this is now.
     ///
-    /// A hand-off (`.whenAllowed`) to a destination that has answered 2xx since this process
-    /// opened (and has not been down since) keeps to its pace but not to its concurrency limit:
+    /// A hand-off (`.whenAllowed`) to a destination that has answered since this process opened
+    /// (a 2xx, or any answer `DestinationBackoff` counts as up: a 401 or 404 is the message's, not
+    /// the server's; and it has not been down since) keeps to its pace but not to its limit:
     /// the session's bound (`maximumOutstandingTasks`) is its limit. The system runs a
     /// background session's uploads, a few connections per host at a time, at times it picks,
     /// so the count of tasks handed off is not the count in flight at the server; and the
     /// limit is learned from answers that a suspended app hears only at its rare wakes, so it
     /// would hold the hand-off to a handful of uploads per wake (a 50%-failing server: 226 of
     /// 500 delivered in 30 suspended minutes, against 500 without it). Until the destination
-    /// has answered 2xx, its limit (4 at first) holds, and one at a time once it has failed: a
+    /// has answered, its limit (4 at first) holds, and one at a time once it has failed: a
     /// suspended app cannot take back what it handed off, so a server that is down costs a
     /// handful of requests before it is known down, not a hundred.
     func startTime(_ o: UInt32, notBefore earliest: UInt64, _ start: Start = .now) -> UInt64? {

@@ -18,6 +18,7 @@ struct OutboxView: View {
         .toolbar { Button("Send") { try? model?.send(["text": "hi"], to: server) } }
         .overlay { if let problem { Text(problem) } }  // why the outbox did not open
         .task {
+            guard model == nil else { return }  // `.task` runs again when the view reappears
             do {
                 let outbox = URL.applicationSupportDirectory.appending(path: "outbox")
                 model = CourierModel(courier: try await Courier.open(directory: outbox))
