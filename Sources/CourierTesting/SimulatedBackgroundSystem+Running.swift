@@ -239,7 +239,10 @@ extension SimulatedBackgroundSystem {
             let batch = state.withLock { s -> [BackgroundUploadCompletion] in
                 let running = s.appState == .foreground || s.appState == .background
                 guard s.processAlive, s.handler != nil, evenIfSuspended || running else { return [] }
-                defer { s.held.removeAll() }
+                defer {
+                    s.held.removeAll()
+                    s.wakeAt = nil  // nothing left for a wake to bring
+                }
                 return s.held
             }
             guard !batch.isEmpty else { return }

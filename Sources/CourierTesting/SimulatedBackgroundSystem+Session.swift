@@ -58,8 +58,8 @@ extension SimulatedBackgroundSystem {
                 s.statistics.tasksCancelled += 1
                 let completion = BackgroundUploadCompletion(
                     task: task, outcome: .failure(TransportFailure(.cancelled, "cancelled")))
+                // Heard at the next step if the app runs, else at the wake once the session is idle.
                 s.held.append(completion)
-                if s.wakeAt == nil { s.wakeAt = system.clock.now.offset + system.model.wakeDelay }
                 return (true, hook)
             }
             if let hook { hook?() }
