@@ -20,8 +20,9 @@ extension Courier {
     /// Registers the handler of the `BGProcessingTask` that delivers pending messages while the
     /// app is in the background. Call it once, before the app finishes launching (iOS requires
     /// every launch handler to be registered by then), with an identifier listed under
-    /// `BGTaskSchedulerPermittedIdentifiers` in Info.plist. The task works for the courier on
-    /// which the lifecycle integration was turned on (`lifecycle: .automatic`).
+    /// `BGTaskSchedulerPermittedIdentifiers` in Info.plist. The task works for the courier
+    /// opened with `open(directory:configuration:lifecycle:)` (either lifecycle); one opened
+    /// otherwise is not found, and the task waits for it until iOS expires it.
     /// Registering one identifier twice is a crash in iOS: call this exactly once.
     public static func registerBackgroundDelivery(identifier: String) {
         // Nonisolated on purpose: iOS calls the launch handler on a background queue.
@@ -79,7 +80,9 @@ extension Courier {
         /// for it.
         case automatic
         /// The app tells the courier itself (`appDidEnterBackground()`, `appDidEnterForeground()`,
-        /// `retryNow()`, `deliverPending(within:)`); as `open(directory:configuration:)`.
+        /// `retryNow()`, `deliverPending(within:)`), as after `open(directory:configuration:)`;
+        /// a processing task registered with `registerBackgroundDelivery(identifier:)` still
+        /// works for this courier.
         case manual
     }
 
@@ -97,7 +100,11 @@ extension Courier {
     )
         async throws(CourierError) -> Courier
     {
-        guard lifecycle == .automatic else { return try await open(directory: directory, configuration: configuration) }
+        guard lifecycle == .automatic else {
+            let courier = try await open(directory: directory, configuration: configuration)
+            BackgroundDeliveryRegistry.shared.courier = courier  // for a registered processing task
+            return courier
+        }
         let courier = try await open(
             directory: directory, configuration: configuration,
             waitingForProtectedData: { await protectedDataBecameAvailable() })
