@@ -38,13 +38,15 @@ final class TerminalApp {
             return source
         }
         defer { signalSources.forEach { $0.cancel() } }
+        // Raw mode first: a read() begun in canonical mode would block until a newline, and the
+        // screen would stay blank (the smoke test caught it, once, on a busy machine).
+        terminal.enterRawMode()
         let (reads, input) = AsyncStream.makeStream(of: [UInt8].self)
         Thread {
             // Bounded by the user: until the screen says quit (or a signal came).
             while !stop.withLock({ $0 }) { input.yield(Terminal.readBytes()) }
             input.finish()
         }.start()
-        terminal.enterRawMode()
         var decoder = KeyDecoder()
         for await bytes in reads {
             if handle(decoder.decode(bytes)) { stop.withLock { $0 = true } }
