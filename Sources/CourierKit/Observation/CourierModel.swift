@@ -81,19 +81,14 @@ public final class CourierModel: Observable {
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:]
     ) throws(CourierError) -> MessageID {
-        let (id, body) = try courier.sendReturningBody(json, to: url, orderingKey: orderingKey, headers: headers)
-        board.didSend(id, url: url, body: body, at: courier.wallDate())
-        return id
+        try board.send(json, to: url, orderingKey: orderingKey, headers: headers, through: courier)
     }
 
     private func start(bufferCapacity: Int) {
         follower.set(
             ModelFollower.follow(courier, bufferCapacity: bufferCapacity) { [weak self] update in
                 guard let self else { return false }
-                switch update {
-                case .load(let pending, let asked): board.load(pending, asked: asked)
-                case .event(let event, let now): board.apply(event, now: now)
-                }
+                board.apply(update)
                 return true
             })
     }

@@ -23,10 +23,7 @@ public final class CourierObservableObject: ObservableObject {
         follower.set(
             ModelFollower.follow(courier, bufferCapacity: 10_000) { [weak self] update in
                 guard let self else { return false }
-                switch update {
-                case .load(let pending, let asked): board.load(pending, asked: asked)
-                case .event(let event, let now): board.apply(event, now: now)
-                }
+                board.apply(update)
                 return true
             })
     }
@@ -50,9 +47,7 @@ public final class CourierObservableObject: ObservableObject {
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:]
     ) throws(CourierError) -> MessageID {
-        let (id, body) = try courier.sendReturningBody(json, to: url, orderingKey: orderingKey, headers: headers)
-        board.didSend(id, url: url, body: body, at: courier.wallDate())
-        return id
+        try board.send(json, to: url, orderingKey: orderingKey, headers: headers, through: courier)
     }
 }
 #endif

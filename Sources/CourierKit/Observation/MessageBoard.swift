@@ -50,6 +50,24 @@ struct MessageBoard: Equatable {
         reindex()
     }
 
+    /// One change the follower brings (`ModelFollower.Update`).
+    mutating func apply(_ update: ModelFollower.Update) {
+        switch update {
+        case .load(let pending, let asked): load(pending, asked: asked)
+        case .event(let event, let now): apply(event, now: now)
+        }
+    }
+
+    /// Sends `json` through `courier` (`Courier.send`) and lists the message at once, with its
+    /// URL and body: what both models' `send` does.
+    mutating func send(
+        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], through courier: Courier
+    ) throws(CourierError) -> MessageID {
+        let (id, body) = try courier.sendReturningBody(json, to: url, orderingKey: orderingKey, headers: headers)
+        didSend(id, url: url, body: body, at: courier.wallDate())
+        return id
+    }
+
     /// A message the model sent itself: known from the start with its URL and body.
     mutating func didSend(_ id: MessageID, url: URL, body: Data, at date: Date) {
         guard index[id] == nil else { return }  // its `.enqueued` came first
