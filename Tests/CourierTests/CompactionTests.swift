@@ -50,7 +50,8 @@ import Testing
         config.maximumMessageBytes = 1024
         config.isCompactionEnabled = false
         let courier = try Courier(directory: scratch.url, configuration: config)
-        for i in 0..<400 { try courier.send(["i": i, "pad": String(repeating: "p", count: 100)], to: inbox) }
+        try courier.sendRollingAtSegmentSize((0..<400).map { ["i": $0, "pad": String(repeating: "p", count: 100)] },
+                                             to: inbox)
         await courier.settle()
         #expect(courier.pendingCount == 0)
         await courier.close()

@@ -44,13 +44,12 @@ import Testing
     @Test func aFullDiskWhilePreparingTheNextSegmentRefusesNoSend() async throws {
         let fs = SimulatedFileSystem()
         let courier = try Courier(directory: directory, configuration: configuration(fs, held()))
-        var kept: [MessageID] = []
         // 4 KiB segments: a roll comes within a few dozen sends; make the next creation fail.
         fs.inject(.error(28), on: .create)
-        for i in 0..<60 {
-            kept.append(try courier.send(["n": i, "pad": String(repeating: "x", count: 100)], to: inbox))
-        }
-        courier.log.waitForRollWork()  // the transport holds every attempt: settle() would wait forever
+        // Each send after the preparation it started (the transport holds every attempt, so settle()
+        // would wait forever): the retried preparation is then ready before the segment is full.
+        let kept = try courier.sendRollingAtSegmentSize(
+            (0..<60).map { ["n": $0, "pad": String(repeating: "x", count: 100)] }, to: inbox)
         #expect(fs.count(of: .create) >= 2, "the failed preparation was tried again")
         #expect(courier.log.segmentNames.count > 1, "and the log rolled onto the segment made then")
         await courier.close()
@@ -113,7 +112,7 @@ import Testing
         let pinned = try (0..<4).map {
             try courier.send(["pinned": $0, "pad": String(repeating: "p", count: 80)], to: inbox)
         }
-        for i in 0..<120 { _ = try courier.send(["n": i], to: inbox) }
+        try courier.sendRollingAtSegmentSize((0..<120).map { ["n": $0] }, to: inbox)
         await courier.settle()
         courier.pause()  // what is pending now stays pending, for the reopen below
         let segmentsBefore = fs.allPaths().filter { $0.hasSuffix(".wal") }
@@ -164,7 +163,7 @@ import Testing
     /// middle of the log (the second of at least four), for a test to damage by hand.
     func closedLogWithASealedSegment(_ fs: SimulatedFileSystem) async throws -> ([MessageID], String) {
         let courier = try Courier(directory: directory, configuration: configuration(fs, held()))
-        let ids = try (0..<80).map { try courier.send(["n": $0], to: inbox) }
+        let ids = try courier.sendRollingAtSegmentSize((0..<80).map { ["n": $0] }, to: inbox)
         await courier.close()
         let segments = fs.allPaths().filter { $0.hasSuffix(".wal") }.sorted()
         try #require(segments.count >= 4)

@@ -38,6 +38,21 @@ extension Courier.Configuration {
     }
 }
 
+extension Courier {
+    /// Sends `bodies` in order, each once the log's roll work so far is done. A courier prepares
+    /// its next segment off the core's lock, so under load (a busy CI machine) a segment grows
+    /// past its size until the spare is ready; a test that counts or damages segments needs
+    /// each to roll at its size, run after run.
+    @discardableResult
+    func sendRollingAtSegmentSize(_ bodies: [[String: Any]], to url: URL) throws -> [MessageID] {
+        try bodies.map { body in
+            let id = try send(body, to: url)
+            log.waitForRollWork()
+            return id
+        }
+    }
+}
+
 /// Reopens `directory` with `configuration` and a transport that holds every request, so
 /// nothing is delivered meanwhile; returns the pending ids and what recovery said, then closes.
 func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration) async throws
