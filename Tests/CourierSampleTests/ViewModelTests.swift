@@ -76,7 +76,8 @@ let ids = SequentialMessageIDs()
         #expect(row(.handedOff(attempt: 2)).status(now: t0) == "handed to iOS (attempt 2)")
         let delivered = row(.delivered, attempts: 5, changedAt: t0.addingTimeInterval(7.1))
         #expect(delivered.status(now: t0) == "delivered after 5 attempts (7.1 s)")
-        #expect(row(.abandoned(reason: "400")).status(now: t0) == "abandoned: 400")
+        #expect(row(.abandoned(reason: .clientError(status: 400))).status(now: t0)
+                == "abandoned: HTTP 400 is a client error (policy gives up on 4xx)")
         #expect(row(.cancelled).status(now: t0) == "cancelled")
     }
 

@@ -36,8 +36,8 @@ import Testing
         board.apply(.enqueued(ids[0]), now: t0)
         board.apply(.failed(ids[0], attempt: 1, outcome: .response(status: 400), nextAttemptAt: nil), now: t0)
         #expect(board.status(of: ids[0])?.state == .queued)
-        board.apply(.abandoned(ids[0], attempts: 1, reason: "400"), now: t0)
-        #expect(board.status(of: ids[0])?.state == .abandoned(reason: "400"))
+        board.apply(.abandoned(ids[0], attempts: 1, reason: .clientError(status: 400)), now: t0)
+        #expect(board.status(of: ids[0])?.state == .abandoned(reason: .clientError(status: 400)))
     }
 
     @Test func loadingReplacesPendingMessagesAndKeepsResolvedOnes() {

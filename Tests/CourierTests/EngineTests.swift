@@ -146,12 +146,13 @@ import Testing
         ])
     }
 
-    @Test func anAbandonedMessageIsReportedAndLogged() async throws {
+    @Test func anAbandonedMessageIsReportedWithItsReasonAndLogged() async throws {
         let dir = TemporaryDirectory()
         let transport = ScriptedTransport { _ in .response(status: 404) }
         var config = testConfiguration(clock: ManualClock(), transport: transport)
         config.retry.classifier = .giveUpOnClientErrors
         let courier = try Courier(directory: dir.url, configuration: config)
+        let events = EventLog(courier.events())
         let abandoned = Counter()
         let id = try courier.send(["text": "hi"], to: inbox, onAbandoned: { _, error in
             #expect(error.code == .abandoned)
@@ -159,10 +160,18 @@ import Testing
         })
         await #expect { try await courier.delivered(id) } throws: { ($0 as? CourierError)?.code == .abandoned }
         await courier.close()
+        await events.finish()
         #expect(abandoned.value == 1)
+        #expect(events.events.contains(.abandoned(id, attempts: 1, reason: .clientError(status: 404))))
         var kinds: [RecordKind] = []
         _ = try LogReader(directory: dir.url.path).read { kinds.append($0.kind) }
         #expect(kinds == [.enqueued, .abandoned])
+        // The log keeps the reason as its text: a later run's waiter is told it in words.
+        let reopened = try Courier(directory: dir.url, configuration: config)
+        await #expect { try await reopened.delivered(id) } throws: {
+            ($0 as? CourierError) == CourierError(.abandoned, AbandonReason.clientError(status: 404).description)
+        }
+        await reopened.close()
     }
 
     @Test func fifoPerDestinationHoldsLaterMessagesBehindAFailingOne() async throws {

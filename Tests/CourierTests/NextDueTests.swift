@@ -56,11 +56,11 @@ import Testing
         Row(
             name: "the last of maximumAttempts: abandoned", outcome: .response(status: 500), attempt: 3,
             policy: RetryPolicy(jitter: .none, maximumAttempts: 3),
-            expected: .giveUp(reason: "3 attempts, the maximum; last: HTTP 500")),
+            expected: .giveUp(reason: .attemptsExhausted(attempts: 3, lastOutcome: .response(status: 500)))),
         Row(
             name: "limited, but the policy gives up: abandoned", outcome: .response(status: 503), attempt: 2,
             limited: true, policy: RetryPolicy(jitter: .none, maximumAttempts: 2),
-            expected: .giveUp(reason: "2 attempts, the maximum; last: HTTP 503")),
+            expected: .giveUp(reason: .attemptsExhausted(attempts: 2, lastOutcome: .response(status: 503)))),
         Row(
             name: "a 401 from an upload under a policy that gives up on it: abandoned",
             outcome: .response(status: 401), byUpload: true,
@@ -69,11 +69,11 @@ import Testing
                 p.retriesUnauthorized = false
                 return p
             }(),
-            expected: .giveUp(reason: "HTTP 401 is a client error (policy gives up on 4xx)")),
+            expected: .giveUp(reason: .clientError(status: 401))),
         Row(
             name: "past expiry: abandoned", outcome: .response(status: 500), attempt: 2,
             policy: RetryPolicy(jitter: .none, expiry: .seconds(60)), sinceSend: .seconds(59),
-            expected: .giveUp(reason: "expired: next try would be past 60.0 seconds since send; last: HTTP 500")),
+            expected: .giveUp(reason: .expired(expiry: .seconds(60), lastOutcome: .response(status: 500)))),
     ]
 
     @Test(arguments: rows)
@@ -87,6 +87,17 @@ import Testing
 
     /// Jitter comes from the value drawn outside the lock: the same value, the same delay, and
     /// full jitter stays below the cap.
+    /// The words the log records for each reason, and a later run's `CourierError` repeats.
+    @Test func eachAbandonReasonSaysWhyInWords() {
+        let last = DeliveryOutcome.response(status: 500)
+        #expect(AbandonReason.clientError(status: 404).description
+                == "HTTP 404 is a client error (policy gives up on 4xx)")
+        #expect(AbandonReason.attemptsExhausted(attempts: 3, lastOutcome: last).description
+                == "3 attempts, the maximum; last: HTTP 500")
+        #expect(AbandonReason.expired(expiry: .seconds(60), lastOutcome: last).description
+                == "expired: next try would be past 60.0 seconds since send; last: HTTP 500")
+    }
+
     @Test func jitterIsSeededByTheFactsRandomValue() {
         let policy = RetryPolicy(jitter: .full)
         func due(_ random: UInt64) -> NextDue.Verdict {

@@ -12,7 +12,7 @@ public enum CourierEvent: Sendable, Hashable {
     /// The server answered 2xx.
     case delivered(MessageID, attempts: Int)
     /// The retry policy gave up; the message will not be sent again.
-    case abandoned(MessageID, attempts: Int, reason: String)
+    case abandoned(MessageID, attempts: Int, reason: AbandonReason)
     /// The app withdrew the message with `Courier.cancel(_:)`; it will not be sent again.
     case cancelled(MessageID)
     /// Attempt `attempt` was handed to the background upload session

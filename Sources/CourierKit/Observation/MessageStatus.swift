@@ -18,7 +18,7 @@ public struct MessageStatus: Sendable, Hashable, Identifiable {
         /// The server answered 2xx.
         case delivered
         /// The retry policy gave up: it is never sent again.
-        case abandoned(reason: String)
+        case abandoned(reason: AbandonReason)
         /// The app cancelled it (`Courier.cancel(_:)`).
         case cancelled
 

@@ -46,7 +46,7 @@ enum NextDue {
         /// Due again at `dueMilliseconds`, `delay` from now; with `foregroundOnly`, no
         /// background hand-off may take it again in this process.
         case retry(dueMilliseconds: UInt64, delay: Duration, foregroundOnly: Bool)
-        case giveUp(reason: String)
+        case giveUp(reason: AbandonReason)
     }
 
     /// The verdict on an attempt that ended at `now` (wall ms) with what `facts` say, after its

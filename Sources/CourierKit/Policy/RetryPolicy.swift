@@ -55,7 +55,7 @@ public struct RetryPolicy: Sendable, Hashable {
         /// Try again after this delay.
         case retry(after: Duration)
         /// Stop: the message is abandoned, for this reason.
-        case giveUp(reason: String)
+        case giveUp(reason: AbandonReason)
     }
 
     /// The delay cap of the first retry. The default is 1 second.
@@ -142,15 +142,15 @@ public struct RetryPolicy: Sendable, Hashable {
         if classifier == .giveUpOnClientErrors, case .response(let status, _) = outcome,
             (400..<500).contains(status), ![408, 425, 429].contains(status), !(status == 401 && retriesUnauthorized)
         {
-            return .giveUp(reason: "HTTP \(status) is a client error (policy gives up on 4xx)")
+            return .giveUp(reason: .clientError(status: status))
         }
         if let maximumAttempts, attempt >= maximumAttempts {
-            return .giveUp(reason: "\(attempt) attempts, the maximum; last: \(outcome)")
+            return .giveUp(reason: .attemptsExhausted(attempts: attempt, lastOutcome: outcome))
         }
         var delay = jittered(backoff(attempt: attempt), using: &random)
         if let retryAfter { delay = max(delay, retryAfter) }
         if let expiry, sinceSend + delay > expiry {
-            return .giveUp(reason: "expired: next try would be past \(expiry) since send; last: \(outcome)")
+            return .giveUp(reason: .expired(expiry: expiry, lastOutcome: outcome))
         }
         return .retry(after: delay)
     }

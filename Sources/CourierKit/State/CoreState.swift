@@ -129,7 +129,9 @@ extension CoreState {
 /// How a message's life ended.
 enum Resolution: Equatable {
     case delivered
-    case abandoned(String)
+    case abandoned(AbandonReason)
+    /// Abandoned before this run opened the log, which keeps the reason as its text.
+    case abandonedEarlier(reason: String)
     case cancelled
 }
 

@@ -128,7 +128,7 @@ extension CourierCore {
                 return Recording(verdict: verdict, held: true)
             }
         case .giveUp(let reason):
-            append(.abandoned(id, attempt: number, reason: reason), state, &effects)
+            append(.abandoned(id, attempt: number, reason: reason.description), state, &effects)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: nil))
             Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
         }
@@ -213,10 +213,13 @@ extension CourierCore {
             if let callback = callbacks?.onDelivered { effects.delivered.append((callback, id)) }
             effects.successes += waiters
         case .abandoned(let reason):
-            let error = CourierError(.abandoned, reason)
+            let error = CourierError(.abandoned, reason.description)
             effects.emit(.abandoned(id, attempts: attempts, reason: reason))
             if let callback = callbacks?.onAbandoned { effects.abandoned.append((callback, id, error)) }
             effects.failures += waiters.map { ($0, error) }
+        case .abandonedEarlier(let reason):
+            assertionFailure("only replay records an earlier run's resolution, never a live one")
+            effects.failures += waiters.map { ($0, CourierError(.abandoned, reason)) }
         case .cancelled:
             // The app asked: its callbacks are dropped, not called; waiters learn why.
             effects.emit(.cancelled(id))

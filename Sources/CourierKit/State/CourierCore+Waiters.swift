@@ -15,7 +15,8 @@ extension CourierCore {
             }
             switch state.resolved[id] {
             case .delivered: return .success(())
-            case .abandoned(let reason): return .failure(CourierError(.abandoned, reason))
+            case .abandoned(let reason): return .failure(CourierError(.abandoned, reason.description))
+            case .abandonedEarlier(let reason): return .failure(CourierError(.abandoned, reason))
             case .cancelled: return .failure(CourierError(.cancelled, "message \(id) was cancelled"))
             case nil: return .failure(CourierError(.unknownMessage, "no message \(id) is pending or recently resolved"))
             }

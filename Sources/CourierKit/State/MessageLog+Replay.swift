@@ -75,7 +75,7 @@ final class Replayer {
             if !handOffs.isEmpty { handOffs[id] = nil }
         case .abandoned(let id, _, let reason)?:
             if projection.applyEnd(id: id) == .ended {
-                resolved.record(id, .abandoned(String(decoding: reason, as: UTF8.self)))
+                resolved.record(id, .abandonedEarlier(reason: String(decoding: reason, as: UTF8.self)))
             }
             if !handOffs.isEmpty { handOffs[id] = nil }
         case .cancelled(let id)?:
