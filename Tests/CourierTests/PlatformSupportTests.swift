@@ -146,6 +146,26 @@ import FoundationNetworking
         await opened.close()
     }
 
+    /// A courier opened without `lifecycle:` is offered: the background task finds it, unless
+    /// an open one is set already (`open(…, lifecycle:)` sets its own over an offered one).
+    @Test func anOfferedCourierIsFoundUnlessAnOpenOneIsSet() async throws {
+        let registry = BackgroundDeliveryRegistry()
+        let handler = await waitingHandler(registry)
+        let first = try courier()
+        registry.offer(first)
+        #expect(await handler.value === first, "a handler waiting gets the first courier opened")
+        let other = TemporaryDirectory()
+        let second = try Courier(
+            directory: other.url,
+            configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        registry.offer(second)
+        #expect(registry.courier === first, "an open courier is kept")
+        await first.close()
+        registry.offer(second)
+        #expect(registry.courier === second, "a closed one is not")
+        await second.close()
+    }
+
     @Test func aWaitCancelledBeforeItBeginsReturnsNil() async {
         let registry = BackgroundDeliveryRegistry()
         let handler = Task {

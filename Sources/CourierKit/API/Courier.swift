@@ -103,6 +103,7 @@ public final class Courier {
             ioQueue.async { [weak self] in self?.compact(plan) }
         }
         if let uploads = configuration.backgroundUploads { startBackgroundUploads(uploads) }
+        BackgroundDeliveryRegistry.shared.offer(self)
         pump()
     }
 

@@ -21,8 +21,9 @@ extension Courier {
     /// app is in the background. Call it once, before the app finishes launching (iOS requires
     /// every launch handler to be registered by then), with an identifier listed under
     /// `BGTaskSchedulerPermittedIdentifiers` in Info.plist. The task works for the courier
-    /// opened with `open(directory:configuration:lifecycle:)` (either lifecycle); one opened
-    /// otherwise is not found, and the task waits for it until iOS expires it.
+    /// opened with `open(directory:configuration:lifecycle:)` (either lifecycle), else for the
+    /// first courier this process opened that is still open; if none is open yet (a cold
+    /// background launch), it waits for one, until iOS expires the task.
     /// Registering one identifier twice is a crash in iOS: call this exactly once.
     public static func registerBackgroundDelivery(identifier: String) {
         // Nonisolated on purpose: iOS calls the launch handler on a background queue.
@@ -81,8 +82,8 @@ extension Courier {
         case automatic
         /// The app tells the courier itself (`appDidEnterBackground()`, `appDidEnterForeground()`,
         /// `retryNow()`, `deliverPending(within:)`), as after `open(directory:configuration:)`;
-        /// a processing task registered with `registerBackgroundDelivery(identifier:)` still
-        /// works for this courier.
+        /// a processing task registered with `registerBackgroundDelivery(identifier:)` works for
+        /// this courier, even if another is open.
         case manual
     }
 

@@ -56,10 +56,10 @@ struct NetworkRecovery: Sendable {
 }
 
 /// The courier that background delivery works for, and the task identifier it was registered
-/// under: set by `registerBackgroundDelivery(identifier:)` and `enableAppLifecycleIntegration()`,
-/// read when iOS launches a background task, possibly before any courier is open: a cold
-/// background launch runs the task's handler before the app has opened its courier, so the
-/// handler waits for it (`waitForCourier()`).
+/// under: set by `registerBackgroundDelivery(identifier:)` and `open(…, lifecycle:)`, offered by
+/// every other courier opened (`offer(_:)`), read when iOS launches a background task, possibly
+/// before any courier is open: a cold background launch runs the task's handler before the app
+/// has opened its courier, so the handler waits for it (`waitForCourier()`).
 struct BackgroundDeliveryRegistry: Sendable {
     static let shared = BackgroundDeliveryRegistry()
     private let identifierBox = Locked<String?>(nil)
@@ -90,6 +90,18 @@ struct BackgroundDeliveryRegistry: Sendable {
             }
             for waiter in waiters { waiter.resume(returning: newValue) }
         }
+    }
+
+    /// Sets `courier` unless an open one is set already: so a processing task registered with
+    /// `registerBackgroundDelivery(identifier:)` also finds a courier the app opened without
+    /// `lifecycle:` (it waited for one until iOS expired it). `open(…, lifecycle:)` sets its
+    /// courier over any offered one.
+    func offer(_ courier: Courier) {
+        let taken = state.withLock { state -> Bool in
+            guard let current = state.courier else { return false }
+            return !current.core.isClosed
+        }
+        if !taken { self.courier = courier }
     }
 
     /// The courier: at once if one is set, else when one is; nil if the calling task is
