@@ -93,6 +93,26 @@ import Testing
         }
     }
 
+    /// The Idempotency-Key draft's "still being processed": never a reason to give up, under any
+    /// classifier; only `maximumAttempts` or `expiry` end it, as any outcome.
+    @Test func a409IsRetriedUnderEveryClassifier() {
+        var random = ClosureRandom(source: SeededRandomSource(seed: 5).next)
+        for classifier in [RetryPolicy.Classifier.retryEverything, .giveUpOnClientErrors] {
+            var policy = RetryPolicy(classifier: classifier)
+            policy.retriesUnauthorized = false
+            for attempt in [1, 10, 100] {
+                guard case .retry = policy.decide(.response(status: 409), attempt: attempt, sinceSend: .zero,
+                                                  now: now, using: &random)
+                else {
+                    Issue.record("409 must be retried under \(classifier), attempt \(attempt)"); continue
+                }
+            }
+        }
+        let bounded = RetryPolicy(maximumAttempts: 3, classifier: .giveUpOnClientErrors)
+        #expect(bounded.decide(.response(status: 409), attempt: 3, sinceSend: .zero, now: now, using: &random)
+                == .giveUp(reason: .attemptsExhausted(attempts: 3, lastOutcome: .response(status: 409))))
+    }
+
     @Test func theClientErrorClassifierGivesUpOnPermanent4xxOnly() {
         let policy = RetryPolicy(classifier: .giveUpOnClientErrors)
         var random = ClosureRandom(source: SeededRandomSource(seed: 5).next)
@@ -104,7 +124,8 @@ import Testing
             }
         }
         // 401 is retried: `prepareRequest` may bring fresh credentials (`retriesUnauthorized`).
-        for status in [401, 408, 425, 429, 500, 503] {
+        // 409: a request with this key is still being processed (the Idempotency-Key draft).
+        for status in [401, 408, 409, 425, 429, 500, 503] {
             guard case .retry = policy.decide(.response(status: status), attempt: 1, sinceSend: .zero, now: now,
                                               using: &random)
             else {

@@ -21,14 +21,25 @@ import Foundation
 /// |---|---|---|
 /// | 2xx | delivered | delivered |
 /// | 408, 425, 429 | retry | retry (the server asks for it) |
+/// | 409 | retry | retry (1) |
 /// | 401 | retry | retry while `retriesUnauthorized` (the default; fresh credentials: `prepareRequest`) |
+/// | 422 | retry | give up (2) |
 /// | other 4xx | retry | give up (resending the same bytes cannot fix them) |
 /// | 5xx, 1xx, 3xx | retry | retry (server trouble is transient) |
 /// | timeout, connection dropped/refused, TLS, other | retry | retry (the network heals) |
 /// | `prepareRequest` threw (`.requestPreparation`) | retry | retry (a token service heals too) |
 ///
+/// (1) Under the Idempotency-Key draft (draft-ietf-httpapi-idempotency-key-header), a 409 says
+/// that a request with this message's key is still being processed: a later try learns how it
+/// ended, so no classifier gives up on it.
+/// (2) Under the same draft, a 422 says the key was used before with another body. Courier sends
+/// the same bytes under a message's key on every attempt, so the server holds another message
+/// under that key (an id reused across installs, a server that derives keys): resending cannot
+/// fix it.
+///
 /// `maximumAttempts` and `expiry` (both off by default, as the user asked to "retry until you
-/// receive a successful response") give up after that many attempts or that long since `send`.
+/// receive a successful response") give up after that many attempts or that long since `send`,
+/// whatever the outcome (a 409 included).
 public struct RetryPolicy: Sendable, Hashable {
     /// How the delay is randomised below its cap.
     public enum Jitter: Sendable, Hashable {
@@ -44,7 +55,8 @@ public struct RetryPolicy: Sendable, Hashable {
     public enum Classifier: Sendable, Hashable {
         /// Every outcome other than 2xx is retried. The default.
         case retryEverything
-        /// 4xx other than 408, 425 and 429 give up at once.
+        /// 4xx other than 408, 409, 425 and 429 give up at once (401 while
+        /// `retriesUnauthorized`).
         case giveUpOnClientErrors
     }
 
@@ -140,7 +152,8 @@ public struct RetryPolicy: Sendable, Hashable {
     ) -> Decision {
         if outcome.isSuccess { return .delivered }
         if classifier == .giveUpOnClientErrors, case .response(let status, _) = outcome,
-            (400..<500).contains(status), ![408, 425, 429].contains(status), !(status == 401 && retriesUnauthorized)
+            (400..<500).contains(status), ![408, 409, 425, 429].contains(status),
+            !(status == 401 && retriesUnauthorized)
         {
             return .giveUp(reason: .clientError(status: status))
         }
