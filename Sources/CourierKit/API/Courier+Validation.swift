@@ -89,7 +89,7 @@ extension RetryPolicy {
         }
         if let expiry, expiry <= .zero { problems.append("retry.expiry must be positive (or nil)") }
         if retryAfterLimit < .zero { problems.append("retry.retryAfterLimit must not be negative") }
-        return problems
+        return problems + explainedFailures.problems
     }
 }
 

@@ -33,6 +33,8 @@ struct DestinationReport: Sendable {
     var retryAfterMilliseconds: UInt64? = nil
     /// The server answered (an HTTP status), whatever it said.
     var wasAnswered = false
+    /// The server answered 2xx.
+    var succeeded = false
 }
 
 /// How an attempt or an upload ended, to record (`Courier.record(_:)`).

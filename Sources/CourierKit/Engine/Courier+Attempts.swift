@@ -154,7 +154,7 @@ extension Courier {
             },
             latencyMilliseconds: startedMilliseconds.map { now - min(now, $0) },
             startedMilliseconds: startedMilliseconds ?? 0, retryAfterMilliseconds: retryAfter.map(NextDue.milliseconds),
-            wasAnswered: { if case .response = outcome { true } else { false } }())
+            wasAnswered: { if case .response = outcome { true } else { false } }(), succeeded: outcome.isSuccess)
     }
 
     /// The metadata of an attempt's log lines (never headers or the body).

@@ -15,7 +15,7 @@ import Foundation
 /// | the policy gives up (`maximumAttempts`, `expiry`, a 4xx it gives up on) | abandoned |
 /// | 429 or 503 from a destination answering others (`.limited`) | after its `Retry-After`, or now (1) |
 /// | 401 from a background upload | now, in the foreground only (2) |
-/// | any other failure | the policy's backoff, at least the server's `Retry-After` (3) |
+/// | any other failure | the policy's backoff (5), at least the server's `Retry-After` (3) |
 /// | the message's record could not be read | after `maximumDelay`, when it is read again |
 /// | a due time replayed at open, beyond the policy | `maximumDelay` or `retryAfterLimit` from now (4) |
 ///
@@ -24,6 +24,8 @@ import Foundation
 /// (3) A `Retry-After` is clamped to `retryAfterLimit`.
 /// (4) The first for a due time from backoff, the second for a server's wait: an app that lowered
 /// its delays in an update, or a wall clock that went backwards since the record was written.
+/// (5) Of attempt max(1, n − e): the e failures the destination's rate explains do not grow it
+/// (`RetryPolicy.ExplainedFailures`; e is read from its latest answers to others, `AnswerWindow`).
 enum NextDue {
     /// What is known of an attempt's end before the core's lock is taken.
     struct Facts: Sendable {
@@ -51,14 +53,16 @@ enum NextDue {
 
     /// The verdict on an attempt that ended at `now` (wall ms) with what `facts` say, after its
     /// destination was told: `destinationLimited` if the destination refused it for load while
-    /// answering others.
+    /// answering others; `explainedFailures`, how many of the message's failures the
+    /// destination's failure rate explains (`RetryPolicy.ExplainedFailures`).
     static func after(
-        _ facts: Facts, destinationLimited: Bool, policy: RetryPolicy, nowMilliseconds now: UInt64
+        _ facts: Facts, destinationLimited: Bool, explainedFailures: Int = 0, policy: RetryPolicy,
+        nowMilliseconds now: UInt64
     ) -> Verdict {
         var random = SplitMix64(seed: facts.random)
         switch policy.decide(
             facts.outcome, attempt: facts.attempt, sinceSend: facts.sinceSend, retryAfter: facts.retryAfter,
-            using: &random)
+            explainedFailures: explainedFailures, using: &random)
         {
         case .delivered:
             let status = if case .response(let s, _) = facts.outcome { UInt16(clamping: s) } else { UInt16(0) }

@@ -89,6 +89,10 @@ public struct RetryPolicy: Sendable, Hashable {
     public var retryAfterLimit: Duration
     /// The default is `.retryEverything`.
     public var classifier: Classifier
+    /// Which failures of a message its destination's failure rate explains, so they do not grow
+    /// its backoff. The default is on: at a destination failing half of all requests at random,
+    /// a message's first 9 failures in a row wait up to `initialDelay` each.
+    public var explainedFailures = ExplainedFailures()
     /// Whether `.giveUpOnClientErrors` still retries HTTP 401. The default is true: an expired
     /// token is the usual cause, and `Configuration.prepareRequest` puts a fresh one on every
     /// attempt. Set it to false if your credentials cannot change between attempts.
@@ -125,14 +129,17 @@ public struct RetryPolicy: Sendable, Hashable {
     ///   - attempt: its number, 1 for the first.
     ///   - sinceSend: how long ago the message was sent (for `expiry`).
     ///   - now: the wall time, to read a `Retry-After` HTTP date.
+    ///   - explainedFailures: how many of the message's failures in a row its destination's
+    ///     failure rate explains (`ExplainedFailures`); the backoff is the one of attempt
+    ///     `max(1, attempt − explainedFailures)`. `maximumAttempts` counts every attempt.
     ///   - random: the source of jitter.
     public func decide(
-        _ outcome: DeliveryOutcome, attempt: Int, sinceSend: Duration, now: Date,
+        _ outcome: DeliveryOutcome, attempt: Int, sinceSend: Duration, now: Date, explainedFailures: Int = 0,
         using random: inout some RandomNumberGenerator
     ) -> Decision {
         decide(
             outcome, attempt: attempt, sinceSend: sinceSend, retryAfter: retryAfter(of: outcome, now: now),
-            using: &random)
+            explainedFailures: explainedFailures, using: &random)
     }
 
     /// The wait a `Retry-After` on `outcome` asks for, clamped to `retryAfterLimit`; nil if the
@@ -148,7 +155,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// `decide` with the outcome's `Retry-After` already read (`retryAfter(of:now:)`).
     func decide(
         _ outcome: DeliveryOutcome, attempt: Int, sinceSend: Duration, retryAfter: Duration?,
-        using random: inout some RandomNumberGenerator
+        explainedFailures: Int = 0, using random: inout some RandomNumberGenerator
     ) -> Decision {
         if outcome.isSuccess { return .delivered }
         if classifier == .giveUpOnClientErrors, case .response(let status, _) = outcome,
@@ -160,7 +167,7 @@ public struct RetryPolicy: Sendable, Hashable {
         if let maximumAttempts, attempt >= maximumAttempts {
             return .giveUp(reason: .attemptsExhausted(attempts: attempt, lastOutcome: outcome))
         }
-        var delay = jittered(backoff(attempt: attempt), using: &random)
+        var delay = jittered(backoff(attempt: max(1, attempt - max(0, explainedFailures))), using: &random)
         if let retryAfter { delay = max(delay, retryAfter) }
         if let expiry, sinceSend + delay > expiry {
             return .giveUp(reason: .expired(expiry: expiry, lastOutcome: outcome))

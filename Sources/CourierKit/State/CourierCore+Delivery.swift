@@ -101,8 +101,13 @@ extension CourierCore {
         }
         // The destination first: a recovery unparks the others before this one resolves.
         let change = state.projection.observe(destination, slot: slot)
+        let explained =
+            outcome.isSuccess
+            ? 0
+            : state.projection.explainedFailures(
+                ofSlot: slot, limits.retry.explainedFailures, nowMilliseconds: destination.nowMilliseconds)
         let verdict = NextDue.after(
-            facts, destinationLimited: change == .limited, policy: limits.retry,
+            facts, destinationLimited: change == .limited, explainedFailures: explained, policy: limits.retry,
             nowMilliseconds: destination.nowMilliseconds)
         switch change {
         case .none, .limited: break

@@ -45,6 +45,8 @@ struct OriginTable {
         var lastHealthyMilliseconds: UInt64?
         /// What the concurrency policy has learned of it.
         var flow: ConcurrencyLimit.Flow
+        /// Its latest answers, for its failure rate (`RetryPolicy.ExplainedFailures`).
+        var answers: AnswerWindow
     }
 
     private(set) var entries: [Entry] = []
@@ -57,6 +59,8 @@ struct OriginTable {
     /// The concurrency policy, and its bound (`maximumConcurrentDeliveries`).
     var concurrency = ConcurrencyLimit.fixed
     var maximumConcurrency = 1_000
+    /// How many answers each origin keeps for its failure rate (0: none, explained failures off).
+    var answerWindow = 0
 
     /// The index of the origin `url` belongs to, adding it if new. Called once per distinct URL
     /// (the URL table interns first), so parsing here is off the per-message path.
@@ -64,7 +68,10 @@ struct OriginTable {
         let name = Self.origin(of: url)
         if let known = indexByName[name] { return known }
         // Bounded by the distinct origins an app posts to; never freed (a few hundred bytes each).
-        entries.append(Entry(name: name, flow: concurrency.initialFlow(maximum: maximumConcurrency)))
+        entries.append(
+            Entry(
+                name: name, flow: concurrency.initialFlow(maximum: maximumConcurrency),
+                answers: AnswerWindow(capacity: answerWindow)))
         indexByName[name] = UInt32(entries.count - 1)
         return UInt32(entries.count - 1)
     }

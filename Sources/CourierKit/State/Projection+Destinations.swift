@@ -99,6 +99,14 @@ extension Projection {
         if origins[o].outage?.probe == i { origins[o].outage!.probe = nil }
     }
 
+    /// How many failures in a row of slot `i`'s message its destination's rate explains: the
+    /// rate of its latest answers to other messages (`AnswerWindow`).
+    func explainedFailures(
+        ofSlot i: UInt32, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64
+    ) -> Int {
+        origins[origin(ofSlot: i)].answers.explainedFailures(ofSlot: i, explanation, nowMilliseconds: now)
+    }
+
     /// An upload that ended while the app was dead, heard late (its hand-off was given up): its
     /// destination has reported, and answered if `status` says it is up. Nothing else is learned
     /// (its start and latency are unknown).
@@ -126,6 +134,8 @@ extension Projection {
         case .healthy:
             origins[o].consecutiveFailures = 0
             origins[o].lastHealthyMilliseconds = now
+            // A 4xx is the message's own problem: neither a success nor a failure of the server.
+            if report.succeeded { origins[o].answers.record(slot: i, failed: false, nowMilliseconds: now) }
             guard let outage = origins.markUp(o) else {
                 policy.succeeded(
                     &origins[o].flow, latencyMilliseconds: report.latencyMilliseconds,
@@ -168,6 +178,7 @@ extension Projection {
     private mutating func fail(slot i: UInt32, origin o: UInt32, _ report: DestinationReport) -> DestinationChange {
         let now = report.nowMilliseconds
         origins[o].consecutiveFailures += 1
+        origins[o].answers.record(slot: i, failed: true, nowMilliseconds: now)
         if let outage = origins[o].outage {
             if outage.probe == i {
                 origins[o].outage!.probe = nil
