@@ -148,7 +148,7 @@ extension Courier {
             signal: DestinationBackoff.signal(for: outcome), nowMilliseconds: now,
             failuresBeforeDown: backoff.isEnabled ? backoff.failuresBeforeDown : 0,
             probeDelayMilliseconds: { failedProbes in
-                let delay = DestinationBackoff.probeDelay(
+                let delay = backoff.probeDelay(
                     policy, failedProbes: failedProbes, outcome: outcome, retryAfter: retryAfter, random: random)
                 return NextDue.milliseconds(delay)
             },

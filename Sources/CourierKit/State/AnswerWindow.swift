@@ -48,6 +48,22 @@ struct AnswerWindow {
         return (counted, failures)
     }
 
+    /// How many failures in a row of the destination the rate before its latest `run` answers
+    /// (the run of failures under way) explains, at wall time `now`: 0 until the window holds
+    /// `minimumAnswers` answers before the run.
+    func explainedRun(
+        beforeLatest run: Int, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64
+    ) -> Int {
+        guard explanation.isEnabled else { return 0 }
+        let age = NextDue.milliseconds(explanation.windowDuration)
+        // The run is the newest answers, all failures: take them out of both counts (no slot is
+        // `.max`: every answer counts).
+        let (counted, failures) = count(excluding: .max, since: now - min(now, age))
+        let before = counted - min(counted, run), failedBefore = failures - min(failures, run)
+        guard before >= explanation.minimumAnswers else { return 0 }
+        return explanation.explainedRun(failureRate: Double(failedBefore) / Double(before))
+    }
+
     /// How many failures in a row of slot `slot`'s message the rate of the others explains
     /// (`explanation.explainedRun`), at wall time `now`: 0 until the window holds
     /// `minimumAnswers` answers to others.

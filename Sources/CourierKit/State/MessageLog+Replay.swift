@@ -52,8 +52,7 @@ final class Replayer {
         projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
         projection.origins.concurrency = configuration.concurrencyLimit
         projection.origins.maximumConcurrency = configuration.maximumConcurrentDeliveries
-        let explanation = configuration.retry.explainedFailures
-        projection.origins.answerWindow = explanation.isEnabled ? explanation.window : 0
+        projection.origins.explanation = configuration.retry.explainedFailures
         resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
         // The smallest record of a message is about 100 bytes: no more slots than that, and at
         // most 2M (128 MiB of address space; beyond it the array grows as usual). Reserved

@@ -59,8 +59,9 @@ struct OriginTable {
     /// The concurrency policy, and its bound (`maximumConcurrentDeliveries`).
     var concurrency = ConcurrencyLimit.fixed
     var maximumConcurrency = 1_000
-    /// How many answers each origin keeps for its failure rate (0: none, explained failures off).
-    var answerWindow = 0
+    /// How failure rates explain failures (`RetryPolicy.ExplainedFailures`): how many answers
+    /// each origin keeps, and how many failures in a row do not count toward an outage.
+    var explanation = RetryPolicy.ExplainedFailures.disabled
 
     /// The index of the origin `url` belongs to, adding it if new. Called once per distinct URL
     /// (the URL table interns first), so parsing here is off the per-message path.
@@ -71,7 +72,7 @@ struct OriginTable {
         entries.append(
             Entry(
                 name: name, flow: concurrency.initialFlow(maximum: maximumConcurrency),
-                answers: AnswerWindow(capacity: answerWindow)))
+                answers: AnswerWindow(capacity: explanation.isEnabled ? explanation.window : 0)))
         indexByName[name] = UInt32(entries.count - 1)
         return UInt32(entries.count - 1)
     }

@@ -189,6 +189,10 @@ extension Projection {
         }
         let failures = origins[o].consecutiveFailures
         guard report.failuresBeforeDown > 0, failures >= report.failuresBeforeDown else { return .none }
+        // A run the destination's rate before it explains is luck, not an outage.
+        let explained = origins[o].answers.explainedRun(
+            beforeLatest: failures, origins.explanation, nowMilliseconds: now)
+        guard failures >= report.failuresBeforeDown + explained else { return .none }
         // The failure that tipped it counts as the first failed probe.
         origins.markDown(
             o,
