@@ -23,13 +23,23 @@ import Testing
         })
     }
 
-    /// The same outage with destination backoff off: every message keeps its own schedule, so
-    /// the server is stormed and the backlog drains late (what the default prevents).
-    @Test func withoutDestinationBackoffTheSameOutageIsAStorm() async throws {
-        let result = try await outage(backoff: .disabled)
+    /// The same outage with destination backoff and the retry budget off: every message keeps
+    /// its own schedule, so the server is stormed and the backlog drains late (what the
+    /// defaults prevent).
+    @Test func withoutDestinationBackoffOrRetryBudgetTheSameOutageIsAStorm() async throws {
+        let result = try await outage(backoff: .disabled, budget: .disabled)
         #expect(result.duringOutage > 1_000, "\(result)")
-        print("destination backoff off, virtual time: \(result)")
+        print("destination backoff and retry budget off, virtual time: \(result)")
         #expect(!result.events.contains { if case .destinationDown = $0 { true } else { false } })
+    }
+
+    /// With destination backoff off, the retry budget alone bounds the outage's load: the 500
+    /// first attempts, then retries at most its 100 tokens and 1 a second (no 2xx came).
+    @Test func withoutDestinationBackoffTheRetryBudgetBoundsTheSameOutage() async throws {
+        let result = try await outage(backoff: .disabled)
+        #expect(result.duringOutage <= 500 + 100 + 30, "\(result)")
+        #expect(result.drainSeconds <= 60, "\(result)")
+        print("destination backoff off, retry budget on, virtual time: \(result)")
     }
 
     struct OutageResult: CustomStringConvertible {
@@ -41,13 +51,16 @@ import Testing
         }
     }
 
-    private func outage(backoff: DestinationBackoff) async throws -> OutageResult {
+    private func outage(backoff: DestinationBackoff, budget: RetryBudget = RetryBudget()) async throws
+        -> OutageResult
+    {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let up = Flag()
         let transport = ScriptedTransport { _ in up.value ? .response(status: 200) : .response(status: 503) }
         var config = testConfiguration(clock: clock, transport: transport, jitter: .full)
         config.destinationBackoff = backoff
+        config.retryBudget = budget
         let courier = try Courier(directory: dir.url, configuration: config)
         let recorder = EventLog(courier.events())
         for i in 0..<500 { try courier.send(["n": i], to: inbox) }

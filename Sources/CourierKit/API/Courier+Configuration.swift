@@ -50,6 +50,10 @@ extension Courier {
         /// `DestinationBackoff`). The default is `DestinationBackoff()`: on, 5 failures.
         /// `.disabled` turns it off.
         public var destinationBackoff = DestinationBackoff()
+        /// How many retries each destination may get over time (`RetryBudget`): a token per retry
+        /// or probe, 100 at most, 2 more per 2xx and 1 per second; a retry without one waits for
+        /// it. The default is `RetryBudget()`; `.disabled` charges nothing.
+        public var retryBudget = RetryBudget()
         /// Called before every attempt with the request about to go out, to add what must be
         /// fresh or must never touch the disk (an access token):
         ///

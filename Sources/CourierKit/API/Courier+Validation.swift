@@ -70,7 +70,7 @@ extension Courier.Configuration {
         )
         require(compactionThreshold >= 1, "compactionThreshold must be at least 1")
         require(resolvedMemoryCount >= 0, "resolvedMemoryCount must not be negative")
-        problems += retry.problems
+        problems += retry.problems + retryBudget.problems
         require(
             destinationBackoff.maximumProbeDelay > .zero,
             "destinationBackoff.maximumProbeDelay must be positive (it is \(destinationBackoff.maximumProbeDelay))")

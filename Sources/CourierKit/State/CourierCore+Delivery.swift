@@ -125,6 +125,7 @@ extension CourierCore {
         case .retry(let due, _, let foregroundOnly):
             append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), state, &effects)
             state.projection.retry(id, attempts: number, dueMilliseconds: due)
+            if change == .limited { state.projection.notePacedRetry(id) }
             let next = Date(timeIntervalSince1970: Double(due) / 1000)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: next))
             if foregroundOnly { state.foregroundOnly.insert(id) }  // no hand-off takes it again

@@ -53,6 +53,7 @@ final class Replayer {
         projection.origins.concurrency = configuration.concurrencyLimit
         projection.origins.maximumConcurrency = configuration.maximumConcurrentDeliveries
         projection.origins.explanation = configuration.retry.explainedFailures
+        projection.origins.budget = configuration.retryBudget
         resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
         // The smallest record of a message is about 100 bytes: no more slots than that, and at
         // most 2M (128 MiB of address space; beyond it the array grows as usual). Reserved

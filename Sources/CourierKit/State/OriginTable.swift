@@ -47,6 +47,8 @@ struct OriginTable {
         var flow: ConcurrencyLimit.Flow
         /// Its latest answers, for its failure rate (`RetryPolicy.ExplainedFailures`).
         var answers: AnswerWindow
+        /// Its retry budget's tokens (`RetryBudget`).
+        var tokens: RetryBudget.Bucket
     }
 
     private(set) var entries: [Entry] = []
@@ -62,6 +64,8 @@ struct OriginTable {
     /// How failure rates explain failures (`RetryPolicy.ExplainedFailures`): how many answers
     /// each origin keeps, and how many failures in a row do not count toward an outage.
     var explanation = RetryPolicy.ExplainedFailures.disabled
+    /// What a retry or a probe costs, and how tokens come back.
+    var budget = RetryBudget.disabled
 
     /// The index of the origin `url` belongs to, adding it if new. Called once per distinct URL
     /// (the URL table interns first), so parsing here is off the per-message path.
@@ -72,7 +76,8 @@ struct OriginTable {
         entries.append(
             Entry(
                 name: name, flow: concurrency.initialFlow(maximum: maximumConcurrency),
-                answers: AnswerWindow(capacity: explanation.isEnabled ? explanation.window : 0)))
+                answers: AnswerWindow(capacity: explanation.isEnabled ? explanation.window : 0),
+                tokens: budget.fullBucket))
         indexByName[name] = UInt32(entries.count - 1)
         return UInt32(entries.count - 1)
     }
@@ -135,6 +140,16 @@ struct OriginTable {
             guard entry.outage == nil, entry.parkedCount > 0 else { return nil }
             return self.concurrency.nextStart(entry.flow, sending: entry.sending)
         }.min()
+    }
+
+    /// Takes a token of origin `o`'s retry budget at `now`, if there is one.
+    mutating func takeToken(_ o: UInt32, nowMilliseconds now: UInt64) -> Bool {
+        budget.take(&entries[Int(o)].tokens, nowMilliseconds: now)
+    }
+
+    /// When origin `o`'s retry budget next holds a token (now if it does).
+    func nextToken(_ o: UInt32, nowMilliseconds now: UInt64) -> UInt64 {
+        budget.nextTokenMilliseconds(entries[Int(o)].tokens, nowMilliseconds: now)
     }
 
     /// Pulls every pending probe time after `limit` back to `limit`.

@@ -80,6 +80,7 @@ extension Projection {
     mutating func startSending(_ i: UInt32, nowMilliseconds now: UInt64) {
         let o = origin(ofSlot: i)
         slots[Int(i)].flags.formUnion([.inFlight, .sending])
+        slots[Int(i)].flags.remove(.pacedRetry)
         origins[o].sending += 1
         origins.concurrency.started(&origins[o].flow, nowMilliseconds: now)
     }
@@ -135,7 +136,10 @@ extension Projection {
             origins[o].consecutiveFailures = 0
             origins[o].lastHealthyMilliseconds = now
             // A 4xx is the message's own problem: neither a success nor a failure of the server.
-            if report.succeeded { origins[o].answers.record(slot: i, failed: false, nowMilliseconds: now) }
+            if report.succeeded {
+                origins[o].answers.record(slot: i, failed: false, nowMilliseconds: now)
+                origins.budget.succeeded(&origins[o].tokens, nowMilliseconds: now)
+            }
             guard let outage = origins.markUp(o) else {
                 policy.succeeded(
                     &origins[o].flow, latencyMilliseconds: report.latencyMilliseconds,

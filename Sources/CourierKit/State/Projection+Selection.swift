@@ -4,8 +4,10 @@
 /// In order: a down destination's probe (one per destination), then a message parked by its
 /// destination's limit or pace (the oldest), then the earliest due. Every taken message counts
 /// toward its destination's limit and moves its pace on (`startSending`); whether one more may
-/// start is one rule, `startTime(_:notBefore:)`. Only lane heads are ever schedulable, so
-/// ordering keys hold either way.
+/// start is one rule, `startTime(_:notBefore:)`. An engine attempt that is a retry or a probe
+/// also takes a token of its destination's retry budget (`paysForRetry`); one without waits in
+/// the heap for the next token, where first attempts pass it. Only lane heads are ever
+/// schedulable, so ordering keys hold either way.
 extension Projection {
     /// When a taken message starts.
     enum Start: Equatable {
@@ -79,6 +81,22 @@ extension Projection {
     /// Whether origin `o` (up) may start one more delivery now.
     func mayStart(_ o: UInt32, nowMilliseconds now: UInt64) -> Bool { startTime(o, notBefore: now) == now }
 
+    /// `.now`: takes a token of origin `o`'s retry budget for slot `i` if its attempt is a
+    /// retry (not one its destination's limit paces after a 429 or 503: the server's pace
+    /// bounds those). False if there is none: the slot is then due at the next token (later
+    /// than now), for the caller to put in the heap. A first attempt and a hand-off pay nothing.
+    private mutating func paysForRetry(_ i: UInt32, origin o: UInt32, _ start: Start, nowMilliseconds now: UInt64)
+        -> Bool
+    {
+        guard start == .now, slots[Int(i)].attempts > 0, !slots[Int(i)].flags.contains(.pacedRetry) else {
+            return true
+        }
+        if origins.takeToken(o, nowMilliseconds: now) { return true }
+        slots[Int(i)].dueMilliseconds = max(slots[Int(i)].dueMilliseconds, origins.nextToken(o, nowMilliseconds: now))
+        assert(slots[Int(i)].dueMilliseconds > now, "a retry without a token is due later")
+        return false
+    }
+
     private func skips(_ i: UInt32, _ skip: (Slot, String) -> Bool) -> Bool {
         skip(slots[Int(i)], url(of: slots[Int(i)]))
     }
@@ -91,8 +109,14 @@ extension Projection {
         for o in origins.down {
             guard let outage = origins[o].outage, outage.probe == nil, origins[o].parkedCount > 0,
                 start == .whenAllowed || outage.nextProbeMilliseconds <= now,
-                let first = firstParked(o), !skips(first, skip), let i = popParked(o)
+                let first = firstParked(o), !skips(first, skip)
             else { continue }
+            // A probe is a retry of the destination: it takes a token, or waits for the next.
+            if start == .now && !origins.takeToken(o, nowMilliseconds: now) {
+                origins[o].outage!.nextProbeMilliseconds = origins.nextToken(o, nowMilliseconds: now)
+                continue
+            }
+            guard let i = popParked(o) else { continue }
             assert(i == first, "the first parked entry is the one popped")
             startSending(i, nowMilliseconds: now)
             origins[o].outage!.probe = i
@@ -114,14 +138,20 @@ extension Projection {
         // Bounded by the few origins holding messages; emptied ones are dropped on the way.
         origins.holding = origins.holding.filter { !origins.isDown($0) && origins[$0].parkedCount > 0 }
         for o in origins.holding {
-            guard let first = firstParked(o), !skips(first, skip),
+            // Bounded by the origin's parked queue: a retry without a token leaves it for the heap.
+            while let first = firstParked(o), !skips(first, skip),
                 let begin = startTime(
                     o, notBefore: start == .now ? now : max(now, slots[Int(first)].dueMilliseconds), start),
                 start == .whenAllowed || begin == now, let i = popParked(o)
-            else { continue }
-            assert(i == first, "the first parked entry is the one popped")
-            startSending(i, nowMilliseconds: begin)
-            return Taken(slot: slots[Int(i)], beginMilliseconds: begin)
+            {
+                assert(i == first, "the first parked entry is the one popped")
+                guard paysForRetry(i, origin: o, start, nowMilliseconds: begin) else {
+                    heapPush(i)
+                    continue
+                }
+                startSending(i, nowMilliseconds: begin)
+                return Taken(slot: slots[Int(i)], beginMilliseconds: begin)
+            }
         }
         return nil
     }
@@ -144,6 +174,11 @@ extension Projection {
                 start == .whenAllowed || begin == now
             else {
                 park(top)
+                continue
+            }
+            // Due at the next token: later than now, so this loop does not see it again.
+            guard paysForRetry(top, origin: o, start, nowMilliseconds: begin) else {
+                heapPush(top)
                 continue
             }
             startSending(top, nowMilliseconds: begin)

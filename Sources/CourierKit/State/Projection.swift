@@ -46,6 +46,9 @@ struct Projection {
         /// In flight as a delivery (an attempt or a background upload; not a hold): counted in
         /// its origin's `sending`.
         static let sending = Flags(rawValue: 16)
+        /// Its next attempt is a retry its destination's limit paces after a 429 or 503 (the
+        /// server's pace bounds it): it takes no token of the retry budget.
+        static let pacedRetry = Flags(rawValue: 32)
 
         /// Live, and neither in flight nor parked: waiting for its due time (if its lane's head).
         var isWaiting: Bool { contains(.live) && isDisjoint(with: [.inFlight, .parked]) }
@@ -164,6 +167,13 @@ struct Projection {
         slots[Int(i)].attempts = attempts
         slots[Int(i)].dueMilliseconds = dueMilliseconds
         reschedule(i)
+    }
+
+    /// Message `id`'s next attempt is a retry its destination's limit paces (after a 429 or
+    /// 503 from a destination answering others): it takes no token of the retry budget.
+    mutating func notePacedRetry(_ id: MessageID) {
+        guard let i = lookup(id) else { return }
+        slots[Int(i)].flags.insert(.pacedRetry)
     }
 
     /// Keeps a message out of delivery, as if in flight, until `release` (used while its
