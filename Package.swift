@@ -120,9 +120,13 @@ let package = Package(
                 path: "Tools/courier-background-bench/Scenarios"),
         .executableTarget(name: "courier-background-bench", dependencies: ["BackgroundScenarios"],
                           path: "Tools/courier-background-bench/CLI"),
+        // Issue 36's retry-tail scenarios on virtual time: printed by `courier-bench --drain`,
+        // asserted by `make test` (RetryTailPromiseTests).
+        .target(name: "RetryScenarios", dependencies: ["CourierKit", "CourierTesting", "CourierLog"],
+                path: "Tools/retry-scenarios"),
         .executableTarget(
             name: "courier-bench",
-            dependencies: ["CourierKit", "CourierLog", "FlakyServer",
+            dependencies: ["CourierKit", "CourierLog", "FlakyServer", "RetryScenarios",
                            .product(name: "AsyncHTTPClient", package: "async-http-client",
                                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
                            .product(name: "NIOSSL", package: "swift-nio-ssl",
@@ -154,7 +158,7 @@ let package = Package(
         ]),
         .testTarget(name: "CourierTests", dependencies: [
             "CourierKit", "CourierTesting", "CourierLog", "CourierLogTesting", "FlakyServer",
-            "GoldenRecords", "BackgroundScenarios",
+            "GoldenRecords", "BackgroundScenarios", "RetryScenarios",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client",
                      condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),

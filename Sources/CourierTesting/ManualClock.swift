@@ -28,6 +28,10 @@ public final class ManualClock: Clock {
     /// How many tasks are sleeping on this clock.
     public var sleeperCount: Int { lock.withLock { sleepers.count } }
 
+    /// The earliest deadline a task sleeps until, if any: how far `advance(by:)` must go to wake
+    /// one (a simulation that jumps from one timer to the next, not in fixed steps).
+    public var nextDeadline: Instant? { lock.withLock { sleepers.values.map(\.deadline).min() } }
+
     public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         let key = lock.withLock { () -> Int in
             nextKey += 1

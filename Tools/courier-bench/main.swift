@@ -105,6 +105,10 @@ if arguments.count >= 2 && arguments[1] == "--drain" {
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }
+if arguments.count >= 2 && arguments[1] == "--retry-tail" {
+    try await retryTailBenchmark(only: Set(arguments.dropFirst(2).compactMap { Int($0) }))
+    exit(0)
+}
 if arguments.count == 3 && arguments[1] == "--outage" {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-outage-\(getpid())")
     try await outageScenarios(seconds: Int(arguments[2])!, root: directory)

@@ -15,10 +15,19 @@ import Foundation
 /// from its queue, oldest first, as soon as a delivery ends or the pace allows.
 struct OriginTable {
     struct Outage {
+        /// The attempt number whose backoff spaces the probe after `failedProbes` failed ones.
+        var probeAttempt: Int { max(1, failedProbes - explainedFailures) }
+
         /// Wall time (ms) when it went down.
         var sinceMilliseconds: UInt64
-        /// Probes that failed since; the next probe's delay is the policy's for this attempt.
+        /// Probes that failed since; the next probe's delay is the policy's for this attempt, less
+        /// `explainedFailures`.
         var failedProbes: Int
+        /// How many failures in a row the destination's rate explained when it went down
+        /// (`RetryPolicy.ExplainedFailures`): so many failed probes are luck, and do not grow the
+        /// probe delay (a server failing 90% at random is probed about every second, as the
+        /// retry budget allows, not every minute).
+        var explainedFailures = 0
         var nextProbeMilliseconds: UInt64
         /// The slot being probed, if a probe is in flight.
         var probe: UInt32?

@@ -170,7 +170,7 @@ extension Projection {
         case .neutral:
             if let outage = origins[o].outage, outage.probe == i {
                 origins[o].outage!.probe = nil
-                let delay = report.probeDelayMilliseconds(max(1, outage.failedProbes))
+                let delay = report.probeDelayMilliseconds(outage.probeAttempt)
                 origins[o].outage!.nextProbeMilliseconds = now + delay
             }
             return .none
@@ -187,7 +187,8 @@ extension Projection {
             if outage.probe == i {
                 origins[o].outage!.probe = nil
                 origins[o].outage!.failedProbes += 1
-                origins[o].outage!.nextProbeMilliseconds = now + report.probeDelayMilliseconds(outage.failedProbes + 1)
+                let delay = report.probeDelayMilliseconds(origins[o].outage!.probeAttempt)
+                origins[o].outage!.nextProbeMilliseconds = now + delay
             }
             return .none
         }
@@ -197,11 +198,12 @@ extension Projection {
         let explained = origins[o].answers.explainedRun(
             beforeLatest: failures, origins.explanation, nowMilliseconds: now)
         guard failures >= report.failuresBeforeDown + explained else { return .none }
-        // The failure that tipped it counts as the first failed probe.
+        // The failure that tipped it counts as the first failed probe; the rate that explained
+        // some of the run explains as many failed probes.
         origins.markDown(
             o,
             outage: OriginTable.Outage(
-                sinceMilliseconds: now, failedProbes: 1,
+                sinceMilliseconds: now, failedProbes: 1, explainedFailures: explained,
                 nextProbeMilliseconds: now + report.probeDelayMilliseconds(1)))
         return .wentDown(origin: origins[o].name, consecutiveFailures: failures)
     }
