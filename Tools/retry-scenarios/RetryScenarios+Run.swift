@@ -92,8 +92,9 @@ extension RetryScenarios {
             let trafficOver = steady.map { $0 >= scenario.steadyFor } ?? true
             let othersPending = courier.pendingCount - (poison == nil ? 0 : 1)
             if now >= scenario.horizon || (trafficOver && othersPending == 0 && poison == nil) { break }
-            // No sleeper yet (a timer about to be armed): a second at a time, never a leap.
-            var next = min(clock.nextDeadline?.offset ?? (now + .seconds(1)), scenario.horizon)
+            // The engine's timer (the courier opened at the clock's zero, so its deadline is an
+            // offset); without one, a second at a time, never a leap.
+            var next = min(courier.nextTimerDeadlineForTesting ?? (now + .seconds(1)), scenario.horizon)
             if let s = steady, s < scenario.steadyFor { next = min(next, s) }
             guard next > now else {
                 await clock.advance(by: .milliseconds(1))

@@ -126,6 +126,10 @@ extension CourierCore {
     /// `close()` was called.
     var isClosed: Bool { read(\.closed) }
 
+    /// When the engine's one timer fires, on its clock (time since the courier opened); nil if
+    /// none is armed.
+    var timerDeadline: Duration? { read { $0.scheduler.timer?.deadline } }
+
     /// The pending messages' ids, oldest first.
     var pendingIDs: [MessageID] { read { $0.projection.liveSlotsInOrder().map(\.id) } }
 }
