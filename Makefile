@@ -218,16 +218,21 @@ bench-outage: deps
 
 # Issue 24's drain scenarios, side by side in one run, loopback, real time, default settings:
 # 1,000 messages at 0-400 ms latency; 500 against a 20/s limiter (burst 10) answering 503, then
-# 429 with Retry-After: 1; 1,000 to a server failing half the time; 500 through a 30 s outage.
-# One line each: seconds, requests, refused, the ideal. Each stops at max(150 s, 5 x ideal), the
-# challenge's at 900 s. DRAIN_SCENARIOS="2 3" runs those alone. The 503 limiter's drain is drawn
-# (in flight, accepted, refused over time) to DRAIN_PLOT, the picture of the DocC article
-# "Retry and backoff". Then 1,000 messages over TLS with ALPN h2 to a loopback HTTP/2 server:
-# connections and streams it saw (multiplexed: one connection). About 8 minutes.
+# 429 with Retry-After: 1; 1,000 and 300 to a server failing half the time, and 2 a second for
+# 90 s to it, each also with issue 36's rules .disabled (send-to-delivered p50/p99/max, requests
+# per message); 500 through a 30 s outage. One line each: seconds, requests, refused, the ideal.
+# Each stops at max(150 s, 5 x ideal), the 50% ones at 900 s. DRAIN_SCENARIOS="2 3" runs those
+# alone. The 503 limiter's drain is drawn (in flight, accepted, refused over time) to DRAIN_PLOT,
+# the picture of the DocC article "Retry and backoff", and the 1,000 at 50%'s send-to-delivered
+# times beside it (retry-tail-latency.svg). Then issue 36's scenarios on virtual time, defaults
+# and .disabled (poison message, outages, a 90% server: hours, in seconds). Then 1,000 messages
+# over TLS with ALPN h2 to a loopback HTTP/2 server: connections and streams it saw
+# (multiplexed: one connection). About 20 minutes, most of it the .disabled runs.
 DRAIN_SCENARIOS ?=
 DRAIN_PLOT ?= Sources/CourierKit/CourierKit.docc/Resources/drain-limiter.svg
 bench-drain: deps
 	$(SWIFT) run $(TRAITS) -c release courier-bench --drain $(DRAIN_SCENARIOS) $(DRAIN_PLOT)
+	$(SWIFT) run $(TRAITS) -c release courier-bench --retry-tail
 	$(SWIFT) run $(TRAITS) -c release courier-bench --h2 1000
 
 # Issue 19's background hand-off on the simulated system (virtual time; a debug build, since

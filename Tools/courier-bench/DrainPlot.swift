@@ -10,9 +10,24 @@ final class DrainTrace: @unchecked Sendable {
     enum Mark { case started, delivered, refused, failed }
     private let lock = NSLock()
     private var marks: [(seconds: Double, mark: Mark)] = []
+    private var sentAt: [MessageID: Double] = [:]
+    private var latencies: [Double] = []
     private let start = ContinuousClock.now
 
+    /// Message `id` was sent now.
+    func sent(_ id: MessageID) {
+        let t = seconds(start.duration(to: .now))
+        lock.withLock { sentAt[id] = t }
+    }
+
+    /// Send-to-delivered seconds of each message delivered, ascending.
+    var sortedLatencies: [Double] { lock.withLock { latencies }.sorted() }
+
     func record(_ event: CourierEvent) {
+        if case .delivered(let id, _) = event {
+            let t = seconds(start.duration(to: .now))
+            lock.withLock { if let sent = sentAt.removeValue(forKey: id) { latencies.append(t - sent) } }
+        }
         let mark: Mark
         switch event {
         case .attemptStarted: mark = .started

@@ -39,7 +39,10 @@ func cpuUsage() -> (seconds: Double, wakeups: Int) {
 func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 /// Unbuffered, so a figure is seen even if a later step fails.
 func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
-func line(_ label: String, _ value: String) { say(label.padding(toLength: 56, withPad: " ", startingAt: 0) + value) }
+/// A label padded to a column, then the value (a longer label is kept whole, a space after it).
+func line(_ label: String, _ value: String) {
+    say((label.count < 64 ? label.padding(toLength: 64, withPad: " ", startingAt: 0) : label + " ") + value)
+}
 
 /// The message every send benchmark sends: about 150 bytes of JSON.
 func benchMessage(_ i: Int) -> [String: Any] {
