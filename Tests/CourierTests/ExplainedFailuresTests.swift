@@ -23,23 +23,23 @@ import Testing
 
     @Test func theWindowLeavesOutTheMessagesOwnAnswersAndOldOnes() {
         var window = AnswerWindow(capacity: 4)
-        window.record(slot: 1, failed: true, nowMilliseconds: 1_000)
-        window.record(slot: 2, failed: false, nowMilliseconds: 2_000)
-        window.record(slot: 3, failed: true, nowMilliseconds: 3_000)
+        window.record(message: 1, failed: true, nowMilliseconds: 1_000)
+        window.record(message: 2, failed: false, nowMilliseconds: 2_000)
+        window.record(message: 3, failed: true, nowMilliseconds: 3_000)
         #expect(window.count(excluding: 1, since: 0) == (answers: 2, failures: 1))
         #expect(window.count(excluding: 9, since: 2_000) == (answers: 2, failures: 1), "older ones left out")
-        for t in 0..<4 { window.record(slot: 4, failed: false, nowMilliseconds: 4_000 + UInt64(t)) }
+        for t in 0..<4 { window.record(message: 4, failed: false, nowMilliseconds: 4_000 + UInt64(t)) }
         #expect(window.count(excluding: 9, since: 0) == (answers: 4, failures: 0), "at most `capacity` kept")
     }
 
     @Test func tooFewAnswersExplainNothing() {
         var window = AnswerWindow(capacity: 128)
-        for n in 0..<15 { window.record(slot: UInt32(n), failed: n % 2 == 0, nowMilliseconds: 1_000) }
+        for n in 0..<15 { window.record(message: UInt64(n), failed: n % 2 == 0, nowMilliseconds: 1_000) }
         let rule = RetryPolicy.ExplainedFailures()
-        #expect(window.explainedFailures(ofSlot: 99, rule, nowMilliseconds: 1_000) == 0)
-        window.record(slot: 15, failed: false, nowMilliseconds: 1_000)
-        #expect(window.explainedFailures(ofSlot: 99, rule, nowMilliseconds: 1_000) == 9, "16 answers, half failed")
-        #expect(window.explainedFailures(ofSlot: 99, rule, nowMilliseconds: 1_000 + 600_001) == 0, "all too old")
+        #expect(window.explainedFailures(of: 99, rule, nowMilliseconds: 1_000) == 0)
+        window.record(message: 15, failed: false, nowMilliseconds: 1_000)
+        #expect(window.explainedFailures(of: 99, rule, nowMilliseconds: 1_000) == 9, "16 answers, half failed")
+        #expect(window.explainedFailures(of: 99, rule, nowMilliseconds: 1_000 + 600_001) == 0, "all too old")
     }
 
     @Test func aFailureRunIsAlwaysBackedOffFromTheFirstNotExplainedFailure() {

@@ -105,7 +105,7 @@ extension Projection {
     func explainedFailures(
         ofSlot i: UInt32, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64
     ) -> Int {
-        origins[origin(ofSlot: i)].answers.explainedFailures(ofSlot: i, explanation, nowMilliseconds: now)
+        origins[origin(ofSlot: i)].answers.explainedFailures(of: slots[Int(i)].order, explanation, nowMilliseconds: now)
     }
 
     /// An upload that ended while the app was dead, heard late (its hand-off was given up): its
@@ -137,7 +137,7 @@ extension Projection {
             origins[o].lastHealthyMilliseconds = now
             // A 4xx is the message's own problem: neither a success nor a failure of the server.
             if report.succeeded {
-                origins[o].answers.record(slot: i, failed: false, nowMilliseconds: now)
+                origins[o].answers.record(message: slots[Int(i)].order, failed: false, nowMilliseconds: now)
                 origins.budget.succeeded(&origins[o].tokens, nowMilliseconds: now)
             }
             guard let outage = origins.markUp(o) else {
@@ -182,7 +182,7 @@ extension Projection {
     private mutating func fail(slot i: UInt32, origin o: UInt32, _ report: DestinationReport) -> DestinationChange {
         let now = report.nowMilliseconds
         origins[o].consecutiveFailures += 1
-        origins[o].answers.record(slot: i, failed: true, nowMilliseconds: now)
+        origins[o].answers.record(message: slots[Int(i)].order, failed: true, nowMilliseconds: now)
         if let outage = origins[o].outage {
             if outage.probe == i {
                 origins[o].outage!.probe = nil
