@@ -54,6 +54,16 @@ import Testing
         }
     }
 
+    /// I5: explained failures shorten a message's own backoff, never a server's `Retry-After`.
+    @Test func aRetryAfterIsNeverShortenedByExplainedFailures() {
+        let policy = RetryPolicy(jitter: .none)
+        var random = ClosureRandom(source: SeededRandomSource(seed: 1).next)
+        let decision = policy.decide(
+            .response(status: 503, retryAfter: "30"), attempt: 12, sinceSend: .zero,
+            now: Date(timeIntervalSince1970: 0), explainedFailures: 9, using: &random)
+        #expect(decision == .retry(after: .seconds(30)), "the server's 30 s, not the 4 s of attempt 3")
+    }
+
     /// Gaps, in seconds, between the attempts of one message that always fails, sent after 40
     /// others to the same destination: with `othersFailFirst`, each of those fails its first
     /// attempt and succeeds its second (a destination failing half of all requests); otherwise
