@@ -151,12 +151,10 @@ private func runDrain(_ scenario: DrainScenario, rules: RetryScenarios.Rules, di
     }
     if scenario.comparesRules {
         let l = trace.sortedLatencies
-        func at(_ p: Double) -> Double {
-            l.isEmpty ? .nan : l[min(l.count - 1, Int((p * Double(l.count)).rounded(.up)) - 1)]
-        }
         extra += String(
             format: "; send to delivered p50 %.2f s, p99 %.2f s, max %.2f s; %.2f requests a message",
-            at(0.5), at(0.99), l.last ?? .nan, Double(stats.requests) / Double(max(1, delivered)))
+            RetryScenarios.percentile(0.5, of: l), RetryScenarios.percentile(0.99, of: l), l.last ?? .nan,
+            Double(stats.requests) / Double(max(1, delivered)))
     }
     let name = scenario.comparesRules ? "\(scenario.name), rules \(rules)" : scenario.name
     line(name, "\(time) s | \(stats.requests) | \(refused) | \(ideal) (\(scenario.idealReason))\(extra)")

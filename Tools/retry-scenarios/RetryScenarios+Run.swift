@@ -23,12 +23,8 @@ extension RetryScenarios {
         public var poisonFirstHour: Int?
         public var poisonPerHourAfter: Double?
 
-        /// The `p`-th percentile (0...1) of `latencies`, nearest rank.
-        public func percentile(_ p: Double) -> Double {
-            guard !latencies.isEmpty else { return .nan }
-            let rank = Int((p * Double(latencies.count)).rounded(.up))
-            return latencies[min(latencies.count - 1, max(0, rank - 1))]
-        }
+        /// The `p`-th percentile (0...1) of `latencies`.
+        public func percentile(_ p: Double) -> Double { RetryScenarios.percentile(p, of: latencies) }
 
         public var requestsPerMessage: Double { Double(requests) / Double(max(1, delivered)) }
         public var requestsPerSecond: Double { Double(requests) / max(seconds, 1) }
@@ -131,13 +127,13 @@ extension RetryScenarios {
         return result
     }
 
+    /// The `p`-th percentile (0...1) of `sorted` (ascending), nearest rank; NaN if it is empty.
+    public static func percentile(_ p: Double, of sorted: [Double]) -> Double {
+        guard !sorted.isEmpty else { return .nan }
+        let rank = Int((p * Double(sorted.count)).rounded(.up))
+        return sorted[min(sorted.count - 1, max(0, rank - 1))]
+    }
+
     static let poisonBody = Array(#"{"poison":true}"#.utf8)
     static let destination = URL(string: "https://retry-tail.example/inbox")!
-}
-
-extension Duration {
-    var seconds: Double {
-        let (s, attoseconds) = components
-        return Double(s) + Double(attoseconds) / 1e18
-    }
 }

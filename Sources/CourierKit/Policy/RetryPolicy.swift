@@ -210,8 +210,8 @@ public enum RetryAfter {
 }
 
 extension Duration {
-    /// The duration in seconds, as a Double.
-    var seconds: Double {
+    /// The duration in seconds, as a Double (package: the tools' simulations read it too).
+    package var seconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -56,14 +56,8 @@ struct AnswerWindow {
     func explainedRun(
         beforeLatest run: Int, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64
     ) -> Int {
-        guard explanation.isEnabled else { return 0 }
-        let age = NextDue.milliseconds(explanation.windowDuration)
-        // The run is the newest answers, all failures: take them out of both counts (no message
-        // is `.max`: every answer counts).
-        let (counted, failures) = count(excluding: .max, since: now - min(now, age))
-        let before = counted - min(counted, run), failedBefore = failures - min(failures, run)
-        guard before >= explanation.minimumAnswers else { return 0 }
-        return explanation.explainedRun(failureRate: Double(failedBefore) / Double(before))
+        // No message is `.max`: every answer counts; the run is the newest ones, all failures.
+        explained(excluding: .max, droppingFailures: run, explanation, nowMilliseconds: now)
     }
 
     /// How many failures in a row of message `message` the rate of the others explains
@@ -72,10 +66,20 @@ struct AnswerWindow {
     func explainedFailures(
         of message: UInt64, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64
     ) -> Int {
+        explained(excluding: message, droppingFailures: 0, explanation, nowMilliseconds: now)
+    }
+
+    /// The explained run at the rate of the window's answers not to `message`, less `dropped`
+    /// failures taken out of both counts.
+    private func explained(
+        excluding message: UInt64, droppingFailures dropped: Int, _ explanation: RetryPolicy.ExplainedFailures,
+        nowMilliseconds now: UInt64
+    ) -> Int {
         guard explanation.isEnabled else { return 0 }
         let age = NextDue.milliseconds(explanation.windowDuration)
         let (counted, failures) = count(excluding: message, since: now - min(now, age))
-        guard counted >= explanation.minimumAnswers else { return 0 }
-        return explanation.explainedRun(failureRate: Double(failures) / Double(counted))
+        let answers = counted - min(counted, dropped), failed = failures - min(failures, dropped)
+        guard answers >= explanation.minimumAnswers else { return 0 }
+        return explanation.explainedRun(failureRate: Double(failed) / Double(answers))
     }
 }
