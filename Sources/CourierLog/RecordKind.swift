@@ -19,9 +19,15 @@ public struct RecordKind: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// The message was handed to a background upload session (its task's identity, the
     /// attempt it makes, its earliest begin time); the next `attempted` or end record closes it.
     public static let handedOff = RecordKind(rawValue: 7)
+    /// The app held every message with a tag (`hold(tagged:)`), now and later: no attempt, no
+    /// hand-off, until a `released` record for the tag. Concerns no one message.
+    public static let held = RecordKind(rawValue: 8)
+    /// The app released a tag it held (`release(tagged:)`).
+    public static let released = RecordKind(rawValue: 9)
 
     static let names: [UInt8: String] = [
-        1: "enqueued", 2: "attempted", 3: "delivered", 4: "abandoned", 5: "snapshot", 6: "cancelled", 7: "handed-off"
+        1: "enqueued", 2: "attempted", 3: "delivered", 4: "abandoned", 5: "snapshot", 6: "cancelled", 7: "handed-off",
+        8: "held", 9: "released"
     ]
 
     /// Lower-case name (`enqueued`, …); unknown codes print as `kind-N`.

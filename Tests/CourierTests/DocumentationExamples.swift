@@ -65,6 +65,63 @@ func credentials(tokens: Tokens) -> Courier.Configuration {
     return configuration
 }
 
+/// AccountsAndConsent.md: an app's session, with what it keeps of its accounts.
+final class AccountSession: Sendable {
+    let courier: Courier
+    let tokens = Keychain()
+    init(courier: Courier) { self.courier = courier }
+
+    /// A stand-in for the app's credential store.
+    final class Keychain: Sendable {
+        func token(forAccount account: String) async throws -> String { "token-\(account)" }
+    }
+
+    static func configuration(tokens: Keychain) -> Courier.Configuration {
+        // snippet: accounts-prepare
+        var configuration = Courier.Configuration()
+        configuration.prepareRequest = { request in
+            // The message's account, from its tags: never "whoever is signed in now".
+            guard let tag = request.tags.first(where: { $0.hasPrefix("account:") }) else { return }
+            let token = try await tokens.token(forAccount: String(tag.dropFirst("account:".count)))
+            request.headers["Authorization"] = "Bearer \(token)"
+        }
+        // snippet end
+        return configuration
+    }
+
+    func post(_ text: String, account: String, serverURL: URL) throws {
+        // snippet: accounts-send
+        try courier.send(["text": text], to: serverURL, tags: ["account:\(account)"])
+        // snippet end
+    }
+
+    func switchAccount(from old: String, to new: String) {
+        // snippet: accounts-switch
+        courier.hold(tagged: "account:\(old)")     // its messages wait, across restarts
+        courier.release(tagged: "account:\(new)")  // if it was held before, its messages go now
+        // snippet end
+    }
+
+    func logOut(_ account: String) {
+        // snippet: accounts-logout
+        let dropped = courier.cancel(tagged: "account:\(account)")   // never sent, across restarts
+        // snippet end
+        _ = dropped
+    }
+
+    func consent(_ granted: Bool, event: [String: Any], analyticsURL: URL) throws {
+        // snippet: consent
+        courier.hold(tagged: "analytics")                     // at first launch, before asking
+        try courier.send(event, to: analyticsURL, tags: ["analytics"])   // waits on disk
+        if granted {
+            courier.release(tagged: "analytics")              // everything held goes now
+        } else {
+            courier.cancel(tagged: "analytics")               // and keep holding new ones
+        }
+        // snippet end
+    }
+}
+
 /// UsingCourier.md's tour of the whole API.
 func wholeAPI(appSupport: URL, serverURL: URL, csv: Data) async throws {
     // snippet: whole-api
@@ -129,10 +186,10 @@ func handlingErrors(_ courier: Courier, serverURL: URL) -> String {
     } catch {
         switch error.code {
         case .storageFull: return "the disk is full: try again once messages have drained"
-        case .invalidJSON, .invalidURL, .invalidHeaders, .invalidOrderingKey, .messageTooLarge:
+        case .invalidJSON, .invalidURL, .invalidHeaders, .invalidOrderingKey, .invalidTags, .messageTooLarge:
             return "a bug in the app: \(error)"
-        case .invalidConfiguration, .directoryLocked, .protectedDataUnavailable, .storageFailed,
-             .transportUnavailable, .closed, .abandoned, .cancelled, .unknownMessage:
+        case .invalidConfiguration, .directoryLocked, .unsuitableDirectory, .protectedDataUnavailable,
+             .storageFailed, .transportUnavailable, .closed, .abandoned, .cancelled, .unknownMessage:
             return error.localizedDescription   // its message, for an alert
         @unknown default: return error.localizedDescription   // codes a later version adds
         }

@@ -22,25 +22,59 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
         .delivered(state(1).id, attempt: 5, status: 201),
         .abandoned(state(2).id, attempt: 9, reason: "HTTP 404"),
         .cancelled(state(3).id),
+        .enqueued(tagged(4, key: nil, tags: ["account:1", "consent"])),
+        .snapshot(tagged(5, key: "chat/9", tags: ["ü"])),
+        .enqueued(tagged(6, key: "chat/9", tags: [])),
+        .held(tag: "account:1"),
+        .released(tag: "consent"),
     ]
+
+    static func tagged(_ n: Int, key: String?, tags: [String]) -> MessageState {
+        var s = state(n)
+        s.orderingKey = key
+        s.tags = tags
+        return s
+    }
 
     @Test func everyEventSurvivesEncodeAndDecode() {
         for event in Self.samples {
             #expect(Event.decode(kind: event.kind, body: event.encoded()) == event)
-            #expect(Event.messageID(in: event.encoded()) == event.id)
+            if let id = event.id { #expect(Event.messageID(in: event.encoded()) == id) }
         }
+    }
+
+    /// Fields after the due time are written only when there: a message without tags is byte
+    /// for byte what it was before tags, one without a key or tags what it was before keys;
+    /// tags without a key write an empty key; and each state has one encoding only.
+    @Test func tagsAndKeysAreWrittenOnlyWhenThereWithOneEncodingEach() {
+        let plain = Event.enqueued(Self.tagged(1, key: nil, tags: [])).encoded()
+        let keyed = Event.enqueued(Self.tagged(1, key: "k", tags: [])).encoded()
+        let tagged = Event.enqueued(Self.tagged(1, key: nil, tags: ["t"])).encoded()
+        #expect(plain == Event.enqueued(state(1)).encoded())
+        #expect(keyed == plain + [1, 0, UInt8(ascii: "k")])
+        #expect(tagged == plain + [0, 0] + [1] + [1, 0, UInt8(ascii: "t")])
+        for noncanonical in [plain + [0, 0], plain + [0, 0, 0], tagged.dropLast(3) + [0, 0]] {
+            #expect(Event.decode(kind: .enqueued, body: Array(noncanonical)) == nil)
+        }
+        #expect(Event.decode(kind: .held, body: [Event.version, 0, 0]) == nil, "an empty tag")
     }
 
     @Test func truncatedOrExtendedBodiesDecodeToNothingAndNeverTrap() {
         for event in Self.samples {
             let bytes = event.encoded()
-            for n in 0..<bytes.count { #expect(Event.decode(kind: event.kind, body: Array(bytes.prefix(n))) == nil) }
+            // A key and tags are optional trailing fields: a cut at their start is a valid state
+            // without them (the log's checksum, not the parser, catches a torn record).
+            let optional = event.fullState.map { $0.orderingKey != nil || !$0.tags.isEmpty } ?? false
+            for n in 0..<bytes.count {
+                let cut = Event.decode(kind: event.kind, body: Array(bytes.prefix(n)))
+                #expect(optional ? cut != event : cut == nil)
+            }
             #expect(Event.decode(kind: event.kind, body: bytes + [0]) == nil)
         }
         let random = SeededRandomSource(seed: 9)
         for _ in 0..<2000 {
             let bytes = (0..<Int(random.next() % 200)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
-            for kind in 0...6 { _ = Event.decode(kind: RecordKind(rawValue: UInt8(kind)), body: [1] + bytes) }
+            for kind in 0...9 { _ = Event.decode(kind: RecordKind(rawValue: UInt8(kind)), body: [1] + bytes) }
         }
     }
 
@@ -60,7 +94,7 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
                         && v.dueMilliseconds == s.nextDueMilliseconds
                         && v.orderingKey.map(text) == s.orderingKey && Array(v.body) == s.body
                         && v.headerCount == s.headers.count
-                        && v.createdMilliseconds == s.createdMilliseconds
+                        && v.createdMilliseconds == s.createdMilliseconds && v.tagStrings == s.tags
                 case (.attempted(let id, let attempt, let outcome, let due)?, .attempted(let i, let a, let o, let d)?):
                     return id == i && attempt == a && due == d && outcome.carriesRetryAfter == o.carriesRetryAfter
                         && DeliveryOutcome(outcome) == o
@@ -69,6 +103,7 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
                 case (.abandoned(let id, _, let reason)?, .abandoned(let i, _, let r)?):
                     return id == i && text(reason) == r
                 case (.cancelled(let id)?, .cancelled(let i)?): return id == i
+                case (.held(let tag)?, .held(let t)?), (.released(let tag)?, .released(let t)?): return text(tag) == t
                 default: return false
                 }
             }
@@ -83,7 +118,7 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
         for _ in 0..<3000 {
             var bytes = Self.samples[Int(random.next() % UInt64(Self.samples.count))].encoded()
             bytes[Int(random.next() % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: random.next() | 1)
-            for kind in 0...6 where !agree(RecordKind(rawValue: UInt8(kind)), bytes) { disagreements += 1 }
+            for kind in 0...9 where !agree(RecordKind(rawValue: UInt8(kind)), bytes) { disagreements += 1 }
         }
         #expect(disagreements == 0)
     }

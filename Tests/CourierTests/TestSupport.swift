@@ -94,7 +94,7 @@ struct ReferenceProjection {
             states[id]!.attempts = max(states[id]!.attempts, attempt)
             states[id]!.nextDueMilliseconds = due
         case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): states[id] = nil
-        case .handedOff: break  // the projection's schedule, not the message's state
+        case .handedOff, .held, .released: break  // the projection's schedule, not the message's state
         }
     }
 }
@@ -135,13 +135,19 @@ extension Projection {
         case .enqueued(let s), .snapshot(let s):
             return s.withKeys { url, key in
                 applyFullState(
-                    id: s.id, url: url, orderingKey: key, attempts: s.attempts,
+                    id: s.id, url: url, orderingKey: key, tags: s.tags, attempts: s.attempts,
                     dueMilliseconds: s.nextDueMilliseconds, address: address)
             }
         case .attempted(let id, let attempt, let outcome, let due):
             return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
         case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): return applyEnd(id: id)
         case .handedOff: return .ignored  // the core keeps hand-offs (`CoreState.handOffs`)
+        case .held(let tag):
+            holdTag(tag)
+            return .updated
+        case .released(let tag):
+            releaseTag(tag)
+            return .updated
         }
     }
 }

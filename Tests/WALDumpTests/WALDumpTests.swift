@@ -254,6 +254,41 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         #expect(Dump(directory: path, out: { _ in }, err: { _ in }).verify() == .ok)
     }
 
+    /// A tagged message shows its tags; a hold and a release show their tag (and no message
+    /// id); `stats` lists the tags held at the end of the log.
+    @Test func tagsAndHoldsShowInRecordsAndStats() async throws {
+        let path = NSTemporaryDirectory() + "courier-tags-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var config = Courier.Configuration()
+        config.transport = ScriptedTransport()
+        config.clock = ManualClock()
+        let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
+        courier.hold(tagged: "consent")
+        courier.hold(tagged: "account:1")
+        courier.release(tagged: "account:1")
+        let id = try courier.send(["a": 1], to: URL(string: "https://example.com/in")!, tags: ["consent", "b"])
+        await courier.close()
+
+        var lines: [String] = []
+        #expect(Dump(directory: path, out: { lines.append($0) }, err: { _ in }).records(json: true, payload: false)
+                == .ok)
+        let objects = try lines.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(objects.map { "\($0["type"]!) \($0["tag"] ?? "-") \($0["id"] ?? "-")" } == [
+            "held consent -", "held account:1 -", "released account:1 -", "enqueued - \(id)",
+        ])
+        #expect(objects.last?["tags"] as? String == "b,consent")
+        var stats: [String] = []
+        _ = Dump(directory: path, out: { stats.append($0) }, err: { _ in }).stats(json: false)
+        #expect(stats.contains("held tags: consent"))
+        var json: [String] = []
+        _ = Dump(directory: path, out: { json.append($0) }, err: { _ in }).stats(json: true)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.joined().utf8)) as? [String: Any])
+        #expect(object["held_tags"] as? [String] == ["consent"])
+        #expect(object["live_messages"] as? Int == 1)
+    }
+
     /// A message handed to a background upload session gets a `handed-off` record naming the
     /// task; its body waits in `bodies/` (owner-only), which `wal-dump` leaves alone.
     @Test func aHandedOffMessageShowsItsTask() async throws {

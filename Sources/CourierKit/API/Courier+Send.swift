@@ -17,6 +17,10 @@ extension Courier {
     ///   - headers: extra request headers. `Content-Type` (`application/json`) and
     ///     `Idempotency-Key` (the message id) are set by Courier; passing either throws
     ///     `.invalidHeaders`.
+    ///   - tags: the app's labels for the message, stored with it: `prepareRequest` reads them
+    ///     (`DeliveryRequest.tags`, to pick the right account's credentials), `hold(tagged:)`,
+    ///     `release(tagged:)` and `cancel(tagged:)` act on them. At most 32, each 1 to 256 bytes
+    ///     of UTF-8 (else `.invalidTags`). A message sent with a held tag waits until released.
     ///   - onDelivered: called once, on a background thread, when the server answered 2xx.
     ///     Keep it short and never block or wait in it: it runs on the thread that heard the
     ///     answer (with AsyncHTTPClient, one of its event loops, where waiting on a NIO future
@@ -28,23 +32,26 @@ extension Courier {
     @discardableResult
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
+        tags: Set<String> = [],
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
         let body = try JSONBody.serialize(json)
         return try enqueue(
-            body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
+            body: body, contentType: "application/json", url: url,
+            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
-    /// `send(_:to:orderingKey:headers:)`, also returning the bytes it stored (the models list
-    /// the message with its body at once).
+    /// `send(_:to:orderingKey:headers:tags:)`, also returning the bytes it stored (the models
+    /// list the message with its body at once).
     func sendReturningBody(
-        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String]
+        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], tags: Set<String>
     ) throws(CourierError) -> (MessageID, Data) {
         let body = try JSONBody.serialize(json)
         let id = try enqueue(
-            body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
+            body: body, contentType: "application/json", url: url,
+            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
             callbacks: Callbacks(onDelivered: nil, onAbandoned: nil))
         return (id, Data(body))
     }
@@ -55,13 +62,14 @@ extension Courier {
     @discardableResult
     public func send(
         _ value: some Encodable, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        encoder: JSONEncoder? = nil,
+        tags: Set<String> = [], encoder: JSONEncoder? = nil,
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
         let body = try JSONBody.encode(value, with: encoder)
         return try enqueue(
-            body: body, contentType: "application/json", url: url, orderingKey: orderingKey, headers: headers,
+            body: body, contentType: "application/json", url: url,
+            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
@@ -69,36 +77,41 @@ extension Courier {
     @discardableResult
     public func send(
         data: Data, contentType: String, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
+        tags: Set<String> = [],
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
         try enqueue(
-            body: Array(data), contentType: contentType, url: url, orderingKey: orderingKey, headers: headers,
+            body: Array(data), contentType: contentType, url: url,
+            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
-    private func enqueue(
-        body: [UInt8], contentType: String, url: URL, orderingKey: String?, headers: [String: String],
-        callbacks: Callbacks
+    /// What a send says about its message besides the body and destination.
+    struct Labels {
+        var orderingKey: String?
+        var headers: [String: String]
+        var tags: Set<String>
+        /// An id chosen before (an extension's message keeps the id its `send` returned).
+        var id: MessageID?
+    }
+
+    func enqueue(
+        body: [UInt8], contentType: String, url: URL, labels: Labels, callbacks: Callbacks
     ) throws(CourierError) -> MessageID {
         try Signposts.interval("send") { () throws(CourierError) -> MessageID in
-            try enqueueNow(
-                body: body, contentType: contentType, url: url, orderingKey: orderingKey, headers: headers,
-                callbacks: callbacks)
+            try enqueueNow(body: body, contentType: contentType, url: url, labels: labels, callbacks: callbacks)
         }
     }
 
     private func enqueueNow(
-        body: [UInt8], contentType: String, url: URL, orderingKey: String?, headers: [String: String],
-        callbacks: Callbacks
+        body: [UInt8], contentType: String, url: URL, labels: Labels, callbacks: Callbacks
     ) throws(CourierError) -> MessageID {
         let target = try validatedTarget(url)
-        if let orderingKey, orderingKey.isEmpty || orderingKey.utf8.count > 1024 {
-            throw CourierError(
-                .invalidOrderingKey,
-                "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
-        }
+        let (orderingKey, headers) = (labels.orderingKey, labels.headers)
+        try Self.validate(orderingKey: orderingKey)
         if !headers.isEmpty { try Self.validate(headers) }
+        let tags = try Self.validate(tags: labels.tags)
         try Self.validate(contentType: contentType)
         guard body.count <= configuration.maximumMessageBytes else {
             throw CourierError(
@@ -107,7 +120,7 @@ extension Courier {
                     + "(Configuration.maximumMessageBytes)"
             )
         }
-        let id = configuration.makeMessageID()
+        let id = labels.id ?? configuration.makeMessageID()
         let instant = currentInstant()
         let now = instant.wallMilliseconds
         var allHeaders = [Header(name: "Content-Type", value: contentType)]
@@ -116,7 +129,7 @@ extension Courier {
         }
         let message = MessageState(
             id: id, url: target, headers: allHeaders, body: body,
-            createdMilliseconds: now, nextDueMilliseconds: now, orderingKey: orderingKey)
+            createdMilliseconds: now, nextDueMilliseconds: now, orderingKey: orderingKey, tags: tags)
         let event = Event.enqueued(message)
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
@@ -186,6 +199,33 @@ extension Courier {
             }
         }
     }
+
+    static func validate(orderingKey: String?) throws(CourierError) {
+        if let orderingKey, orderingKey.isEmpty || orderingKey.utf8.count > 1024 {
+            throw CourierError(
+                .invalidOrderingKey,
+                "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
+        }
+    }
+
+    /// The most tags one message may carry, and the longest tag (UTF-8 bytes).
+    static let maximumTagCount = 32
+    static let maximumTagBytes = 256
+
+    /// `tags`, sorted as stored, or `.invalidTags` naming the first at fault.
+    static func validate(tags: Set<String>) throws(CourierError) -> [String] {
+        guard !tags.isEmpty else { return [] }
+        guard tags.count <= maximumTagCount else {
+            throw CourierError(.invalidTags, "\(tags.count) tags; at most \(maximumTagCount)")
+        }
+        for tag in tags where !isValid(tag: tag) {
+            throw CourierError(
+                .invalidTags, "tag \"\(tag.prefix(40))\": a tag is 1 to \(maximumTagBytes) bytes of UTF-8")
+        }
+        return tags.sorted()
+    }
+
+    static func isValid(tag: String) -> Bool { !tag.isEmpty && tag.utf8.count <= maximumTagBytes }
 
     static func validate(contentType: String) throws(CourierError) {
         guard !contentType.isEmpty, contentType.utf8.count <= 8192,

@@ -17,6 +17,8 @@ public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible, 
         case invalidHeaders
         /// An ordering key that is empty or longer than 1 KiB of UTF-8.
         case invalidOrderingKey
+        /// Tags that cannot be stored: more than 32, or one empty or longer than 256 bytes of UTF-8.
+        case invalidTags
         /// A `Configuration` value is out of range (documented on the setting).
         case invalidConfiguration
         /// The body is larger than `Configuration.maximumMessageBytes`.
@@ -26,6 +28,9 @@ public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible, 
         case storageFull
         /// The directory is open in another `Courier` (this process or another).
         case directoryLocked
+        /// The directory is one the system empties when it needs space (Caches, tmp): pending
+        /// messages would vanish. The message names the directory and where to put the log.
+        case unsuitableDirectory
         /// The log's files cannot be read yet: the device has not been unlocked since it
         /// restarted, and iOS keeps files of the app's data protection class
         /// (`completeUntilFirstUserAuthentication`) locked until then. It happens when iOS
@@ -139,6 +144,8 @@ extension CourierError.Code {
         case .cancelled: 14
         // 15 was the wait's cancellation, which is `CancellationError` now.
         case .unknownMessage: 16
+        case .invalidTags: 17
+        case .unsuitableDirectory: 18
         }
     }
 }

@@ -18,14 +18,20 @@ public struct PendingMessage: Sendable, Hashable {
     public var orderingKey: String?
     /// Whether the background upload session has it now (`appDidEnterBackground()`).
     public var isHandedOff: Bool
+    /// The tags `send` was given.
+    public var tags: Set<String>
+    /// Whether a held tag keeps it from delivery now (`hold(tagged:)`).
+    public var isHeld: Bool
 
     /// A pending message with these fields (tests build them; Courier reports them).
     public init(
         id: MessageID, url: URL, body: Data, attempts: Int, sentAt: Date, nextAttemptAt: Date,
-        orderingKey: String? = nil, isHandedOff: Bool = false
+        orderingKey: String? = nil, isHandedOff: Bool = false, tags: Set<String> = [], isHeld: Bool = false
     ) {
         self.orderingKey = orderingKey
         self.isHandedOff = isHandedOff
+        self.tags = tags
+        self.isHeld = isHeld
         self.id = id
         self.url = url
         self.body = body
@@ -74,13 +80,15 @@ extension Courier {
     /// The pending messages among `ids`, read back from the log, in that order.
     private func loadPendingMessages(_ ids: [MessageID]) -> [PendingMessage] {
         let handedOff = core.handOffs
+        let held = core.heldIDs
         return ids.compactMap { id in
             guard let s = try? core.loadState(id), let url = URL(string: s.url) else { return nil }
             return PendingMessage(
                 id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
                 sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
                 nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000),
-                orderingKey: s.orderingKey, isHandedOff: handedOff[id] != nil)
+                orderingKey: s.orderingKey, isHandedOff: handedOff[id] != nil, tags: Set(s.tags),
+                isHeld: held.contains(id))
         }
     }
 }

@@ -27,7 +27,7 @@ extension Courier {
         headers["Idempotency-Key"] = state.id.description
         return DeliveryRequest(
             url: URL(string: state.url)!, headers: headers, body: Data(state.body),
-            timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt)
+            timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt, tags: Set(state.tags))
     }
 
     /// The request after `prepareRequest` (if any). A throw is a failed attempt that sent

@@ -79,9 +79,10 @@ public final class CourierModel: Observable {
     /// body (a message sent straight through the courier is listed too, from its event).
     @discardableResult
     public func send(
-        _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:]
+        _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
+        tags: Set<String> = []
     ) throws(CourierError) -> MessageID {
-        try board.send(json, to: url, orderingKey: orderingKey, headers: headers, through: courier)
+        try board.send(json, to: url, orderingKey: orderingKey, headers: headers, tags: tags, through: courier)
     }
 
     private func start(bufferCapacity: Int) {

@@ -45,9 +45,10 @@ public final class CourierObservableObject: ObservableObject {
     /// Sends `json` as `Courier.send` does, and lists the message at once.
     @discardableResult
     public func send(
-        _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:]
+        _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
+        tags: Set<String> = []
     ) throws(CourierError) -> MessageID {
-        try board.send(json, to: url, orderingKey: orderingKey, headers: headers, through: courier)
+        try board.send(json, to: url, orderingKey: orderingKey, headers: headers, tags: tags, through: courier)
     }
 }
 #endif

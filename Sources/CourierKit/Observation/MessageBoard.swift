@@ -61,9 +61,11 @@ struct MessageBoard: Equatable {
     /// Sends `json` through `courier` (`Courier.send`) and lists the message at once, with its
     /// URL and body: what both models' `send` does.
     mutating func send(
-        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], through courier: Courier
+        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], tags: Set<String>,
+        through courier: Courier
     ) throws(CourierError) -> MessageID {
-        let (id, body) = try courier.sendReturningBody(json, to: url, orderingKey: orderingKey, headers: headers)
+        let (id, body) = try courier.sendReturningBody(
+            json, to: url, orderingKey: orderingKey, headers: headers, tags: tags)
         didSend(id, url: url, body: body, at: courier.wallDate())
         return id
     }

@@ -14,10 +14,12 @@ package struct MessageState: Sendable, Equatable {
     package var nextDueMilliseconds: UInt64
     /// Messages with the same key are delivered one after another, in send order.
     package var orderingKey: String? = nil
+    /// The app's labels (`send(…tags:)`), sorted and distinct: what holds and tag cancels match.
+    package var tags: [String] = []
 
     package init(
         id: MessageID, url: String, headers: [Header], body: [UInt8], createdMilliseconds: UInt64,
-        attempts: UInt32 = 0, nextDueMilliseconds: UInt64, orderingKey: String? = nil
+        attempts: UInt32 = 0, nextDueMilliseconds: UInt64, orderingKey: String? = nil, tags: [String] = []
     ) {
         self.id = id
         self.url = url
@@ -27,6 +29,7 @@ package struct MessageState: Sendable, Equatable {
         self.attempts = attempts
         self.nextDueMilliseconds = nextDueMilliseconds
         self.orderingKey = orderingKey
+        self.tags = tags
     }
 }
 
@@ -51,11 +54,12 @@ package struct Header: Sendable, Hashable {
     }
 }
 
-/// A message's state change: one record in the log. Layout of every body (little-endian):
+/// A state change: one record in the log. Layout of a message's record body (little-endian):
 /// `u8 version = 1`, `16 bytes id`, then per kind:
 ///
 ///     enqueued, snapshot  string url · u8 header count · (string name, string value)* · blob body
-///                         · u64 created ms · u32 attempts · u64 next due ms · [string ordering key]
+///                         · u64 created ms · u32 attempts · u64 next due ms
+///                         · [string ordering key · [u8 tag count · string tag*]]
 ///     attempted           u32 attempt · outcome · u64 next due ms
 ///     delivered           u32 attempt · u16 status
 ///     abandoned           u32 attempt · string reason
@@ -63,9 +67,14 @@ package struct Header: Sendable, Hashable {
 ///     handed-off          u32 attempt · u64 ticket · u64 task identifier · u64 earliest begin ms
 ///     outcome             u8 1 · u16 status · string retry-after   |   u8 2 · u8 failure kind · string message
 ///
+/// A tag's record concerns no one message: `u8 version = 1 · string tag`, for `held` (the app
+/// called `hold(tagged:)`) and `released` (`release(tagged:)`).
+///
 /// (`string` = u16 length + UTF-8, `blob` = u32 length + bytes.) The ordering key is there only
-/// when the message has one, so a message without one is byte for byte what it was before keys
-/// existed; a reader older than keys rejects a record that has one (as undecodable, reported).
+/// when the message has one or has tags (then an empty key means none: keys are never empty),
+/// and the tags only when it has some; so a message with neither is byte for byte what it was
+/// before keys existed, one with a key but no tags what it was before tags. A reader older than
+/// a field rejects a record that has it (as undecodable, reported).
 package enum Event: Sendable, Equatable {
     case enqueued(MessageState)
     case attempted(MessageID, attempt: UInt32, outcome: DeliveryOutcome, nextDueMilliseconds: UInt64)
@@ -77,6 +86,10 @@ package enum Event: Sendable, Equatable {
     /// The message was handed to a background upload session: attempt `attempt` is the
     /// session's task `task` (see `HandOff`).
     case handedOff(MessageID, HandOff)
+    /// The app called `hold(tagged:)`: messages with the tag, now and later, wait until released.
+    case held(tag: String)
+    /// The app called `release(tagged:)`.
+    case released(tag: String)
 
     static let version: UInt8 = 1
     /// Bytes of an `enqueued` or `snapshot` body besides its URL, headers and body.
@@ -91,15 +104,19 @@ package enum Event: Sendable, Equatable {
         case .snapshot: .snapshot
         case .cancelled: .cancelled
         case .handedOff: .handedOff
+        case .held: .held
+        case .released: .released
         }
     }
 
-    package var id: MessageID {
+    /// The message the record concerns; nil for a tag's record.
+    package var id: MessageID? {
         switch self {
         case .enqueued(let s), .snapshot(let s): s.id
         case .attempted(let id, _, _, _), .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id),
             .handedOff(let id, _):
             id
+        case .held, .released: nil
         }
     }
 
@@ -107,7 +124,14 @@ package enum Event: Sendable, Equatable {
         var w = ByteWriter()
         if let s = fullState { w.bytes.reserveCapacity(64 + s.url.utf8.count + s.body.count + 32 * s.headers.count) }
         w.u8(Self.version)
-        w.id(id)
+        switch self {
+        case .held(let tag), .released(let tag):
+            w.string(tag)
+            return w.bytes
+        default:
+            break
+        }
+        w.id(id!)
         switch self {
         case .enqueued(let s), .snapshot(let s):
             w.string(s.url)
@@ -120,7 +144,11 @@ package enum Event: Sendable, Equatable {
             w.u64(s.createdMilliseconds)
             w.u32(s.attempts)
             w.u64(s.nextDueMilliseconds)
-            if let key = s.orderingKey { w.string(key) }
+            if s.orderingKey != nil || !s.tags.isEmpty { w.string(s.orderingKey ?? "") }
+            if !s.tags.isEmpty {
+                w.u8(UInt8(min(s.tags.count, 255)))
+                for tag in s.tags.prefix(255) { w.string(tag) }
+            }
         case .attempted(_, let attempt, let outcome, let due):
             w.u32(attempt)
             switch outcome {
@@ -140,7 +168,7 @@ package enum Event: Sendable, Equatable {
         case .abandoned(_, let attempt, let reason):
             w.u32(attempt)
             w.string(reason)
-        case .cancelled:
+        case .cancelled, .held, .released:
             break
         case .handedOff(_, let task):
             w.u32(task.attempt)
@@ -174,6 +202,10 @@ package enum Event: Sendable, Equatable {
             return .cancelled(id)
         case .handedOff(let id, let task)?:
             return .handedOff(id, task)
+        case .held(let tag)?:
+            return .held(tag: String(decoding: tag, as: UTF8.self))
+        case .released(let tag)?:
+            return .released(tag: String(decoding: tag, as: UTF8.self))
         }
     }
 }
@@ -195,7 +227,7 @@ extension MessageState {
             id: view.id, url: String(decoding: view.url, as: UTF8.self), headers: headers, body: Array(view.body),
             createdMilliseconds: view.createdMilliseconds, attempts: view.attempts,
             nextDueMilliseconds: view.dueMilliseconds,
-            orderingKey: view.orderingKey.map { String(decoding: $0, as: UTF8.self) })
+            orderingKey: view.orderingKey.map { String(decoding: $0, as: UTF8.self) }, tags: view.tagStrings)
     }
 }
 

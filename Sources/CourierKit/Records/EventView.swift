@@ -19,6 +19,20 @@ enum EventView {
         var attempts: UInt32
         var dueMilliseconds: UInt64
         var orderingKey: UnsafeRawBufferPointer?
+        var tagCount: Int
+        /// The tags as stored: `tagCount` times `string tag`.
+        var tags: UnsafeRawBufferPointer
+
+        /// The tags as strings (replay makes them only for a tagged message).
+        var tagStrings: [String] {
+            guard tagCount > 0 else { return [] }
+            var r = ByteReader(tags)
+            // Bounded: the parser counted exactly `tagCount` valid strings here.
+            return (0..<tagCount).map { _ in
+                guard let tag = r.string() else { preconditionFailure("tags the parser checked") }
+                return tag
+            }
+        }
     }
 
     /// How an attempt ended, as stored.
@@ -41,13 +55,20 @@ enum EventView {
     case abandoned(MessageID, attempt: UInt32, reason: UnsafeRawBufferPointer)
     case cancelled(MessageID)
     case handedOff(MessageID, HandOff)
+    case held(tag: UnsafeRawBufferPointer)
+    case released(tag: UnsafeRawBufferPointer)
 
     /// The view of a body of kind `kind`, or nil if it is not one this version wrote: a wrong
     /// version byte, a field cut short, text that is not UTF-8, an unknown kind or outcome, or
     /// bytes left over.
     static func parse(kind: RecordKind, body: UnsafeRawBufferPointer) -> EventView? {
         var r = ByteReader(body)
-        guard r.u8() == Event.version, let id = r.id() else { return nil }
+        guard r.u8() == Event.version else { return nil }
+        if kind == .held || kind == .released {
+            guard let tag = r.utf8(), !tag.isEmpty, r.isAtEnd else { return nil }
+            return kind == .held ? .held(tag: tag) : .released(tag: tag)
+        }
+        guard let id = r.id() else { return nil }
         let view: EventView
         switch kind {
         case .enqueued, .snapshot:
@@ -88,13 +109,28 @@ enum EventView {
             return nil
         }
         var key: UnsafeRawBufferPointer?
+        var tagCount = 0
+        var tags = UnsafeRawBufferPointer(rebasing: r.bytes[r.offset..<r.offset])
         if !r.isAtEnd {
             guard let k = r.utf8() else { return nil }
-            key = k
+            // An empty key stands for none, and only before tags: one encoding per state.
+            guard !k.isEmpty || !r.isAtEnd else { return nil }
+            key = k.isEmpty ? nil : k
+        }
+        if !r.isAtEnd {
+            // Written only when there are tags, each non-empty (an empty key then means none).
+            guard let count = r.u8(), count > 0 else { return nil }
+            let start = r.offset
+            // Bounded: at most 255 tags.
+            for _ in 0..<count {
+                guard let tag = r.utf8(), !tag.isEmpty else { return nil }
+            }
+            tagCount = Int(count)
+            tags = UnsafeRawBufferPointer(rebasing: r.bytes[start..<r.offset])
         }
         return State(
             id: id, url: url, headerCount: Int(count), headers: headers, body: body, createdMilliseconds: created,
-            attempts: attempts, dueMilliseconds: due, orderingKey: key)
+            attempts: attempts, dueMilliseconds: due, orderingKey: key, tagCount: tagCount, tags: tags)
     }
 
     private static func parseOutcome(_ r: inout ByteReader) -> Outcome? {

@@ -8,7 +8,7 @@ import CourierLog
 ///
 /// 1. re-snapshots each pending message whose full record lies in a sealed segment: it reads
 ///    the record back, then appends a `snapshot` under the core's lock (which orders it
-///    before any later `delivered`);
+///    before any later `delivered`), and re-appends a `held` record for each tag held now;
 /// 2. syncs the log;
 /// 3. tells the log to forget every segment below the active one.
 ///
@@ -49,6 +49,7 @@ extension CourierCore {
     func compact(_ plan: CompactionPlan) -> Effects {
         do throws(LogError) {
             try writeSnapshots(plan)
+            try appendHolds()
             try log.sync()
             try log.forget(below: plan.floor)
             endCompaction(succeeded: true)

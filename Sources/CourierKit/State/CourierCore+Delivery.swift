@@ -196,7 +196,8 @@ extension CourierCore {
         do {
             effects.appendedThrough = try log.append(event, at: state.wallMilliseconds)
         } catch {
-            effects.emit(.storageFailed(CourierError(error, while: "logging \(event.kind) of \(event.id)")))
+            let subject = event.id.map { "message \($0)" } ?? "a tag"
+            effects.emit(.storageFailed(CourierError(error, while: "logging \(event.kind) of \(subject)")))
         }
     }
 

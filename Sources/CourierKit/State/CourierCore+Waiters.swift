@@ -47,7 +47,7 @@ extension CourierCore {
         cancelled: () -> Bool
     ) -> Bool {
         write { state, _ -> Bool in
-            let idle = state.projection.isEmpty || (exceptHandedOff && Self.onlyHandedOffPending(state))
+            let idle = Self.isIdle(state, exceptHandedOff: exceptHandedOff)
             if idle || state.closed || cancelled() { return false }
             state.idleWaiters[key] = IdleWaiter(continuation: continuation, exceptHandedOff: exceptHandedOff)
             return true
@@ -58,18 +58,29 @@ extension CourierCore {
         write { state, _ in state.idleWaiters.removeValue(forKey: key)?.continuation }.0
     }
 
-    /// Whether every pending message is with the background session (none starting).
-    static func onlyHandedOffPending(_ state: CoreState) -> Bool {
-        state.projection.count == state.handOffs.count && state.handOffsStarting == 0
+    /// Whether nothing can happen until the app acts: no message pending but those a held
+    /// tag keeps (none of them in flight), and with `exceptHandedOff`, those the background
+    /// session has.
+    static func isIdle(_ state: CoreState, exceptHandedOff: Bool) -> Bool {
+        let projection = state.projection
+        if projection.isEmpty || projection.onlyHeldPending { return true }
+        guard exceptHandedOff, state.handOffsStarting == 0 else { return false }
+        if projection.count == state.handOffs.count { return true }
+        guard projection.count <= state.handOffs.count + projection.heldCount else { return false }
+        // Bounded by the pending messages.
+        return projection.liveSlotsInOrder().allSatisfy { slot in
+            state.handOffs[slot.id] != nil
+                || (slot.flags.contains(.heldByTag) && !slot.flags.contains(.inFlight))
+        }
     }
 
     /// Under the lock: the idle waiters that are idle now are told (`IdleWaiter`).
     static func tellIdleWaiters(_ state: inout CoreState, _ effects: inout Effects) {
         guard !state.idleWaiters.isEmpty else { return }
-        let empty = state.projection.isEmpty
-        guard empty || onlyHandedOffPending(state) else { return }
+        let idle = isIdle(state, exceptHandedOff: false)
+        guard idle || isIdle(state, exceptHandedOff: true) else { return }
         // Bounded by the waiters (a few tasks).
-        for (key, waiter) in state.idleWaiters where empty || waiter.exceptHandedOff {
+        for (key, waiter) in state.idleWaiters where idle || waiter.exceptHandedOff {
             effects.idle.append(waiter.continuation)
             state.idleWaiters[key] = nil
         }

@@ -153,7 +153,7 @@ extension CourierCore {
             }
             let change = message.withKeys { url, key in
                 state.projection.applyFullState(
-                    id: id, url: url, orderingKey: key, attempts: 0,
+                    id: id, url: url, orderingKey: key, tags: message.tags, attempts: 0,
                     dueMilliseconds: message.nextDueMilliseconds, address: address)
             }
             if change == .added { state.recent.insert(message, order: state.projection.lastAddedOrder) }

@@ -66,7 +66,7 @@ final class Replayer {
         switch EventView.parse(kind: record.kind, body: record.body) {
         case .fullState(let s)?:
             projection.applyFullState(
-                id: s.id, url: s.url, orderingKey: s.orderingKey, attempts: s.attempts,
+                id: s.id, url: s.url, orderingKey: s.orderingKey, tags: s.tagStrings, attempts: s.attempts,
                 dueMilliseconds: s.dueMilliseconds, address: record.address)
         case .attempted(let id, let attempt, let outcome, let due)?:
             projection.applyAttempt(
@@ -85,6 +85,10 @@ final class Replayer {
             if !handOffs.isEmpty { handOffs[id] = nil }
         case .handedOff(let id, let task)?:
             if projection.slotIndex(of: id) != nil { handOffs[id] = task }
+        case .held(let tag)?:
+            projection.holdTag(String(decoding: tag, as: UTF8.self))
+        case .released(let tag)?:
+            projection.releaseTag(String(decoding: tag, as: UTF8.self))
         case nil:
             undecodable.append(record.address)
         }

@@ -181,8 +181,10 @@ extension Projection {
         for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
             live += 1
             guard lookup(slot.id) == UInt32(i) else { return "the id table finds slot \(i) by its id" }
-            let schedulable =
-                !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked) && isLaneHead(UInt32(i))
+            let schedulable = slot.flags.isDisjoint(with: Flags.unschedulable) && isLaneHead(UInt32(i))
+            guard slot.flags.contains(.heldByTag) == tags.isHeld(slot: UInt32(i)) else {
+                return "slot \(i) is held by a tag exactly when one of its tags is held"
+            }
             guard
                 !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i)))
                     || origins.holding.contains(origin(ofSlot: UInt32(i)))
@@ -193,8 +195,7 @@ extension Projection {
                 return "slot \(i) is sending only while in flight"
             }
             guard schedulable == (slot.heapIndex != Self.notInHeap) else {
-                return
-                    "slot \(i) is in the heap exactly when schedulable (not in flight, not parked, its lane's head)"
+                return "slot \(i) is in the heap exactly when schedulable (not in flight, parked or held; lane head)"
             }
         }
         // Each origin's counts of parked and sending slots are exact (its queue may hold stale
@@ -214,6 +215,8 @@ extension Projection {
             guard slots[Int(i)].heapIndex == UInt32(p) else { return "heap entry \(p) is recorded in its slot" }
             if p > 0 && precedes(i, heap[(p - 1) / 2]) { return "heap entry \(p) does not precede its parent" }
         }
+        let held = slots.filter { $0.flags.isSuperset(of: [.live, .heldByTag]) }.count
+        if held != heldCount { return "heldCount (\(heldCount)) is the number of held slots (\(held))" }
         return live == count ? nil : "count (\(count)) is the number of live slots (\(live))"
     }
     #endif

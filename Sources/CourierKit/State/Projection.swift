@@ -49,9 +49,15 @@ struct Projection {
         /// Its next attempt is a retry its destination's limit paces after a 429 or 503 (the
         /// server's pace bounds it): it takes no token of the retry budget.
         static let pacedRetry = Flags(rawValue: 32)
+        /// One of its tags is held (`hold(tagged:)`): out of the heap and the parked queues
+        /// until released. An attempt already under way finishes.
+        static let heldByTag = Flags(rawValue: 64)
 
-        /// Live, and neither in flight nor parked: waiting for its due time (if its lane's head).
-        var isWaiting: Bool { contains(.live) && isDisjoint(with: [.inFlight, .parked]) }
+        /// What keeps a live slot out of the heap besides its lane.
+        static let unschedulable: Flags = [.inFlight, .parked, .heldByTag]
+
+        /// Live, and neither in flight, parked nor held: waiting for its due time (if its lane's head).
+        var isWaiting: Bool { contains(.live) && isDisjoint(with: Self.unschedulable) }
     }
 
     static let notInHeap = UInt32.max
@@ -69,6 +75,10 @@ struct Projection {
     var origins = OriginTable()
     /// Ordering keys (and, in FIFO mode, URLs): one queue per key.
     private(set) var lanes = LaneTable()
+    /// The messages' tags and the tags held (`Projection+Tags.swift`).
+    var tags = TagTable()
+    /// Live slots held by a tag (`Flags.heldByTag`).
+    var heldCount = 0
     private var nextOrder: UInt64 = 0
     /// The arrival order of the slot `applyFullState` added last.
     var lastAddedOrder: UInt64 { nextOrder - 1 }
@@ -91,7 +101,7 @@ struct Projection {
     /// A full state was logged at `address`: add the message, or replace what is known of it.
     @discardableResult
     mutating func applyFullState(
-        id: MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer? = nil,
+        id: MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer? = nil, tags: [String] = [],
         attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress
     ) -> Change {
         if let i = lookup(id) {
@@ -111,13 +121,20 @@ struct Projection {
         nextOrder += 1
         let i = allocate(slot)
         insertIntoIndex(i)
+        if !tags.isEmpty {
+            self.tags.add(tags, slot: i)
+            if self.tags.isHeld(tags) {
+                slots[Int(i)].flags.insert(.heldByTag)
+                heldCount += 1
+            }
+        }
         if let key = LaneTable.key(
             orderingKey: orderingKey, destination: destination, fifoPerDestination: fifoPerDestination)
         {
             slots[Int(i)].lane = lanes.join(i, key: key)
             guard lanes.head(of: slots[Int(i)].lane) == i else { return .added }
         }
-        makeSchedulable(i)
+        if !slots[Int(i)].flags.contains(.heldByTag) { makeSchedulable(i) }
         return .added
     }
 
@@ -206,9 +223,11 @@ struct Projection {
         stopSending(i)
         if slot.flags.contains(.parked) { unparked(i) }
         removeFromIndex(id)
+        if slot.flags.contains(.heldByTag) { heldCount -= 1 }
+        tags.remove(slot: i)
         if slot.lane != LaneTable.none {
             lanes.leave(i, lane: slot.lane)
-            if let head = lanes.head(of: slot.lane), slots[Int(head)].flags.isDisjoint(with: [.inFlight, .parked]),
+            if let head = lanes.head(of: slot.lane), slots[Int(head)].flags.isDisjoint(with: Flags.unschedulable),
                 slots[Int(head)].heapIndex == Self.notInHeap
             {
                 makeSchedulable(head)
@@ -302,7 +321,7 @@ struct Projection {
     mutating func reschedule(_ i: UInt32) {
         let slot = slots[Int(i)]
         let inHeap = slot.heapIndex != Self.notInHeap
-        let schedulable = !slot.flags.contains(.inFlight) && !slot.flags.contains(.parked) && isLaneHead(i)
+        let schedulable = slot.flags.isDisjoint(with: Flags.unschedulable) && isLaneHead(i)
         guard schedulable else {
             if inHeap { heapRemove(i) }
             return

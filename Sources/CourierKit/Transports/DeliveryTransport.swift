@@ -14,10 +14,16 @@ public struct DeliveryRequest: Sendable, Hashable {
     public var messageID: MessageID
     /// 1 for the first attempt.
     public var attempt: Int
+    /// The tags `send` was given: what `prepareRequest` picks credentials by (the account the
+    /// message belongs to). Not sent; changing them changes nothing.
+    public var tags: Set<String>
 
     /// A request for attempt `attempt` of message `messageID`.
-    public init(url: URL, headers: [String: String], body: Data, timeout: Duration, messageID: MessageID, attempt: Int)
-    {
+    public init(
+        url: URL, headers: [String: String], body: Data, timeout: Duration, messageID: MessageID, attempt: Int,
+        tags: Set<String> = []
+    ) {
+        self.tags = tags
         self.url = url
         self.headers = headers
         self.body = body

@@ -6,8 +6,11 @@ import Foundation
 /// (`Event`, `package`), so `wal-dump` prints the message id and the event's details. A record
 /// Courier did not write (or one this version cannot read) stays opaque: nil.
 struct CourierRecord {
-    /// The message the record concerns, exactly as used in `Idempotency-Key`.
-    var messageID: String
+    /// The message the record concerns, exactly as used in `Idempotency-Key`; nil for a tag's
+    /// record (`held`, `released`).
+    var messageID: String?
+    /// The tag a `held` or `released` record names.
+    var tag: String?
     /// Whether this record ends the message's life (delivered, abandoned, cancelled).
     var isTerminal: Bool
     /// A few `key=value` facts, in print order: destination, attempt, outcome, next due time, …
@@ -16,13 +19,15 @@ struct CourierRecord {
 
     init?(_ record: LogRecord) {
         guard let event = Event.decode(kind: record.kind, body: record.body) else { return nil }
-        messageID = event.id.description
+        messageID = event.id?.description
         isTerminal = false
         switch event {
         case .enqueued(let s), .snapshot(let s):
             add("url", s.url)
             add("attempts", String(s.attempts))
             add("due", iso8601(milliseconds: s.nextDueMilliseconds))
+            if let key = s.orderingKey { add("key", key) }
+            if !s.tags.isEmpty { add("tags", s.tags.joined(separator: ",")) }
         case .attempted(_, let attempt, let outcome, let due):
             add("attempt", String(attempt))
             add("outcome", outcome.description)
@@ -43,6 +48,9 @@ struct CourierRecord {
             let ticket = String(task.ticket, radix: 16)
             add("ticket", String(repeating: "0", count: 16 - ticket.count) + ticket)
             add("begin", iso8601(milliseconds: task.earliestBeginMilliseconds))
+        case .held(let tag), .released(let tag):
+            self.tag = tag
+            add("tag", tag)
         }
     }
 

@@ -2,18 +2,24 @@ import CourierLog
 
 extension Dump {
     /// `wal-dump stats DIR [--json]`: segments, bytes, records per kind, live vs dead
-    /// messages, damaged spans, torn tail.
+    /// messages, the tags held at the end of the log, damaged spans, torn tail.
     public func stats(json: Bool) -> Status {
         var perKind: [RecordKind: Int] = [:]
         var messages: [String: (records: Int, ended: Bool)] = [:]
+        var heldTags: Set<String> = []
         guard
             let report = read({ r in
                 perKind[r.kind, default: 0] += 1
                 guard let decoded = CourierRecord(r) else { return }
-                messages[decoded.messageID, default: (0, false)].records += 1
-                if decoded.isTerminal { messages[decoded.messageID]!.ended = true }
+                if let tag = decoded.tag {
+                    if r.kind == .held { heldTags.insert(tag) } else { heldTags.remove(tag) }
+                }
+                guard let id = decoded.messageID else { return }
+                messages[id, default: (0, false)].records += 1
+                if decoded.isTerminal { messages[id]!.ended = true }
             })
         else { return .usage }
+        let held = heldTags.sorted()
         let recordsWithID = messages.values.reduce(0) { $0 + $1.records }
         let recordsOfDeadMessages = messages.values.filter(\.ended).reduce(0) { $0 + $1.records }
         let dead = messages.values.filter(\.ended).count
@@ -33,6 +39,7 @@ extension Dump {
                 j.add("dead_messages", dead)
                 j.add("records_of_dead_messages", recordsOfDeadMessages)
             }
+            j.addRaw("held_tags", "[" + held.map(JSONLine.quote).joined(separator: ",") + "]")
             j.add("damaged_spans", report.damaged.count)
             j.add("damaged_bytes", report.damaged.reduce(0) { $0 + $1.length })
             j.add("missing_sequences", report.missingSequences)
@@ -56,6 +63,7 @@ extension Dump {
         } else {
             out("messages: unknown (no record names a message id)")
         }
+        out("held tags: " + (held.isEmpty ? "none" : held.joined(separator: ", ")))
         out(
             "damaged spans: \(report.damaged.count)"
                 + (report.missingSequences > 0 ? ", \(report.missingSequences) sequence numbers missing" : ""))

@@ -72,7 +72,7 @@ public struct Dump {
             "\(r.segment) offset=\(r.address.offset) length=\(r.address.length) seq=\(r.sequence) "
             + "type=\(r.kind) time=\(iso8601(milliseconds: r.timestampMilliseconds))"
         if let decoded = CourierRecord(r) {
-            s += " id=\(decoded.messageID)"
+            if let id = decoded.messageID { s += " id=\(id)" }
             for (k, v) in decoded.details { s += " \(k)=\(v)" }
         }
         s += " body=\(r.body.count)B"
@@ -92,7 +92,7 @@ public struct Dump {
         j.add("timestamp_ms", r.timestampMilliseconds)
         j.add("batch_end", r.flags.contains(.batchEnd))
         if let decoded = CourierRecord(r) {
-            j.add("id", decoded.messageID)
+            if let id = decoded.messageID { j.add("id", id) }
             for (k, v) in decoded.details { j.add(k, v) }
         }
         j.add("body_bytes", r.body.count)
