@@ -95,18 +95,10 @@ extension WriteAheadLog {
         state.recordStarts.removeAll(keepingCapacity: true)
         let lastIndex = entries.count - 1
         for (i, entry) in entries.enumerated() {
-            let start = state.scratch.count
+            let start = RecordEncoding.append(
+                entry.body, kind: entry.kind, sequence: first + UInt64(i), timestampMilliseconds: timestamp,
+                flags: i == lastIndex ? .batchEnd : [], encoder: state.encoder, to: &state.scratch)
             state.recordStarts.append(start)
-            state.scratch.append(contentsOf: Self.zeroHeader)
-            let frameLength = entry.body.withUnsafeBytes { state.encoder.compress($0, appendingTo: &state.scratch) }
-            let flags: RecordFlags = i == lastIndex ? .batchEnd : []
-            state.scratch.storeLE(Format.recordMagic, at: start)
-            state.scratch.storeLE(Format.recordFrameSize, at: start + 4)
-            state.scratch.storeLE(UInt32(frameLength), at: start + 12)
-            state.scratch.storeLE(first + UInt64(i), at: start + 16)
-            state.scratch.storeLE(timestamp, at: start + 24)
-            state.scratch[start + 32] = entry.kind.rawValue
-            state.scratch[start + 33] = flags.rawValue
         }
         let total = state.scratch.count
         guard total <= configuration.segmentSizeBytes - Format.segmentHeaderSize else {
@@ -137,19 +129,9 @@ extension WriteAheadLog {
         return (first...(first + UInt64(entries.count) - 1), work)
     }
 
-    private static let zeroHeader = [UInt8](repeating: 0, count: Format.recordHeaderSize)
-
     /// Fills in each record's CRC, which depends on the salt of the segment it lands in.
     private func sealChecksums(salt: UInt32) {
-        let starts = state.recordStarts
-        let total = state.scratch.count
-        state.scratch.withUnsafeMutableBytes { raw in
-            for (i, start) in starts.enumerated() {
-                let end = i + 1 < starts.count ? starts[i + 1] : total
-                let crc = CRC32C.extend(salt, UnsafeRawBufferPointer(rebasing: raw[(start + 12)..<end]))
-                raw.storeBytes(of: CRC32C.mask(crc).littleEndian, toByteOffset: start + 8, as: UInt32.self)
-            }
-        }
+        RecordEncoding.seal(&state.scratch, starts: state.recordStarts, salt: salt)
     }
 
     /// Writes the scratch buffer at the end of the active segment. A full disk rolls the

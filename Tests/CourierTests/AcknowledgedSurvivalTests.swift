@@ -12,6 +12,7 @@ import Testing
     /// A random configuration within the documented bounds (`Configuration.problems` is empty).
     static func randomConfiguration(_ rng: inout SeededRandom) -> Courier.Configuration {
         var c = Courier.Configuration()
+        c.allowsPurgeableDirectory = true
         let sizes = [Format.minimumSegmentBytes, 4097, 8192, 16_384, 65_536, 100_000, 262_144, 1 << 20]
         c.segmentSizeBytes = sizes.randomElement(using: &rng)!
         var log = WriteAheadLog.Configuration()
@@ -102,6 +103,7 @@ import Testing
                 ? .response(status: 200) : .response(status: 500)
         }
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.useSmallestSegments()
         config.durability = seed % 2 == 0 ? .never : .interval(.milliseconds(Int64.random(in: 1...20, using: &rng)))
         config.fileSystem = fs

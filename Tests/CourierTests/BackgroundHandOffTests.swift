@@ -30,6 +30,7 @@ import Testing
 
     static func configuration(bound: Int = 100) -> Courier.Configuration {
         var c = Courier.Configuration()
+        c.allowsPurgeableDirectory = true
         c.random = SeededRandomSource(seed: 7).next
         c.makeMessageID = SequentialMessageIDs().next
         c.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(64), jitter: .none)

@@ -192,6 +192,7 @@ import Testing
         let server = try await FlakyServer(behavior: outage)
         let dir = TemporaryDirectory()
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.retry = RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(1))
         config.durability = .never
         let courier = try Courier(directory: dir.url, configuration: config)
@@ -218,6 +219,7 @@ import Testing
         let server = try await FlakyServer(behavior: .init(failureRate: 0, seed: 1))
         let dir = TemporaryDirectory()
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.durability = .never
         let courier = try Courier(directory: dir.url, configuration: config)
         let live = await server.url

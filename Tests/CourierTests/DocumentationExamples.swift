@@ -206,6 +206,7 @@ func handlingErrors(_ courier: Courier, serverURL: URL) -> String {
         configuration.clock = clock
         configuration.transport = transport
         configuration.retry = RetryPolicy(jitter: .none)
+        configuration.allowsPurgeableDirectory = true   // a test's scratch folder, in tmp
         let courier = try await Courier.open(directory: temporaryDirectory, configuration: configuration)
 
         let id = try courier.send(["text": "hi"], to: URL(string: "https://example.com/inbox")!)
@@ -224,6 +225,7 @@ func handlingErrors(_ courier: Courier, serverURL: URL) -> String {
         var config = Courier.Configuration()
         config.clock = clock
         config.transport = ScriptedTransport { $0.attempt < 3 ? .response(status: 500) : .response(status: 200) }
+        config.allowsPurgeableDirectory = true            // tmp: fine for a test
         let courier = try await Courier.open(directory: tmp, configuration: config)
         let id = try courier.send(["n": 1], to: url)
         for _ in 0..<2 {
@@ -243,6 +245,7 @@ func handlingErrors(_ courier: Courier, serverURL: URL) -> String {
         let courier = try await Courier.open(directory: temporaryDirectory, configuration: {
             var configuration = Courier.Configuration()
             configuration.transport = ScriptedTransport()
+            configuration.allowsPurgeableDirectory = true
             return configuration
         }())
         #expect(handlingErrors(courier, serverURL: URL(string: "ftp://example.com")!).contains("a bug in the app"))

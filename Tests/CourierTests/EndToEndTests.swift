@@ -17,6 +17,7 @@ import Testing
 
     func configuration(_ clock: ManualClock, concurrency: Int = 8) -> Courier.Configuration {
         var c = Courier.Configuration()
+        c.allowsPurgeableDirectory = true
         c.clock = clock
         c.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(500))
         c.maximumConcurrentDeliveries = concurrency
@@ -110,6 +111,7 @@ import Testing
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.clock = clock
         config.transport = URLSessionTransport()
         config.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(100))

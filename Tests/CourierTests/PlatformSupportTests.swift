@@ -11,6 +11,7 @@ import FoundationNetworking
 @Suite struct PlatformSupportTests {
     @Test func theNetworkPolicyIsMappedOntoTheSessionConfiguration() {
         var c = Courier.Configuration()
+        c.allowsPurgeableDirectory = true
         #expect(URLSessionTransport.sessionConfiguration(for: c).allowsCellularAccess)
         c.allowsCellularAccess = false
         c.allowsExpensiveNetworkAccess = false

@@ -11,6 +11,7 @@ import Testing
     /// limit. It is refused at `init`, naming both settings, instead of losing messages later.
     @Test func aMessageLimitThatCannotFitASegmentIsRefusedNamingTheConflict() throws {
         var c = Courier.Configuration()
+        c.allowsPurgeableDirectory = true
         c.segmentSizeBytes = 65_536
         let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
         #expect { try Courier(directory: scratch.url, configuration: c) } throws: { error in
@@ -24,6 +25,7 @@ import Testing
 
     @Test func everyOutOfRangeSettingIsNamed() {
         var c = Courier.Configuration()
+        c.allowsPurgeableDirectory = true
         c.maximumConcurrentDeliveries = 0
         c.requestTimeout = .zero
         c.segmentSizeBytes = 100

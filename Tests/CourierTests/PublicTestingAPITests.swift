@@ -14,6 +14,7 @@ import Testing
         config.clock = clock
         config.transport = transport
         config.retry = RetryPolicy(initialDelay: .seconds(10), jitter: .none)
+        config.allowsPurgeableDirectory = true  // a test's scratch folder, in tmp
         let courier = try await Courier.open(directory: dir, configuration: config)
         let id = try courier.send(["hello": "world"], to: URL(string: "https://example.com/inbox")!)
         await courier.settle()
@@ -31,8 +32,10 @@ import Testing
     @Test func openingOffTheCallersThreadThrowsWhatInitThrows() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("app-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let first = try await Courier.open(directory: dir)
-        await #expect { try await Courier.open(directory: dir) }
+        var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
+        let first = try await Courier.open(directory: dir, configuration: config)
+        await #expect { try await Courier.open(directory: dir, configuration: config) }
             throws: { ($0 as? CourierError)?.code == .directoryLocked }
         await first.close()
     }
@@ -42,8 +45,10 @@ import Testing
     @Test func aCourierDroppedWithoutCloseReleasesItsOwnTransport() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("app-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
+        var scratch = Courier.Configuration()
+        scratch.allowsPurgeableDirectory = true
         do {
-            let dropped = try Courier(directory: dir)
+            let dropped = try Courier(directory: dir, configuration: scratch)
             _ = dropped.pendingCount
         }
         // A dropped courier lets the directory go when its last reference does: after the work
@@ -52,7 +57,7 @@ import Testing
         var reopened: Courier?
         for _ in 0..<1_000 {
             do throws(CourierError) {
-                reopened = try Courier(directory: dir)
+                reopened = try Courier(directory: dir, configuration: scratch)
                 break
             } catch {
                 guard error.code == .directoryLocked else { throw error }
@@ -60,7 +65,9 @@ import Testing
             try await Task.sleep(for: .milliseconds(10))
         }
         let again = try #require(reopened, "the dropped courier never let the directory go")
-        #expect(throws: CourierError.self) { try Courier(directory: dir) }
+        #expect { try Courier(directory: dir, configuration: scratch) } throws: {
+            ($0 as? CourierError)?.code == .directoryLocked
+        }
         await again.close()
     }
 }

@@ -23,6 +23,7 @@ import Testing
         let transport = ScriptedTransport { .response(status: RaceTests.answer($0)) }
         var config = Courier.Configuration()
         config.useSmallestSegments()
+        config.allowsPurgeableDirectory = true
         config.transport = transport
         config.maximumConcurrentDeliveries = 4
         config.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(4))

@@ -24,6 +24,7 @@ import Testing
         let scratch = TemporaryDirectory()
         let onLoop = Recorder<Bool>(), preparedOnLoop = Recorder<Bool>()
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.transport = transport
         if prepare {
             config.prepareRequest = { _ in preparedOnLoop.add(MultiThreadedEventLoopGroup.currentEventLoop != nil) }

@@ -27,6 +27,7 @@ import Testing
         let url = await server.url
         let dir = TemporaryDirectory()
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.retry = Self.policy
         // Long enough that a quick answer is never timed out on a loaded machine (then the client
         // would see a timeout where the server logged a 429), short next to `slowDelay`.

@@ -26,6 +26,7 @@ func testConfiguration(clock: ManualClock, transport: any DeliveryTransport,
     c.makeMessageID = SequentialMessageIDs().next
     c.retry = RetryPolicy(jitter: jitter)
     c.durability = .never
+    c.allowsPurgeableDirectory = true  // `TemporaryDirectory` is in tmp
     return c
 }
 

@@ -199,6 +199,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         defer { try? FileManager.default.removeItem(atPath: path) }
         let down = URL(string: "https://down.example/x")!
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.transport = ScriptedTransport { $0.url == down ? .response(status: 503) : .response(status: 200) }
         config.clock = ManualClock()
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
@@ -233,6 +234,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let path = NSTemporaryDirectory() + "courier-cancel-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: path) }
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.transport = ScriptedTransport()
         config.clock = ManualClock()
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
@@ -260,6 +262,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let path = NSTemporaryDirectory() + "courier-tags-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: path) }
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.transport = ScriptedTransport()
         config.clock = ManualClock()
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
@@ -296,6 +299,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         defer { try? FileManager.default.removeItem(atPath: path) }
         let session = RecordingSession()
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.transport = ScriptedTransport()
         config.clock = ManualClock()
         config.backgroundUploads = Courier.BackgroundUploads(session: session)
@@ -330,6 +334,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         defer { try? FileManager.default.removeItem(atPath: path) }
         let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 401) : .response(status: 200) }
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true
         config.transport = transport
         config.clock = ManualClock()
         config.retry = RetryPolicy(initialDelay: .zero, jitter: .none)

@@ -107,6 +107,7 @@ private func runDrain(_ scenario: DrainScenario, rules: RetryScenarios.Rules, di
 {
     let server = try await FlakyServer(behavior: scenario.behavior)
     var configuration = Courier.Configuration()
+    configuration.allowsPurgeableDirectory = true  // a scratch directory, in tmp
     rules.apply(to: &configuration)
     let courier = try Courier(directory: directory, configuration: configuration)
     let trace = DrainTrace()

@@ -82,6 +82,7 @@ func http2Benchmark(root: URL, count: Int) async throws {
     clientConfiguration.redirectConfiguration = .disallow
     let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
     var configuration = Courier.Configuration()
+    configuration.allowsPurgeableDirectory = true  // a scratch directory, in tmp
     configuration.transport = AsyncHTTPClientTransport(client: client)
     let courier = try Courier(directory: root.appendingPathComponent("log"), configuration: configuration)
     let url = URL(string: "https://127.0.0.1:\(port)/inbox")!

@@ -16,6 +16,7 @@ func outageScenarios(seconds outage: Int, root: URL) async throws {
         down.unavailableRate = 1
         let server = try await FlakyServer(behavior: down)
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true  // a scratch directory, in tmp
         config.destinationBackoff = backoff
         let dir = root.appendingPathComponent("outage-\(backoff.isEnabled)")
         let courier = try Courier(directory: dir, configuration: config)
@@ -38,6 +39,7 @@ func outageScenarios(seconds outage: Int, root: URL) async throws {
         let label = backoff.isEnabled ? "destination backoff on " : "destination backoff off"
         let server = try await FlakyServer(behavior: .init(failureRate: 0, seed: 12))
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true  // a scratch directory, in tmp
         config.destinationBackoff = backoff
         let courier = try Courier(
             directory: root.appendingPathComponent("dead-\(backoff.isEnabled)"), configuration: config)
@@ -69,6 +71,7 @@ func flakyScenario(_ count: Int, root: URL) async throws {
         let label = backoff.isEnabled ? "destination backoff on " : "destination backoff off"
         let server = try await FlakyServer(behavior: .init(failureRate: 0.5, seed: 13))
         var config = Courier.Configuration()
+        config.allowsPurgeableDirectory = true  // a scratch directory, in tmp
         config.destinationBackoff = backoff
         let courier = try Courier(
             directory: root.appendingPathComponent("flaky-\(backoff.isEnabled)"), configuration: config)

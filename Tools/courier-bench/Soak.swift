@@ -43,6 +43,7 @@ func soak(_ total: Int, directory: URL) async throws {
         say("soak: the server did not start"); exit(1)
     }
     var config = Courier.Configuration()
+    config.allowsPurgeableDirectory = true  // a scratch directory, in tmp
     config.segmentSizeBytes = 256 << 10
     config.maximumMessageBytes = 64 << 10
     config.maximumConcurrentDeliveries = 8

@@ -27,6 +27,7 @@ let arguments = CommandLine.arguments
 /// Room for a million pending messages (the default, 256 MiB, holds about 900,000 of these).
 func benchConfiguration() -> Courier.Configuration {
     var config = Courier.Configuration()
+    config.allowsPurgeableDirectory = true  // a scratch directory, in tmp
     config.transport = Parked()
     config.maximumStorageBytes = 1 << 30
     return config
@@ -262,6 +263,7 @@ func courierRun(
     inspect: ((Courier) -> Void)? = nil
 ) async throws -> Double {
     var config = Courier.Configuration()
+    config.allowsPurgeableDirectory = true  // a scratch directory, in tmp
     if let segmentBytes {
         config.segmentSizeBytes = segmentBytes
         config.maximumMessageBytes = 4096

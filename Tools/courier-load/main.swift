@@ -52,6 +52,8 @@ else { usage() }
 let pause = positional.count == 4 ? UInt32(positional[3]) ?? 0 : 0
 
 var config = Courier.Configuration()
+
+config.allowsPurgeableDirectory = true  // a scratch directory, in tmp
 config.retry = RetryPolicy(initialDelay: .milliseconds(5), maximumDelay: .milliseconds(50))
 if let v = options["segment-size"] { guard let n = Int(v) else { usage() }; config.segmentSizeBytes = n }
 if let v = options["max-message"] { guard let n = Int(v) else { usage() }; config.maximumMessageBytes = n }

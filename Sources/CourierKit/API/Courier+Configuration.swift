@@ -127,6 +127,19 @@ extension Courier {
         /// nil: Courier delivers only while the app runs.
         public var backgroundUploads: BackgroundUploads?
 
+        /// A folder that app extensions send to with `ExtensionOutbox` (in the App Group container
+        /// shared with them), or nil (the default): this courier collects their messages, each
+        /// exactly once and with the id its extension's `send` returned, and delivers them like
+        /// its own. Keep the courier's own directory in the app's container, not the group's:
+        /// see the DocC article "Sending from app extensions".
+        public var extensionOutboxDirectory: URL?
+
+        /// Lets the courier open in a directory the system empties (tmp, Caches; see the
+        /// table in "Where the log lives" of <doc:UsingCourier>), where pending messages are
+        /// lost when it does. The default, false, makes `init` throw `.unsuitableDirectory`
+        /// there. For tests, benchmarks and scratch tools only.
+        public var allowsPurgeableDirectory = false
+
         /// The data protection class of the log's files on iOS-family platforms (`FileProtection`:
         /// it overrides the app's Data Protection entitlement for the outbox, and is set before
         /// the first file is made). The default is `.completeUntilFirstUserAuthentication`: from

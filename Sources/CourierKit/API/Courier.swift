@@ -47,12 +47,17 @@ public final class Courier {
     /// The last URL `send` validated, and its string form: a cache of the send path, not
     /// state (any value in it is right), so it has its own small lock and never waits on the core.
     let lastTarget = Locked<(url: URL, string: String)?>(nil)
+    /// Collecting what app extensions wrote (`Configuration.extensionOutboxDirectory`), if set.
+    let extensionCollection: ExtensionCollection?
 
     /// Opens (or creates) the log in `directory`, replays it, and starts delivering.
     /// Throws `.invalidConfiguration` naming the first conflict in `configuration` (see
-    /// `Configuration.problems`), `.directoryLocked` if another `Courier` has the directory
-    /// open, `.protectedDataUnavailable` on iOS before the first unlock since the device
-    /// restarted, `.storageFailed` if the log cannot be read.
+    /// `Configuration.problems`), `.unsuitableDirectory` if `directory` is in tmp or Caches,
+    /// which the system empties (`Configuration.allowsPurgeableDirectory`), `.directoryLocked`
+    /// if another `Courier` has the directory open, `.protectedDataUnavailable` on iOS before
+    /// the first unlock since the device restarted, `.storageFailed` if the log cannot be read.
+    /// A directory in an App Group container opens, with a warning in the log: keep the
+    /// courier in the app's own container (DocC: "Sending from app extensions").
     ///
     /// Replay reads the whole log: with many pending messages, open with `Courier.open`, off
     /// the main thread.
@@ -60,6 +65,14 @@ public final class Courier {
         if let problem = configuration.problems.first { throw CourierError(.invalidConfiguration, problem) }
         // Before the log is opened and locked: without a transport there is nothing to open it for.
         if configuration.transport == nil, let problem = Configuration.defaultTransportProblem { throw problem }
+        let place = DirectoryPolicy.judge(directory)
+        if let (root, kind) = place.purgeable, !configuration.allowsPurgeableDirectory {
+            throw DirectoryPolicy.error(directory, root: root, kind: kind)
+        }
+        if place.inAppGroupContainer {
+            configuration.logger.warning(
+                "\(DirectoryPolicy.appGroupWarning)", metadata: ["courier.directory": "\(directory.path)"])
+        }
         self.directory = directory
         self.configuration = configuration
         self.clock = EngineClock(configuration.clock)
@@ -70,6 +83,7 @@ public final class Courier {
         // stamp, the segments created at open, gets the time of the open.
         logConfiguration.now = { wallStart }
         self.maximumRecordBytes = logConfiguration.maximumRecordBytes
+        self.extensionCollection = configuration.extensionOutboxDirectory.map(ExtensionCollection.init)
         let replayer = Replayer(configuration: configuration, directory: directory.path)
         let log = try Signposts.interval("open") { () throws(CourierError) -> MessageLog in
             try MessageLog.open(
@@ -105,10 +119,12 @@ public final class Courier {
         if let uploads = configuration.backgroundUploads { startBackgroundUploads(uploads) }
         BackgroundDeliveryRegistry.shared.offer(self)
         pump()
+        startExtensionCollection()
     }
 
     deinit {
         core.cancelTasks()
+        stopExtensionCollection()
     }
 
     /// Messages sent and not yet delivered or abandoned (in flight included).
@@ -120,6 +136,8 @@ public final class Courier {
     /// Calling it twice is harmless. (A courier released without `close()` lets its directory
     /// go when its last reference does, after the work it had queued: a moment later.)
     public func close() async {
+        stopExtensionCollection()
+        if let collection = extensionCollection { await onIOQueue(collection.queue) {} }  // one under way ends
         let closing = core.close()
         closing.timer?.cancel()
         if let integration = closing.lifecycle { await integration.stop() }

@@ -38,6 +38,7 @@ extension Courier {
     /// only when its task's completion is heard, so the engine and the session never both have
     /// it in flight.
     public func appDidEnterForeground() {
+        collectExtensionMessagesSoon()
         guard let uploads = configuration.backgroundUploads else { return }
         core.setPlace(.foreground)
         for (id, handOff) in core.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }

@@ -49,6 +49,7 @@ do { await Courier(directory: untouched).close() } catch { fail("no default tran
 // 2. The app's own transport.
 let transport = AcceptingTransport()
 var configuration = Courier.Configuration()
+configuration.allowsPurgeableDirectory = true  // a scratch directory, in tmp
 configuration.transport = transport
 do {
     let courier = try Courier(directory: root.appendingPathComponent("own-transport"), configuration: configuration)

@@ -1,0 +1,86 @@
+import CourierLog
+import Foundation
+
+/// Sends from an app extension (a share extension, a notification service or content
+/// extension, a widget, an App Intent): messages go to a folder shared with the app, and the
+/// app's `Courier` collects and delivers them (`Courier.Configuration.extensionOutboxDirectory`).
+///
+///     let shared = FileManager.default
+///         .containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.app")!
+///         .appendingPathComponent("ExtensionOutbox")
+///     let outbox = try ExtensionOutbox(directory: shared)
+///     let id = try outbox.send(["text": "hi"], to: serverURL)   // durable when this returns
+///
+/// An extension never delivers: it writes, and the app delivers, with its retry policy,
+/// `prepareRequest` and background hand-off, exactly as its own messages. An extension lives
+/// for seconds at the system's discretion; a second engine there would need its outcomes shared
+/// with the app's to never send a message twice. The app collects when it opens, when it comes to
+/// the foreground, when an extension wakes it (on Apple platforms, a Darwin notification), and
+/// on `collectExtensionMessages()`. So a message sent while the app is not running waits until
+/// the app next runs. Each message keeps the id `send` returned, so its `Idempotency-Key`.
+///
+/// Each `send` appends one checksummed record to this outbox's own file and fsyncs it, under a
+/// lock on that file held only for the append (`OutboxFiles`): between sends the extension
+/// holds no lock and no open file, so iOS may suspend or kill it at any moment, and a kill at
+/// any byte loses nothing `send` returned for. Outboxes never block each other.
+public final class ExtensionOutbox: Sendable {
+    /// The shared folder.
+    public let directory: URL
+    private let writer: OutboxWriter
+    private let maximumMessageBytes = Courier.Configuration().maximumMessageBytes
+
+    /// Opens this process's outbox in `directory`, a folder in the App Group container shared
+    /// with the app (created if missing). Throws `.storageFailed` if it cannot be created, and
+    /// `.unsuitableDirectory` for tmp or Caches, which the system empties.
+    public convenience init(directory: URL) throws(CourierError) {
+        if let (root, kind) = DirectoryPolicy.judge(directory).purgeable {
+            throw DirectoryPolicy.error(directory, root: root, kind: kind)
+        }
+        try self.init(directory: directory, allowingPurgeable: true)
+    }
+
+    /// `init(directory:)` without the directory check (tests, in tmp).
+    init(directory: URL, allowingPurgeable: Bool) throws(CourierError) {
+        self.directory = directory
+        do {
+            writer = try OutboxWriter(
+                directory: directory.path, name: "w-" + UUID().uuidString.lowercased(),
+                now: { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) })
+        } catch {
+            throw CourierError(error, while: "opening the extension outbox")
+        }
+    }
+
+    /// Writes a JSON message for the app to deliver, as `Courier.send` would (same rules for
+    /// the values, URL, ordering key, headers and tags; the same errors). Returns with the
+    /// message on stable storage: the extension may be killed the moment it returns.
+    @discardableResult
+    public func send(
+        _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
+        tags: Set<String> = []
+    ) throws(CourierError) -> MessageID {
+        let body = try JSONBody.serialize(json)
+        try Courier.validate(url)
+        try Courier.validate(orderingKey: orderingKey)
+        if !headers.isEmpty { try Courier.validate(headers) }
+        let sortedTags = try Courier.validate(tags: tags)
+        guard body.count <= maximumMessageBytes else {
+            throw CourierError(.messageTooLarge, "\(body.count) bytes; the limit is \(maximumMessageBytes)")
+        }
+        let id = MessageID()
+        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        var all = [Header(name: "Content-Type", value: "application/json")]
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { all.append(Header(name: name, value: value)) }
+        let state = MessageState(
+            id: id, url: url.absoluteString, headers: all, body: body, createdMilliseconds: now,
+            nextDueMilliseconds: now, orderingKey: orderingKey, tags: sortedTags)
+        do {
+            try writer.append(Event.enqueued(state).encoded(), kind: .enqueued)
+        } catch {
+            if error.code == .diskFull { throw CourierError(.storageFull, "the disk is full: \(error)") }
+            throw CourierError(error, while: "writing to the extension outbox")
+        }
+        ExtensionWake.post(for: directory)
+        return id
+    }
+}
