@@ -115,6 +115,8 @@ let package = Package(
             path: "Tools/wal-dump/CLI"
         ),
         .executableTarget(name: "courier-load", dependencies: ["CourierKit", "CourierLog"], path: "Tools/courier-load"),
+        // ExtensionOutbox's writer and collector as processes (ExtensionProcessTests, the outbox bench).
+        .executableTarget(name: "courier-outbox", dependencies: ["CourierKit"], path: "Tools/courier-outbox"),
         // `make bench-background`: background hand-off on the simulated system (virtual time).
         .target(name: "BackgroundScenarios", dependencies: ["CourierKit", "CourierTesting"],
                 path: "Tools/courier-background-bench/Scenarios"),

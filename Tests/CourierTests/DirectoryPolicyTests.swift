@@ -61,7 +61,9 @@ import Testing
             #expect(error.message.contains("allowsPurgeableDirectory"))
         }
         #expect(!FileManager.default.fileExists(atPath: directory.path))
-        await #expect(throws: CourierError.self) { try await Courier.open(directory: directory, configuration: configuration) }
+        await #expect(throws: CourierError.self) {
+            try await Courier.open(directory: directory, configuration: configuration)
+        }
     }
 
     @Test func aCourierInAnAppGroupContainerOpensWithAWarning() async throws {

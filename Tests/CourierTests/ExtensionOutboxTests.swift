@@ -129,7 +129,8 @@ import Testing
             Thread {
                 // Bounded: 100 sends per thread.
                 for n in 0..<100 {
-                    if let id = try? outboxes[t % 2].send(["t": t, "n": n], to: inbox) { sent.withLock { $0.append(id) } }
+                    guard let id = try? outboxes[t % 2].send(["t": t, "n": n], to: inbox) else { continue }
+                    sent.withLock { $0.append(id) }
                 }
                 group.leave()
             }.start()

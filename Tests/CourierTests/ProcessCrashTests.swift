@@ -88,7 +88,6 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> ([MessageID], unex
         #expect(acknowledged.count >= 300 && acknowledged.count < 2000, "killed while still sending")
 
         var config = Courier.Configuration()
-
         config.allowsPurgeableDirectory = true
         config.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(20))
         let survivor = try Courier(directory: dir.url, configuration: config)
@@ -189,7 +188,6 @@ func readAcknowledged(from pipe: Pipe, atLeast count: Int) -> ([MessageID], unex
                 "compaction forgot the first segments between kills: \(segments.prefix(3))")
 
         var config = Courier.Configuration()
-
         config.allowsPurgeableDirectory = true
         config.useSmallestSegments()
         config.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(20))

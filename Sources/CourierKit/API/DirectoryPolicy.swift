@@ -1,13 +1,15 @@
 import Foundation
 
-/// Where a courier may keep its log, checked by `Courier.init` before anything is written.
+/// Where a courier may keep its log, checked by `Courier.init` before anything is written:
 ///
-/// | directory | verdict | why |
-/// |---|---|---|
-/// | tmp (`NSTemporaryDirectory()`, `/tmp`, `/var/tmp`, `/dev/shm`) | `.unsuitableDirectory` | emptied at reboot, or by the system when it needs space |
-/// | Caches (the user's caches directory, any `Library/Caches`) | `.unsuitableDirectory` | iOS purges it when the device runs low on space |
-/// | inside an App Group container | opens, with a warning | a process suspended holding a file lock in a shared container is killed (`0xdead10cc`), and a courier locks its directory for its whole life |
-/// | anything else (Application Support, Documents, a server's data directory) | opens | |
+/// - **tmp** (`NSTemporaryDirectory()`, `/tmp`, `/var/tmp`, `/dev/shm`): `.unsuitableDirectory`,
+///   emptied at reboot, or by the system when it needs space;
+/// - **Caches** (the user's caches directory, any `Library/Caches`): `.unsuitableDirectory`, iOS
+///   purges it when the device runs low on space;
+/// - **inside an App Group container**: opens, with a warning: a process suspended holding a file
+///   lock in a shared container is killed (`0xdead10cc`), and a courier locks its directory for
+///   its whole life;
+/// - anything else (Application Support, Documents, a server's data directory): opens.
 ///
 /// Pure path logic (no file is touched), so it is tested on Linux with the roots given.
 enum DirectoryPolicy {

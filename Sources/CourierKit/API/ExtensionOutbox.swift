@@ -39,8 +39,8 @@ public final class ExtensionOutbox: Sendable {
         try self.init(directory: directory, allowingPurgeable: true)
     }
 
-    /// `init(directory:)` without the directory check (tests, in tmp).
-    init(directory: URL, allowingPurgeable: Bool) throws(CourierError) {
+    /// `init(directory:)` without the directory check (tests and tools, in tmp).
+    @_spi(CourierTesting) public init(directory: URL, allowingPurgeable: Bool) throws(CourierError) {
         self.directory = directory
         do {
             writer = try OutboxWriter(

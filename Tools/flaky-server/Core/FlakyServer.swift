@@ -158,6 +158,8 @@ public final class FlakyServer: Sendable {
     public var statistics: Statistics { state.statistics }
     /// The `Idempotency-Key`s answered 2xx at least once.
     public var acceptedKeySet: Set<String> { state.acceptedKeys }
+    /// Each accepted key's body (as first accepted).
+    public var acceptedBodies: [String: Data] { state.acceptedBodies }
     /// Every request carrying an `Idempotency-Key`, by key, in arrival order.
     public var attemptsByKey: [String: [Attempt]] { state.attemptsByKey }
 

@@ -21,6 +21,9 @@ final class ServerState: @unchecked Sendable {
 
     var statistics: FlakyServer.Statistics { lock.withLock { stats } }
     var acceptedKeys: Set<String> { lock.withLock { Set(keys.filter(\.value).keys) } }
+    /// The body of each key's first accepted request.
+    private var bodies: [String: Data] = [:]
+    var acceptedBodies: [String: Data] { lock.withLock { bodies } }
     var attemptsByKey: [String: [FlakyServer.Attempt]] { lock.withLock { attempts } }
 
     func setBehavior(_ b: FlakyServer.Behavior) { lock.withLock { behavior = b } }
@@ -32,9 +35,9 @@ final class ServerState: @unchecked Sendable {
     }
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try await request.bodyData  // read the whole request first, as a real server does
+        let body = try await request.bodyData  // read the whole request first, as a real server does
         let key = request.headers[HTTPHeader("Idempotency-Key")]
-        let (verdict, delay) = decide(key: key)
+        let (verdict, delay) = decide(key: key, body: body)
         if delay > .zero { try await Task.sleep(for: delay) }
         switch verdict {
         case .drop: return HTTPResponse(webSocket: DropConnection())
@@ -54,7 +57,7 @@ final class ServerState: @unchecked Sendable {
         }
     }
 
-    private func decide(key: String?) -> (Verdict, Duration) {
+    private func decide(key: String?, body: Data) -> (Verdict, Duration) {
         lock.withLock {
             stats.requests += 1
             if let key, keys[key] == nil {
@@ -74,6 +77,7 @@ final class ServerState: @unchecked Sendable {
                 if let key {
                     if keys[key] == true { stats.duplicateAccepts += 1 } else { stats.acceptedKeys += 1 }
                     keys[key] = true
+                    if bodies[key] == nil { bodies[key] = body }
                 }
             }
             if let key {
