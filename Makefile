@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test format-check format consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures data-path delivery-ratio lock-hold clean
+.PHONY: all deps tmux build test format-check format consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-outbox bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures data-path delivery-ratio lock-hold clean
 
 all: build
 
@@ -234,6 +234,12 @@ bench-drain: deps
 	$(SWIFT) run $(TRAITS) -c release courier-bench --drain $(DRAIN_SCENARIOS) $(DRAIN_PLOT)
 	$(SWIFT) run $(TRAITS) -c release courier-bench --retry-tail
 	$(SWIFT) run $(TRAITS) -c release courier-bench --h2 1000
+
+# ExtensionOutbox.send next to Courier.send in one run: sends per second (outbox, .always,
+# .interval; 3 rotated rounds, medians) and send → delivered p50/p99 to the loopback server.
+OUTBOX_N ?= 2000
+bench-outbox: deps
+	$(SWIFT) run $(TRAITS) -c release courier-bench --outbox $(OUTBOX_N)
 
 # Issue 19's background hand-off on the simulated system (virtual time; a debug build, since
 # nothing is timed; about two seconds once built). Line 1 (the first with "suspended"): 500

@@ -10,6 +10,7 @@
 // 3. Delivered per second to the loopback flaky server (0% and 50% failures), next to bare
 //    URLSession and bare AsyncHTTPClient POSTing the same number of requests 8 wide.
 // 4. Idle: CPU and wake-ups of a process with an open courier and nothing due.
+// `--outbox N`: ExtensionOutbox.send next to Courier.send (rate, and send to delivered).
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
 #endif
@@ -103,6 +104,12 @@ if arguments.count >= 2 && arguments[1] == "--drain" {
     let rest = arguments.dropFirst(2)
     let plot = rest.first { $0.hasSuffix(".svg") }.map { URL(fileURLWithPath: $0) }
     try await drainBenchmark(root: directory, only: Set(rest.compactMap { Int($0) }), plot: plot)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+if arguments.count >= 2 && arguments[1] == "--outbox" {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-outbox-\(getpid())")
+    try await outboxBenchmark(count: arguments.count >= 3 ? Int(arguments[2]) ?? 2000 : 2000, root: directory)
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }

@@ -120,7 +120,9 @@ extension Courier {
         }
         _ = try enqueue(
             body: state.body, contentType: contentType, url: url,
-            labels: Labels(orderingKey: state.orderingKey, headers: headers, tags: Set(state.tags), id: state.id),
+            labels: Labels(
+                orderingKey: state.orderingKey, headers: headers, tags: Set(state.tags), id: state.id,
+                createdMilliseconds: state.createdMilliseconds),
             callbacks: Callbacks(onDelivered: nil, onAbandoned: nil))
     }
 }

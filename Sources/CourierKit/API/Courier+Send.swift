@@ -94,6 +94,8 @@ extension Courier {
         var tags: Set<String>
         /// An id chosen before (an extension's message keeps the id its `send` returned).
         var id: MessageID?
+        /// When it was sent, if before this call (an extension's `send`): `expiry` counts from it.
+        var createdMilliseconds: UInt64?
     }
 
     func enqueue(
@@ -129,7 +131,8 @@ extension Courier {
         }
         let message = MessageState(
             id: id, url: target, headers: allHeaders, body: body,
-            createdMilliseconds: now, nextDueMilliseconds: now, orderingKey: orderingKey, tags: tags)
+            createdMilliseconds: min(now, labels.createdMilliseconds ?? now), nextDueMilliseconds: now,
+            orderingKey: orderingKey, tags: tags)
         let event = Event.enqueued(message)
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
