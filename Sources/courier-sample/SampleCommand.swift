@@ -61,6 +61,10 @@ struct SampleCommand: AsyncParsableCommand {
         }
         var configuration = Courier.Configuration()
         configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(maxDelay))
+        // The demo's log is scratch (`make demo` keeps it in .build/demo-outbox, which is under tmp
+        // when the checkout is; the smoke test uses mktemp). An app keeps its log in Application
+        // Support, where this flag stays false.
+        configuration.allowsPurgeableDirectory = true
         let courier = try Courier(directory: URL(fileURLWithPath: directory), configuration: configuration)
         let app = await TerminalApp(
             courier: courier, server: target, logDirectory: courier.directory.path,
