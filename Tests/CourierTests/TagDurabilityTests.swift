@@ -9,16 +9,8 @@ import Testing
 /// every byte not fsynced is gone), under each durability setting, as `cancel(_:)` is in
 /// `PowerLossTests`; and the account-switch recipe end to end.
 @Suite struct TagDurabilityTests {
-    let directory = URL(fileURLWithPath: "/c")
-
     func open(_ fs: SimulatedFileSystem, _ durability: Courier.Durability) throws -> Courier {
-        let held = ScriptedTransport()
-        held.holdResponses = true
-        var config = testConfiguration(clock: ManualClock(), transport: held)
-        config.fileSystem = fs
-        config.useSmallestSegments()
-        config.durability = durability
-        return try Courier(directory: directory, configuration: config)
+        try openForPowerCut(fs, durability)
     }
 
     /// After a power cut: the pending ids, and the tags held.
@@ -63,15 +55,8 @@ import Testing
         let courier = try open(fs, .interval(.milliseconds(20)))
         let (held, _) = try holdAndCancel(courier)
         let last = courier.log.nextSequence - 1
-        let log = courier.log
-        // Bounded: at most 10,000 turns of 1 ms.
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread {
-                for _ in 0..<10_000 where log.durableSequence < last { usleep(1_000) }
-                done.resume()
-            }.start()
-        }
-        #expect(log.durableSequence >= last, "the interval's sync came")
+        await courier.log.waitUntilDurable()
+        #expect(courier.log.durableSequence >= last, "the interval's sync came")
         let after = try await afterPowerLoss(fs)
         #expect(after.held == ["account:1"])
         #expect(after.pending == Set(held))

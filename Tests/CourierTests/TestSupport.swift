@@ -1,5 +1,6 @@
 @testable @_spi(CourierTesting) import CourierKit
 import CourierLog
+import CourierLogTesting
 import CourierTesting
 import Foundation
 
@@ -149,6 +150,32 @@ extension Projection {
         case .released(let tag):
             releaseTag(tag)
             return .updated
+        }
+    }
+}
+
+/// A courier on a simulated disk that a test cuts the power of (`SimulatedFileSystem.crash()`),
+/// with 4 KiB segments and a transport that never answers (nothing leaves by delivery).
+func openForPowerCut(_ fs: SimulatedFileSystem, _ durability: Courier.Durability) throws -> Courier {
+    let held = ScriptedTransport()
+    held.holdResponses = true
+    var config = testConfiguration(clock: ManualClock(), transport: held)
+    config.fileSystem = fs
+    config.useSmallestSegments()
+    config.durability = durability
+    return try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
+}
+
+extension MessageLog {
+    /// Waits, on a thread of its own polling every millisecond (bounded: 10 s), until every
+    /// record appended so far is on stable storage (`.interval`'s sync came).
+    func waitUntilDurable() async {
+        let last = nextSequence - 1
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                for _ in 0..<10_000 where self.durableSequence < last { usleep(1_000) }
+                done.resume()
+            }.start()
         }
     }
 }
