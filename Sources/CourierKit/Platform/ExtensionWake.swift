@@ -6,9 +6,12 @@ import CoreFoundation
 
 /// The wake an `ExtensionOutbox` send gives the app: on Apple platforms, a Darwin notification
 /// (`CFNotificationCenterGetDarwinNotifyCenter`, the one notification center that crosses
-/// process boundaries, carrying a name only), which a running app's courier observes and answers
-/// with a collection. A suspended or dead app hears nothing; it collects when it next opens or
-/// comes to the foreground. Elsewhere (Linux) there is no such center: a no-op.
+/// process boundaries, system-wide and carrying a name only: so the name holds a hash of the
+/// folder's path, which is the App Group container's, unique per group and device), which a
+/// running app's courier observes and answers with a collection. The center delivers on the
+/// main thread's run loop (running in an app); the callback only queues the collection. A
+/// suspended or dead app hears nothing; it collects when it next opens or comes to the
+/// foreground. Elsewhere (Linux) there is no such center: a no-op.
 enum ExtensionWake {
     /// The notification's name for an outbox folder: one per folder, so two couriers of one app
     /// group with different folders do not wake each other.
@@ -23,9 +26,11 @@ enum ExtensionWake {
     /// Posts the wake for `directory` (from the extension's `send`).
     static func post(for directory: URL) {
         #if canImport(Darwin)
+        // A Darwin center ignores the object, the user info and `deliverImmediately`; Apple asks
+        // for nil and false there, for compatibility (CFNotificationCenterGetDarwinNotifyCenter's page).
         let center = CFNotificationCenterGetDarwinNotifyCenter()
         CFNotificationCenterPostNotification(
-            center, CFNotificationName(name(for: directory) as CFString), nil, nil, true)
+            center, CFNotificationName(name(for: directory) as CFString), nil, nil, false)
         #endif
     }
 
