@@ -14,6 +14,15 @@ let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().delet
 let expectedVerifyStatus = GoldenLogs.expectedVerifyStatus.merging(["courier-v1": 0]) { a, _ in a }
 let goldenNames = expectedVerifyStatus.keys.sorted()
 
+/// A courier's settings for a log these tests dump: a scratch directory in tmp, a manual clock.
+func dumpTestConfiguration(_ transport: ScriptedTransport) -> Courier.Configuration {
+    var config = Courier.Configuration()
+    config.allowsPurgeableDirectory = true
+    config.transport = transport
+    config.clock = ManualClock()
+    return config
+}
+
 /// Runs one Dump command on a golden log; returns its status and its output with the
 /// directory written as `Fixtures/logs/NAME`, so snapshots do not depend on the checkout path.
 func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, String) {
@@ -198,10 +207,8 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let path = NSTemporaryDirectory() + "courier-dump-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: path) }
         let down = URL(string: "https://down.example/x")!
-        var config = Courier.Configuration()
-        config.allowsPurgeableDirectory = true
-        config.transport = ScriptedTransport { $0.url == down ? .response(status: 503) : .response(status: 200) }
-        config.clock = ManualClock()
+        let config = dumpTestConfiguration(
+            ScriptedTransport { $0.url == down ? .response(status: 503) : .response(status: 200) })
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
         let delivered = try courier.send(["a": 1], to: URL(string: "https://example.com/in")!)
         let stuck = try courier.send(["b": 2], to: down)
@@ -233,10 +240,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
     @Test func aCancelledMessageShowsAsACancelledRecord() async throws {
         let path = NSTemporaryDirectory() + "courier-cancel-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: path) }
-        var config = Courier.Configuration()
-        config.allowsPurgeableDirectory = true
-        config.transport = ScriptedTransport()
-        config.clock = ManualClock()
+        let config = dumpTestConfiguration(ScriptedTransport())
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
         courier.pause()
         let id = try courier.send(["a": 1], to: URL(string: "https://example.com/in")!)
@@ -261,10 +265,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
     @Test func tagsAndHoldsShowInRecordsAndStats() async throws {
         let path = NSTemporaryDirectory() + "courier-tags-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: path) }
-        var config = Courier.Configuration()
-        config.allowsPurgeableDirectory = true
-        config.transport = ScriptedTransport()
-        config.clock = ManualClock()
+        let config = dumpTestConfiguration(ScriptedTransport())
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
         courier.hold(tagged: "consent")
         courier.hold(tagged: "account:1")
@@ -298,10 +299,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let path = NSTemporaryDirectory() + "courier-handoff-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: path) }
         let session = RecordingSession()
-        var config = Courier.Configuration()
-        config.allowsPurgeableDirectory = true
-        config.transport = ScriptedTransport()
-        config.clock = ManualClock()
+        var config = dumpTestConfiguration(ScriptedTransport())
         config.backgroundUploads = Courier.BackgroundUploads(session: session)
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)
         courier.pause()
@@ -333,10 +331,7 @@ func run(_ name: String, _ command: (Dump) -> Dump.Status) -> (Dump.Status, Stri
         let path = NSTemporaryDirectory() + "courier-token-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: path) }
         let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 401) : .response(status: 200) }
-        var config = Courier.Configuration()
-        config.allowsPurgeableDirectory = true
-        config.transport = transport
-        config.clock = ManualClock()
+        var config = dumpTestConfiguration(transport)
         config.retry = RetryPolicy(initialDelay: .zero, jitter: .none)
         config.prepareRequest = { request in request.headers["Authorization"] = "Bearer s3cret-\(request.attempt)" }
         let courier = try Courier(directory: URL(fileURLWithPath: path), configuration: config)

@@ -110,29 +110,12 @@ extension Courier {
         body: [UInt8], contentType: String, url: URL, labels: Labels, callbacks: Callbacks
     ) throws(CourierError) -> MessageID {
         let target = try validatedTarget(url)
-        let (orderingKey, headers) = (labels.orderingKey, labels.headers)
-        try Self.validate(orderingKey: orderingKey)
-        if !headers.isEmpty { try Self.validate(headers) }
-        let tags = try Self.validate(tags: labels.tags)
-        try Self.validate(contentType: contentType)
-        guard body.count <= configuration.maximumMessageBytes else {
-            throw CourierError(
-                .messageTooLarge,
-                "\(body.count) bytes; the limit is \(configuration.maximumMessageBytes) "
-                    + "(Configuration.maximumMessageBytes)"
-            )
-        }
-        let id = labels.id ?? configuration.makeMessageID()
         let instant = currentInstant()
-        let now = instant.wallMilliseconds
-        var allHeaders = [Header(name: "Content-Type", value: contentType)]
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
-            allHeaders.append(Header(name: name, value: value))
-        }
-        let message = MessageState(
-            id: id, url: target, headers: allHeaders, body: body,
-            createdMilliseconds: min(now, labels.createdMilliseconds ?? now), nextDueMilliseconds: now,
-            orderingKey: orderingKey, tags: tags)
+        let message = try Self.validatedState(
+            id: labels.id ?? configuration.makeMessageID(), target: target, body: body, contentType: contentType,
+            labels: labels, nowMilliseconds: instant.wallMilliseconds,
+            maximumMessageBytes: configuration.maximumMessageBytes)
+        let id = message.id
         let event = Event.enqueued(message)
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
@@ -148,6 +131,32 @@ extension Courier {
             effects.run()
         }
         return id
+    }
+
+    /// A send's state as stored, once its labels, content type and body size are valid: Courier's
+    /// headers first (`Content-Type`), then the app's, sorted by name; tags sorted; due now. What
+    /// `send` and `ExtensionOutbox.send` store (`target` is the URL, validated already).
+    static func validatedState(
+        id: MessageID, target: String, body: [UInt8], contentType: String, labels: Labels,
+        nowMilliseconds now: UInt64, maximumMessageBytes: Int
+    ) throws(CourierError) -> MessageState {
+        try validate(orderingKey: labels.orderingKey)
+        if !labels.headers.isEmpty { try validate(labels.headers) }
+        let tags = try validate(tags: labels.tags)
+        try validate(contentType: contentType)
+        guard body.count <= maximumMessageBytes else {
+            throw CourierError(
+                .messageTooLarge,
+                "\(body.count) bytes; the limit is \(maximumMessageBytes) (Configuration.maximumMessageBytes)")
+        }
+        var headers = [Header(name: "Content-Type", value: contentType)]
+        for (name, value) in labels.headers.sorted(by: { $0.key < $1.key }) {
+            headers.append(Header(name: name, value: value))
+        }
+        return MessageState(
+            id: id, url: target, headers: headers, body: body,
+            createdMilliseconds: min(now, labels.createdMilliseconds ?? now), nextDueMilliseconds: now,
+            orderingKey: labels.orderingKey, tags: tags)
     }
 
     /// `.always`: waits for the fsync, then lets the message be delivered; if the fsync

@@ -61,19 +61,11 @@ public final class ExtensionOutbox: Sendable {
     ) throws(CourierError) -> MessageID {
         let body = try JSONBody.serialize(json)
         try Courier.validate(url)
-        try Courier.validate(orderingKey: orderingKey)
-        if !headers.isEmpty { try Courier.validate(headers) }
-        let sortedTags = try Courier.validate(tags: tags)
-        guard body.count <= maximumMessageBytes else {
-            throw CourierError(.messageTooLarge, "\(body.count) bytes; the limit is \(maximumMessageBytes)")
-        }
-        let id = MessageID()
-        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        var all = [Header(name: "Content-Type", value: "application/json")]
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { all.append(Header(name: name, value: value)) }
-        let state = MessageState(
-            id: id, url: url.absoluteString, headers: all, body: body, createdMilliseconds: now,
-            nextDueMilliseconds: now, orderingKey: orderingKey, tags: sortedTags)
+        let state = try Courier.validatedState(
+            id: MessageID(), target: url.absoluteString, body: body, contentType: "application/json",
+            labels: Courier.Labels(orderingKey: orderingKey, headers: headers, tags: tags),
+            nowMilliseconds: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
+            maximumMessageBytes: maximumMessageBytes)
         do {
             try writer.append(Event.enqueued(state).encoded(), kind: .enqueued)
         } catch {
@@ -81,6 +73,6 @@ public final class ExtensionOutbox: Sendable {
             throw CourierError(error, while: "writing to the extension outbox")
         }
         ExtensionWake.post(for: directory)
-        return id
+        return state.id
     }
 }

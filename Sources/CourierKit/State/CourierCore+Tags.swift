@@ -92,12 +92,5 @@ extension CourierCore {
     var heldTags: [String] { read { $0.projection.tags.held.sorted() } }
 
     /// The pending messages a held tag keeps from delivery.
-    var heldIDs: Set<MessageID> {
-        read { state in
-            guard state.projection.heldCount > 0 else { return [] }
-            return Set(
-                state.projection.tags.tagsBySlot.keys.map { state.projection.slots[Int($0)] }
-                    .filter { $0.flags.contains(.heldByTag) }.map(\.id))
-        }
-    }
+    var heldIDs: Set<MessageID> { read(\.projection.heldIDs) }
 }

@@ -41,14 +41,10 @@ extension Projection {
         tags.slots(tagged: tag).map { slots[Int($0)] }.sorted { $0.order < $1.order }.map(\.id)
     }
 
-    /// Message `id`'s tags, sorted (none if it is not pending or has none).
-    func tags(of id: MessageID) -> [String] {
-        slotIndex(of: id).map { tags.tags(ofSlot: $0) } ?? []
-    }
-
-    /// Whether a held tag keeps message `id` from delivery.
-    func isHeldByTag(_ id: MessageID) -> Bool {
-        slot(of: id)?.flags.contains(.heldByTag) ?? false
+    /// The pending messages a held tag keeps from delivery.
+    var heldIDs: Set<MessageID> {
+        guard heldCount > 0 else { return [] }
+        return Set(tags.tagsBySlot.keys.map { slots[Int($0)] }.filter { $0.flags.contains(.heldByTag) }.map(\.id))
     }
 
     /// Whether every pending message is held by a tag and none of them is in flight: nothing

@@ -13,8 +13,6 @@ struct TagTable {
     /// Tags held now.
     private(set) var held: Set<String> = []
 
-    var isEmpty: Bool { tagsBySlot.isEmpty && held.isEmpty }
-
     /// Slot `i` now holds a message with `tags` (none: nothing is kept).
     mutating func add(_ tags: [String], slot i: UInt32) {
         guard !tags.isEmpty else { return }
@@ -31,8 +29,6 @@ struct TagTable {
             if slotsByTag[tag]?.isEmpty == true { slotsByTag[tag] = nil }
         }
     }
-
-    func tags(ofSlot i: UInt32) -> [String] { tagsBySlot[i] ?? [] }
 
     /// The slots of the pending messages tagged `tag`, in no order.
     func slots(tagged tag: String) -> Set<UInt32> { slotsByTag[tag] ?? [] }
