@@ -24,8 +24,8 @@ public final class OutboxWriter {
     }
 
     private let path: String
-    private let lock = NSLock()
-    private var current: Current?
+    /// The current file, and the turn to append: one append at a time per writer.
+    private let current = Locked<Current?>(nil)
     private let encoder = LZ4Encoder()
     private let now: @Sendable () -> UInt64
 
@@ -41,18 +41,18 @@ public final class OutboxWriter {
         guard body.count <= Format.maximumBodyBytes else {
             throw LogError(.recordTooLarge, "a body of \(body.count) bytes; at most \(Format.maximumBodyBytes)")
         }
-        lock.lock()
-        defer { lock.unlock() }
-        // Bounded: a claim can rename the file only between our open and our lock, and then
-        // the next turn creates a new one that no claim takes before it has a record.
-        for _ in 0..<8 {
-            if try appendOnce(body, kind: kind) { return }
+        try current.withLock { (current: inout Current?) throws(LogError) in
+            // Bounded: a claim can rename the file only between our open and our lock, and then
+            // the next turn creates a new one that no claim takes before it has a record.
+            for _ in 0..<8 {
+                if try appendOnce(body, kind: kind, &current) { return }
+            }
+            throw LogError(.io, "outbox file \(path) kept being claimed while appending")
         }
-        throw LogError(.io, "outbox file \(path) kept being claimed while appending")
     }
 
     /// One try: false if the file was claimed between the open and the lock.
-    private func appendOnce(_ body: [UInt8], kind: RecordKind) throws(LogError) -> Bool {
+    private func appendOnce(_ body: [UInt8], kind: RecordKind, _ current: inout Current?) throws(LogError) -> Bool {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw LogError(.io, "opening outbox file \(path)", errno: errno) }
         defer { close(fd) }
@@ -63,7 +63,7 @@ public final class OutboxWriter {
         guard stat(path, &named) == 0, named.st_ino == opened.st_ino, named.st_dev == opened.st_dev else {
             return false  // claimed: this descriptor is a collection's file now
         }
-        var file = try prepare(fd, opened)
+        var file = try prepare(fd, opened, known: current)
         var bytes: [UInt8] = []
         let start = RecordEncoding.append(
             body, kind: kind, sequence: file.nextSequence, timestampMilliseconds: now(), flags: .batchEnd,
@@ -79,9 +79,9 @@ public final class OutboxWriter {
 
     /// The file's state before an append: a new file gets its segment header (synced with its
     /// name); a file of ours with bytes past what we wrote (a failed write) is cut back.
-    private func prepare(_ fd: Int32, _ info: stat) throws(LogError) -> Current {
+    private func prepare(_ fd: Int32, _ info: stat, known: Current?) throws(LogError) -> Current {
         let device = UInt64(info.st_dev), inode = UInt64(info.st_ino)
-        if let known = current, known.device == device, known.inode == inode, Int(info.st_size) >= known.sizeBytes {
+        if let known, known.device == device, known.inode == inode, Int(info.st_size) >= known.sizeBytes {
             if Int(info.st_size) > known.sizeBytes, ftruncate(fd, off_t(known.sizeBytes)) != 0 {
                 throw LogError(.io, "cutting a failed write from outbox file \(path)", errno: errno)
             }
@@ -115,6 +115,7 @@ public final class OutboxWriter {
     }
 }
 
-/// Why `OutboxWriter` is `Sendable`: its mutable state (`current`, the encoder's buffers) is
-/// reached only holding `lock`; `path` and `now` are immutable.
+/// Why `OutboxWriter` is `Sendable`: its mutable state (`current`, and the encoder's buffers,
+/// which a class of their own keeps) is reached only inside `current.withLock`; `path` and
+/// `now` are immutable.
 extension OutboxWriter: @unchecked Sendable {}

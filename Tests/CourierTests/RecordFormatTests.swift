@@ -28,7 +28,22 @@ import Testing
             #expect(Event.decode(kind: record.kind, body: record.body) == event, "record \(record.sequence)")
         }
         let kinds = Set(records.map(\.kind))
-        #expect(kinds == [.enqueued, .attempted, .delivered, .abandoned, .snapshot, .cancelled, .handedOff])
+        let all: Set<RecordKind> = [
+            .enqueued, .attempted, .delivered, .abandoned, .snapshot, .cancelled, .handedOff, .held, .released
+        ]
+        #expect(kinds == all)
+    }
+
+    /// Tags came as a trailing field and two new kinds, appended to the fixture: the records
+    /// written before them are still the committed log's first bytes, unchanged.
+    @Test func theLogBeforeTagsIsAPrefixOfTheCommittedLog() throws {
+        let fs = SimulatedFileSystem()
+        try GoldenRecords.write(
+            directory: "/v1", fileSystem: fs, events: GoldenRecords.events.prefix(GoldenRecords.untaggedPrefixCount))
+        let before = try #require(fs.contents(of: "/v1/0000000000000001.wal"))
+        let committed = try #require(FileManager.default.contents(atPath: Self.directory + "/0000000000000001.wal"))
+        #expect(committed.count > before.count)
+        #expect(Array(committed.prefix(before.count)) == before)
     }
 
     @Test func todaysEncoderReproducesTheCommittedBodiesByteForByte() throws {
@@ -66,8 +81,23 @@ import Testing
         #expect(try committed().first?.body == expected)
     }
 
+    /// ARCHITECTURE.md's example of tags without a key: the state's fields end with the due
+    /// time, then an empty key, one tag, `account:1`.
+    @Test func aTaggedBodyWithoutAKeyIsArchitecturesExample() throws {
+        guard case .enqueued(let tagged) = GoldenRecords.events[10], tagged.orderingKey == nil else {
+            Issue.record("the fixture's eleventh record is a tagged message without a key")
+            return
+        }
+        let record = try committed()[10]
+        #expect(Event.decode(kind: record.kind, body: record.body)?.id == tagged.id)
+        let tail: [UInt8] = [0x00, 0xd4, 0x24, 0xa7, 0x9a, 0x01, 0x00, 0x00] + [0x00, 0x00] + [0x01]
+            + [0x09, 0x00] + Array("account:1".utf8)
+        #expect(Array(record.body.suffix(tail.count)) == tail)
+    }
+
     /// Replay reads the records as a courier would: the first message delivered, the keyed one
-    /// abandoned, the cancel of an unknown id ignored. Nothing is pending.
+    /// abandoned, the cancel of an unknown id ignored, the tagged ones cancelled and delivered,
+    /// the tag held and released. Nothing is pending, nothing held.
     @Test func aCourierReplaysTheCommittedRecords() async throws {
         let scratch = TemporaryDirectory()
         try FileManager.default.copyItem(atPath: Self.directory, toPath: scratch.url.path)
@@ -81,6 +111,13 @@ import Testing
         else { Issue.record("the fixture begins with two enqueued records"); return }
         try await courier.delivered(first.id)
         await #expect(throws: CourierError.self) { try await courier.delivered(keyed.id) }
+        guard case .enqueued(let keyedTagged) = GoldenRecords.events[11] else {
+            Issue.record("the fixture's twelfth record is the keyed, tagged message")
+            return
+        }
+        #expect(keyedTagged.tags == ["account:1", "consent"])
+        try await courier.delivered(keyedTagged.id)
+        #expect(courier.heldTags.isEmpty)
         await courier.close()
     }
 }

@@ -4,7 +4,8 @@ import CourierLogTesting
 import Foundation
 
 /// The messaging layer's golden records (`Fixtures/logs/courier-v1`): one record of each kind,
-/// full states with and without an ordering key, `attempted` with both outcome forms, encoded
+/// full states with and without an ordering key, with tags (with and without a key),
+/// `attempted` with both outcome forms, encoded
 /// by today's `Event.encoded()` into a log made with the golden settings (fixed salt and
 /// time). `wal-fixtures courier DIR` writes it once; `RecordFormatTests` decode the committed
 /// bytes field by field and require today's encoder to reproduce them, so a change made to
@@ -17,19 +18,25 @@ package enum GoldenRecords {
 
     static let id = MessageID(UUID(uuidString: "0A1B2C3D-4E5F-4607-8899-AABBCCDDEEFF")!)
     static let keyedID = MessageID(UUID(uuidString: "11111111-2222-4333-8444-555555555555")!)
+    static let taggedID = MessageID(UUID(uuidString: "22222222-3333-4444-8555-666666666666")!)
+    static let keyedTaggedID = MessageID(UUID(uuidString: "33333333-4444-4555-8666-777777777777")!)
     static let createdMilliseconds: UInt64 = 1_763_740_800_000  // 2025-11-21T16:00:00Z
 
     /// A message's full state as `send` records it: `Content-Type` first, the app's headers
     /// sorted after it.
-    static func state(_ id: MessageID, key: String?, attempts: UInt32 = 0, due: UInt64? = nil) -> MessageState {
+    static func state(
+        _ id: MessageID, key: String?, tags: [String] = [], attempts: UInt32 = 0, due: UInt64? = nil
+    ) -> MessageState {
         MessageState(
             id: id, url: "https://example.com/inbox",
             headers: [Header(name: "Content-Type", value: "application/json"), Header(name: "X-Trace", value: "t-1")],
             body: Array(#"{"text":"hi"}"#.utf8), createdMilliseconds: createdMilliseconds, attempts: attempts,
-            nextDueMilliseconds: due ?? createdMilliseconds, orderingKey: key)
+            nextDueMilliseconds: due ?? createdMilliseconds, orderingKey: key, tags: tags)
     }
 
-    /// The records, in log order: what the committed bodies must decode to.
+    /// The records, in log order: what the committed bodies must decode to. The tagged records
+    /// and the tag records (`held`, `released`) came with tags and were appended after the
+    /// first ten, whose bytes did not change: the log of ten is a prefix of this one.
     package static let events: [Event] = [
         .enqueued(state(id, key: nil)),
         .enqueued(state(keyedID, key: "chat-42")),
@@ -48,11 +55,23 @@ package enum GoldenRecords {
                 earliestBeginMilliseconds: createdMilliseconds + 5_000)),
         .delivered(id, attempt: 2, status: 200),
         .abandoned(keyedID, attempt: 3, reason: "gave up after 3 attempts"),
-        .cancelled(MessageID(UUID(uuidString: "FFFFFFFF-0000-4000-8000-000000000001")!))
+        .cancelled(MessageID(UUID(uuidString: "FFFFFFFF-0000-4000-8000-000000000001")!)),
+        .enqueued(state(taggedID, key: nil, tags: ["account:1"])),
+        .enqueued(state(keyedTaggedID, key: "chat-42", tags: ["account:1", "consent"])),
+        .held(tag: "account:1"),
+        .snapshot(state(taggedID, key: nil, tags: ["account:1"])),
+        .released(tag: "account:1"),
+        .cancelled(taggedID),
+        .delivered(keyedTaggedID, attempt: 1, status: 201)
     ]
 
+    /// How many records the log held before tags: their bytes are a prefix of today's log.
+    package static let untaggedPrefixCount = 10
+
     /// Writes the log: each event as its own record, in the golden settings.
-    package static func write(directory: String, fileSystem: any LogFileSystem) throws {
+    package static func write(
+        directory: String, fileSystem: any LogFileSystem, events: some Sequence<Event> = events
+    ) throws {
         let log = try WriteAheadLog(
             directory: directory, configuration: GoldenLogs.configuration(), fileSystem: fileSystem)
         for event in events { try log.append(event.encoded(), kind: event.kind) }
