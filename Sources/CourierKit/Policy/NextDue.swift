@@ -18,6 +18,7 @@ import Foundation
 /// | any other failure | the policy's backoff (5), at least the server's `Retry-After` (3) |
 /// | the message's record could not be read | after `maximumDelay`, when it is read again |
 /// | a due time replayed at open, beyond the policy | `maximumDelay` or `retryAfterLimit` from now (4) |
+/// | a retry due now whose destination's retry budget is empty | at its next token (6) |
 ///
 /// (1) Busy, not failing: the destination's limit paces it, not the message's backoff.
 /// (2) `prepareRequest` makes fresh credentials; the upload's were made at hand-off.
@@ -26,6 +27,8 @@ import Foundation
 /// its delays in an update, or a wall clock that went backwards since the record was written.
 /// (5) Of attempt max(1, n − e): the e failures the destination's rate explains do not grow it
 /// (`RetryPolicy.ExplainedFailures`; e is read from its latest answers to others, `AnswerWindow`).
+/// (6) `RetryBudget`: in memory only, unlogged; first attempts, paced retries and hand-offs pay
+/// no token, so they never wait for one.
 enum NextDue {
     /// What is known of an attempt's end before the core's lock is taken.
     struct Facts: Sendable {
@@ -90,6 +93,12 @@ enum NextDue {
     static func limitsAtOpen(policy: RetryPolicy, nowMilliseconds now: UInt64) -> (backoff: UInt64, retryAfter: UInt64)
     {
         (now + milliseconds(policy.maximumDelay), now + milliseconds(policy.retryAfterLimit))
+    }
+
+    /// A retry due at `due` found no token in its destination's retry budget, whose next
+    /// token comes at `nextToken`: it waits for it, and never comes forward.
+    static func withoutRetryToken(dueMilliseconds due: UInt64, nextTokenMilliseconds nextToken: UInt64) -> UInt64 {
+        max(due, nextToken)
     }
 
     static func milliseconds(_ duration: Duration) -> UInt64 { UInt64(max(0, duration.seconds * 1000)) }

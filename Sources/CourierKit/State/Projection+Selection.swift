@@ -92,7 +92,9 @@ extension Projection {
             return true
         }
         if origins.takeToken(o, nowMilliseconds: now) { return true }
-        slots[Int(i)].dueMilliseconds = max(slots[Int(i)].dueMilliseconds, origins.nextToken(o, nowMilliseconds: now))
+        let nextToken = origins.nextToken(o, nowMilliseconds: now)
+        slots[Int(i)].dueMilliseconds = NextDue.withoutRetryToken(
+            dueMilliseconds: slots[Int(i)].dueMilliseconds, nextTokenMilliseconds: nextToken)
         assert(slots[Int(i)].dueMilliseconds > now, "a retry without a token is due later")
         return false
     }
