@@ -148,6 +148,19 @@ import Testing
         await courier.close()
     }
 
+    /// The wake's name is the system-wide Darwin center's: one per folder, so two outboxes of
+    /// one group do not wake each other's couriers, and the same folder however it is spelled.
+    @Test func theWakeIsNamedForItsFolderOnly() {
+        let group = URL(fileURLWithPath: "/var/mobile/Containers/Shared/AppGroup/ABC")
+        let name = ExtensionWake.name(for: group.appendingPathComponent("Outbox"))
+        #expect(name.hasPrefix("courier.extension-outbox."))
+        #expect(name == ExtensionWake.name(for: group.appendingPathComponent("x/../Outbox")))
+        #expect(name == ExtensionWake.name(for: URL(fileURLWithPath: group.path + "/Outbox/")))
+        #expect(name != ExtensionWake.name(for: group.appendingPathComponent("Outbox2")))
+        let otherGroup = URL(fileURLWithPath: "/var/mobile/Containers/Shared/AppGroup/ABD")
+        #expect(name != ExtensionWake.name(for: otherGroup.appendingPathComponent("Outbox")))
+    }
+
     @Test func anOutboxInTmpOrCachesIsRefused() {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("outbox")
         #expect { try ExtensionOutbox(directory: directory) } throws: {
