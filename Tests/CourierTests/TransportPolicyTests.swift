@@ -1,3 +1,6 @@
+#if canImport(AsyncHTTPClient)
+import AsyncHTTPClient
+#endif
 @testable @_spi(CourierTesting) import CourierKit
 import CourierTesting
 import FlakyServer
@@ -54,6 +57,37 @@ import Testing
         guard case .failure(let f) = outcome else { Issue.record("\(outcome)"); return }
         #expect(f.kind == .timeout, "\(f)")
         #expect(elapsed < .seconds(4), "ended at the deadline, not when the server answered")
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// Requests to one destination share a template made once (its URL parsed once): each
+    /// carries its own headers and body only, nothing of the requests before it.
+    @Test(.timeLimit(.minutes(1)))
+    func eachRequestCarriesOnlyItsOwnHeadersAndBody() async throws {
+        let server = try await FlakyServer(behavior: .init(failureRate: 0))
+        let transport = AsyncHTTPClientTransport()
+        let url = await server.url
+        let other = url.appendingPathComponent("other")
+        var sent: [String: Data] = [:]
+        for n in 0..<6 {
+            let key = UUID().uuidString, body = Data(#"{"n":\#(n)}"#.utf8)
+            let headers = ["Content-Type": "application/json", "Idempotency-Key": key]
+            let outcome = await transport.deliver(
+                DeliveryRequest(
+                    url: n % 3 == 2 ? other : url, headers: headers, body: body, timeout: .seconds(10),
+                    messageID: MessageID(), attempt: 1))
+            #expect(outcome == .response(status: 200, retryAfter: nil), "request \(n): \(outcome)")
+            sent[key] = body
+        }
+        #expect(server.statistics.distinctKeys == 6, "one key per request: none carried an earlier one's")
+        #expect(server.acceptedBodies == sent)
+        // The loopback server keeps one value per header name, so it would not see a header
+        // repeated from an earlier request: the templates themselves must stay bare.
+        for destination in [url, other] {
+            let template = try transport.template(for: destination)
+            #expect(template.headers.isEmpty && template.body == nil, "\(destination): \(template.headers)")
+        }
         await transport.shutdown()
         await server.stop()
     }

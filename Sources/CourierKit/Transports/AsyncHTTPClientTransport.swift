@@ -1,5 +1,6 @@
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
+import CourierLog
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -16,6 +17,11 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
     private let client: HTTPClient
     private let ownsClient: Bool
     private let clock: any Clock<Duration>
+    /// A POST to each recent destination without headers or body, copied per request:
+    /// `HTTPClient.Request` parses its URL when made, which cost more than the rest of
+    /// building the request. At most `requestTemplateLimit` destinations, then it starts over.
+    private let requestTemplates = Locked<[URL: HTTPClient.Request]>([:])
+    static let requestTemplateLimit = 64
 
     /// Uses its own client, shut down by `shutdown()`. Redirects are not followed: a POST
     /// redirected elsewhere should be an explicit decision, and 3xx is retried like 5xx.
@@ -63,13 +69,11 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 
     /// One POST; cancelling the calling task cancels it.
     private func post(_ request: DeliveryRequest, deadline: NIODeadline?) async -> DeliveryOutcome {
-        var headers = HTTPHeaders()
-        for (name, value) in request.headers { headers.add(name: name, value: value) }
         let task: HTTPClient.Task<StatusReader.Response>
         do {
-            let http = try HTTPClient.Request(
-                url: request.url, method: .POST, headers: headers,
-                body: .bytes(request.body), tlsConfiguration: nil)
+            var http = try template(for: request.url)
+            for (name, value) in request.headers { http.headers.add(name: name, value: value) }
+            http.body = .bytes(request.body)
             task = client.execute(request: http, delegate: StatusReader(), deadline: deadline)
         } catch {
             return .failure(Self.classify(error))
@@ -84,6 +88,17 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
         } catch {
             return .failure(Self.classify(error))
         }
+    }
+
+    /// A POST to `url` with no headers and no body (an invalid URL throws, and is not kept).
+    func template(for url: URL) throws -> HTTPClient.Request {
+        if let made = requestTemplates.withLock({ $0[url] }) { return made }
+        let made = try HTTPClient.Request(url: url, method: .POST, tlsConfiguration: nil)
+        requestTemplates.withLock { templates in
+            if templates.count >= Self.requestTemplateLimit { templates.removeAll(keepingCapacity: true) }
+            templates[url] = made
+        }
+        return made
     }
 
     public func shutdown() async {
