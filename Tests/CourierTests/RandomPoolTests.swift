@@ -1,15 +1,40 @@
 @testable @_spi(CourierTesting) import CourierKit
+import CourierLog
 import Foundation
 import Testing
 
 /// The pool behind message ids and the default jitter source.
 @Suite struct RandomPoolTests {
-    @Test func theDefaultJitterSourceDrawsDistinctWordsAcrossRefills() {
+    @Test func theDefaultJitterSourceDrawsDistinctWords() {
         let random = Courier.Configuration().random
-        // 2,000 draws span four refills of the 512-word pool; a repeat among 2,000 random 64-bit
-        // words has a chance of about 1 in 10^13, and a pool that handed out zeroed (used) words
-        // or the same word twice would repeat at once.
+        // A repeat among 2,000 random 64-bit words has a chance of about 1 in 10^13.
         let words = (0..<2_000).map { _ in random() }
+        #expect(Set(words).count == words.count)
+        #expect(!words.contains(0))
+    }
+
+    /// Each thread's jitter generator is seeded on its own from the pool: threads that all
+    /// started from one seed would draw the same sequence.
+    @Test func eachThreadDrawsItsOwnJitterSequence() {
+        let draws = Locked<[[UInt64]]>([])
+        let finished = DispatchGroup()
+        for _ in 0..<8 {
+            finished.enter()
+            Thread {
+                let mine = (0..<16).map { _ in ThreadJitter.next() }
+                draws.withLock { $0.append(mine) }
+                finished.leave()
+            }.start()
+        }
+        #expect(finished.wait(timeout: .now() + 10) == .success)
+        let all = draws.withLock { $0 }
+        #expect(all.count == 8)
+        #expect(Set(all.flatMap { $0 }).count == 8 * 16, "no two threads drew the same value")
+    }
+
+    @Test func wordsFromThePoolAreNeverHandedOutTwiceAcrossRefills() {
+        var pool = RandomPool()
+        let words = (0..<2_000).map { _ in pool.takeWord() }
         #expect(Set(words).count == words.count)
         #expect(!words.contains(0))
     }

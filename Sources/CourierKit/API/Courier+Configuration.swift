@@ -92,9 +92,9 @@ extension Courier {
         /// survive restarts. Later wall times are this plus `clock`'s elapsed time.
         /// The default is `Date()`.
         @_spi(CourierTesting) public var now: @Sendable () -> Date = { Date() }
-        /// The random source for jitter. The default draws from the system's generator in bulk
-        /// (the pool message ids come from), not with a system call per draw.
-        @_spi(CourierTesting) public var random: @Sendable () -> UInt64 = { randomPool.withLock { $0.takeWord() } }
+        /// The random source for jitter. The default is a generator per thread, seeded once
+        /// from the system's (`ThreadJitter`): a draw takes no lock and makes no system call.
+        @_spi(CourierTesting) public var random: @Sendable () -> UInt64 = { ThreadJitter.next() }
         /// How message ids are made. The default is a random UUID.
         @_spi(CourierTesting) public var makeMessageID: @Sendable () -> MessageID = { MessageID() }
         /// Where the log's bytes go. The default is the real file system; tests inject

@@ -125,6 +125,33 @@ struct RandomPool {
 
 let randomPool = Locked(RandomPool())
 
+/// Jitter's default source: a `SplitMix64` per thread, seeded once from `randomPool`. Runners on
+/// several threads draw one value per outcome; the pool's lock, which `send` also takes for
+/// every id, cost them as much as the draw. Jitter needs spread, not secrecy: ids keep the pool.
+enum ThreadJitter {
+    /// Each thread's generator, made on its first draw and freed with the thread.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let created = pthread_key_create(&key) { state in
+            #if canImport(Darwin)
+            state.assumingMemoryBound(to: SplitMix64.self).deallocate()
+            #else
+            state?.assumingMemoryBound(to: SplitMix64.self).deallocate()
+            #endif
+        }
+        precondition(created == 0, "pthread_key_create failed")
+        return key
+    }()
+
+    static func next() -> UInt64 {
+        if let state = pthread_getspecific(key) { return state.assumingMemoryBound(to: SplitMix64.self).pointee.next() }
+        let state = UnsafeMutablePointer<SplitMix64>.allocate(capacity: 1)
+        state.initialize(to: SplitMix64(seed: randomPool.withLock { $0.takeWord() }))
+        pthread_setspecific(key, state)
+        return state.pointee.next()
+    }
+}
+
 #if os(Linux)
 /// Opened once, kept for the life of the process.
 private let urandom: Int32 = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
