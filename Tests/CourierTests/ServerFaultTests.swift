@@ -8,6 +8,12 @@ import Testing
 /// answers slower than the request timeout, 429 and 503 with `Retry-After` in both forms), on
 /// real time: everything arrives, and the server's own clock shows that no message was tried
 /// again sooner than its retry policy allows.
+///
+/// The server's clock bounds a gap only when the client heard the answer the server logged. A
+/// server starved past the request timeout (2 s; seen under ThreadSanitizer on 2 cores) logs an
+/// answer the client had already given up on: the client's wait began at its own timeout,
+/// before the server even read the request, so the server sees a shorter gap. Such pairs are
+/// counted, bounded, and not judged.
 @Suite(.serialized) struct ServerFaultTests {
     static let policy = RetryPolicy(initialDelay: .milliseconds(40), multiplier: 2, maximumDelay: .milliseconds(320),
                                     jitter: .equal, retryAfterLimit: .seconds(5))
@@ -44,11 +50,18 @@ import Testing
         // are luck, and retry as soon as its first (`ExplainedFailuresTests`).
         config.retry.explainedFailures = .disabled
         let courier = try Courier(directory: dir.url, configuration: config)
+        let events = EventLog(courier.events())
         var ids: [MessageID] = []
         for i in 0..<60 { ids.append(try courier.send(["n": i], to: url)) }
         await courier.waitUntilIdle()
         await courier.close()
+        await events.finish()
         await server.stop()
+        // What the client heard of each failed attempt, by message and attempt number.
+        var heard: [MessageID: [Int: DeliveryOutcome]] = [:]
+        for case .failed(let id, let attempt, let outcome, _) in events.events {
+            heard[id, default: [:]][attempt] = outcome
+        }
 
         let accepted = server.acceptedKeySet
         #expect(ids.allSatisfy { accepted.contains($0.description) }, "every message arrived")
@@ -56,11 +69,16 @@ import Testing
         var checkedGaps = 0
         var answers: [String: Int] = [:]
         var smallestSlackMilliseconds = Double.infinity
+        var notHeard = 0
         for id in ids {
             let seen = try #require(attempts[id.description])
             for (n, pair) in zip(seen, seen.dropFirst()).enumerated() {
                 let (previous, next) = pair
                 answers[Self.name(previous.answer), default: 0] += 1
+                if case .status(let status, _) = previous.answer, !Self.heard(status, in: heard[id]?[n + 1]) {
+                    notHeard += 1  // the client timed out before the server answered: see above
+                    continue
+                }
                 let gap = milliseconds(previous.arrived.duration(to: next.arrived))
                 let least = Self.leastGapMilliseconds(after: previous.answer, attempt: n + 1,
                                                       dateForm: retryAfterAsHTTPDate)
@@ -76,12 +94,13 @@ import Testing
         print("""
             server faults (Retry-After as \(retryAfterAsHTTPDate ? "HTTP date" : "seconds")): \(ids.count) messages, \
             \(attempts.values.map(\.count).reduce(0, +)) requests, \
-            \(checkedGaps) retry gaps checked against the policy, \
+            \(checkedGaps) retry gaps checked against the policy (\(notHeard) answers not heard in time), \
             failures retried: \
             \(answers.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")); \
             closest gap to its bound: \(String(format: "%.1f", smallestSlackMilliseconds)) ms over
             """)
         #expect(checkedGaps > 40, "enough retries to mean something (\(checkedGaps))")
+        #expect(notHeard * 5 <= checkedGaps, "\(notHeard) answers the client did not hear, \(checkedGaps) judged")
         #expect(Set(answers.keys).isSuperset(of: ["500", "dropped", "slow", "429", "503"]),
                 "every fault was tried: \(answers.keys.sorted())")
     }
@@ -96,6 +115,12 @@ import Testing
         // A date names a whole second: between retryAfterSeconds - 1 and retryAfterSeconds away.
         let asked = dateForm ? 1000.0 : (Double(retryAfter).map { $0 * 1000 } ?? 0)
         return max(halfCap, asked)
+    }
+
+    /// Whether the client's outcome of an attempt is the status the server logged for it.
+    static func heard(_ status: Int, in outcome: DeliveryOutcome?) -> Bool {
+        guard case .response(let heard, _)? = outcome else { return false }
+        return heard == status
     }
 
     static func name(_ answer: FlakyServer.Attempt.Answer) -> String {
