@@ -16,7 +16,8 @@ public final class ScriptedTransport: DeliveryTransport {
     private let lock = NSLock()
     private let script: Script
     private var recorded: [DeliveryRequest] = []
-    private var held: [(UUID, CheckedContinuation<Void, Never>)] = []
+    /// Held requests; each is resumed with `true` ("it was held").
+    private var held: [(UUID, CheckedContinuation<Bool, Never>)] = []
     private var hold = false
     private var inFlight = 0
     private var maxInFlight = 0
@@ -44,12 +45,12 @@ public final class ScriptedTransport: DeliveryTransport {
 
     /// Lets up to `count` held requests answer (all if nil), oldest first.
     public func release(_ count: Int? = nil) {
-        let released = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+        let released = lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
             let n = min(count ?? held.count, held.count)
             defer { held.removeFirst(n) }
             return held.prefix(n).map(\.1)
         }
-        for c in released { c.resume() }
+        for c in released { c.resume(returning: true) }
     }
 
     /// Returns once at least `count` requests have arrived.
@@ -65,35 +66,33 @@ public final class ScriptedTransport: DeliveryTransport {
     }
 
     public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
-        let (mustHold, ready) = lock.withLock { () -> (Bool, [CheckedContinuation<Void, Never>]) in
-            recorded.append(request)
-            inFlight += 1
-            maxInFlight = max(maxInFlight, inFlight)
-            let ready = countWaiters.filter { $0.0 <= recorded.count }.map(\.1)
-            countWaiters.removeAll { $0.0 <= recorded.count }
-            return (hold, ready)
-        }
-        for c in ready { c.resume() }
-        if mustHold {
-            // Held requests still honour cancellation, as real transports do.
-            let key = UUID()
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                    let cancelled = lock.withLock { () -> Bool in
-                        if Task.isCancelled { return true }
-                        held.append((key, c))
-                        return false
-                    }
-                    if cancelled { c.resume() }
+        // A request is recorded and, while `holdResponses`, held in one critical section: a test
+        // that waits for it (`waitForRequests`) and then releases it can never release it before
+        // it is held. Held requests still honour cancellation, as real transports do.
+        let key = UUID()
+        let wasHeld = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                let (holding, ready) = lock.withLock { () -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    recorded.append(request)
+                    inFlight += 1
+                    maxInFlight = max(maxInFlight, inFlight)
+                    let ready = countWaiters.filter { $0.0 <= recorded.count }.map(\.1)
+                    countWaiters.removeAll { $0.0 <= recorded.count }
+                    guard hold, !Task.isCancelled else { return (false, ready) }
+                    held.append((key, c))
+                    return (true, ready)
                 }
-            } onCancel: {
-                let c = lock.withLock { () -> CheckedContinuation<Void, Never>? in
-                    guard let i = held.firstIndex(where: { $0.0 == key }) else { return nil }
-                    return held.remove(at: i).1
-                }
-                c?.resume()
+                for waiter in ready { waiter.resume() }
+                if !holding { c.resume(returning: false) }
             }
-        } else {
+        } onCancel: {
+            let c = lock.withLock { () -> CheckedContinuation<Bool, Never>? in
+                guard let i = held.firstIndex(where: { $0.0 == key }) else { return nil }
+                return held.remove(at: i).1
+            }
+            c?.resume(returning: true)
+        }
+        if !wasHeld {
             // A real request never answers without suspending: neither does this one, so the
             // engine's runners take turns with the rest of the app (and of a test suite) as they
             // would over a network.

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// pause / resume / retryNow / deliverPending, on a manual clock (issue 8).
-@Suite struct ControlTests {
+@Suite(.timeLimit(.minutes(5))) struct ControlTests {
     @Test func nothingIsSentWhilePausedAndEverythingAfterResume() async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport()

@@ -9,7 +9,7 @@ import Testing
 /// server failing 90% of all requests is drained, at a bounded rate. A change that brings the
 /// tail back fails here, not in a benchmark nobody ran. Serialized: each run is CPU-bound
 /// simulation, and side by side they would hold both of CI's cores from the real-time suites.
-@Suite(.serialized) struct RetryTailPromiseTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct RetryTailPromiseTests {
     /// Scenario `index` under the default rules; with `trafficEvery`, its steady traffic thinned
     /// to one message that often (the poison scenarios: the bench's 10,800 messages in 3 hours
     /// would cost `make test` a minute of CPU beside real-time suites; the window still holds
