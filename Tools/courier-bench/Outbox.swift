@@ -2,6 +2,7 @@
 import CourierLog
 import FlakyServer
 import Foundation
+import RetryScenarios
 
 /// `courier-bench --outbox N`: `ExtensionOutbox.send` next to `Courier.send`, in one run.
 ///
@@ -23,7 +24,7 @@ func outboxBenchmark(count: Int, root: URL) async throws {
             rates[which, default: []].append(try sendRate(which, count: count, directory: dir))
         }
     }
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    func median(_ values: [Double]) -> Double { RetryScenarios.percentile(0.5, of: values.sorted()) }
     line("ExtensionOutbox.send (fsync each), sends/s", String(format: "%.0f", median(rates["outbox"]!)))
     line("Courier.send, durability .always, sends/s", String(format: "%.0f", median(rates["always"]!)))
     line("Courier.send, durability .interval (default), sends/s", String(format: "%.0f", median(rates["interval"]!)))
@@ -98,5 +99,5 @@ private func sendToDelivered(count: Int, url: URL, root: URL, throughOutbox: Boo
     await courier.close()
     let delivered = deliveredAt.withLock { $0 }
     let sorted = sentAt.compactMap { id, sent in delivered[id].map { seconds($0 - sent) * 1000 } }.sorted()
-    return (sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)])
+    return (RetryScenarios.percentile(0.5, of: sorted), RetryScenarios.percentile(0.99, of: sorted))
 }
