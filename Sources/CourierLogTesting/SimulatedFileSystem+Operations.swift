@@ -143,6 +143,15 @@ extension SimulatedFileSystem {
         let forbidden = BlockingIO.isForbidden
         try lock.withLock { () throws(LogError) in
             if refuses(forbidden) { throw Self.error(5, "an fsync under a lock that forbids it", path) }
+            // Bounded by the test: it resumes what it paused, or cuts power (`crash()`), which
+            // ends the process whose fsync this was.
+            let generation = lockGeneration
+            while syncsPaused {
+                syncsWaiting += 1
+                lock.wait()
+                syncsWaiting -= 1
+            }
+            if lockGeneration != generation { throw Self.error(5, "the power was cut during this fsync", path) }
             if case .error(let e)? = takeFault(.sync) { throw Self.error(e, "fsync failed", path) }
             if var n = nodes[node] {
                 n.durableBytes = n.bytes

@@ -40,6 +40,8 @@ public final class SimulatedFileSystem: LogFileSystem {
     var operationsLeft: Int?
     var refusesUnderLocks = true
     var refusedUnderLocks = 0
+    var syncsPaused = false
+    var syncsWaiting = 0
 
     struct Node {
         var bytes: [UInt8] = []
@@ -60,6 +62,29 @@ public final class SimulatedFileSystem: LogFileSystem {
     /// Makes the (skip+1)-th next call of `operation` fail with `fault`.
     public func inject(_ fault: Fault, on operation: Operation, skip: Int = 0) {
         lock.withLock { scheduled.append((operation, skip, fault)) }
+    }
+
+    /// Makes every file fsync wait, before it changes anything, until `resumeSyncs()`: a test
+    /// can look at what a caller shows, and a `crash()` cut power, while its record is written
+    /// but not yet durable. Faults injected on `.sync` apply when the waiting calls go on.
+    public func pauseSyncs() { lock.withLock { syncsPaused = true } }
+
+    /// Lets the fsyncs that `pauseSyncs()` holds, and later ones, go on.
+    public func resumeSyncs() {
+        lock.withLock {
+            syncsPaused = false
+            lock.broadcast()
+        }
+    }
+
+    /// File fsyncs waiting now (`pauseSyncs()`).
+    public var waitingSyncs: Int { lock.withLock { syncsWaiting } }
+
+    /// Returns true once an fsync waits (`pauseSyncs()`); false if none did within 10 s.
+    public func waitForAPausedSync() async -> Bool {
+        // Bounded: 10,000 turns of a millisecond.
+        for _ in 0..<10_000 where waitingSyncs == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+        return waitingSyncs > 0
     }
 
     /// After `count` more mutating calls (writes, syncs, creates, removes, truncates), every
@@ -121,6 +146,8 @@ public final class SimulatedFileSystem: LogFileSystem {
             lockGeneration += 1
             scheduled.removeAll()
             operationsLeft = nil
+            syncsPaused = false
+            lock.broadcast()
         }
     }
 

@@ -61,30 +61,32 @@ import Testing
 }
 
 @Suite struct AlwaysDurabilityTests {
-    /// A message dropped after a failed fsync was the only pending one: whoever waits for an
-    /// idle courier, or for that message, is told at once (a review found them left hanging).
+    /// A message dropped after a failed fsync was the only pending one: whoever waited for an
+    /// idle courier, or for that message, while its fsync ran is told at once (a review found
+    /// them left hanging).
     @Test(.timeLimit(.minutes(1)))
     func discardingTheOnlyPendingMessageReleasesItsWaiters() async throws {
-        let scratch = TemporaryDirectory()  // kept for the test: its deinit removes the folder
-        let courier = try Courier(directory: scratch.url,
-                                  configuration: testConfiguration(clock: ManualClock(),
-                                                                   transport: ScriptedTransport()))
-        let state = MessageState(id: MessageID(), url: inbox.absoluteString, headers: [], body: Array("{}".utf8),
-                                 createdMilliseconds: 0, nextDueMilliseconds: 0)
-        _ = try courier.core.enqueue(Event.enqueued(state).encoded(), state: state, hold: true, callbacks: Callbacks(),
-                                     at: courier.currentInstant())
+        let fs = SimulatedFileSystem()
+        let courier = try openForPowerCut(fs, .always)
+        fs.pauseSyncs()
+        let sent = Task {
+            await onThread { Result { () throws(CourierError) in try courier.send(["n": 1], to: inbox) } }
+        }
+        try #require(await fs.waitForAPausedSync())
+        let id = try #require(courier.core.pendingIDs.first)
         let idle = Task { await courier.waitUntilIdle() }
-        let delivered = Task { try await courier.delivered(state.id) }
-        // Bounded: both waits register within a few scheduler turns.
+        let delivered = Task { try await courier.delivered(id) }
         for _ in 0..<2_000 where courier.core.read({ $0.idleWaiters.count + $0.waiters.count }) < 2 {
             try await Task.sleep(for: .milliseconds(1))
         }
-        courier.core.discard(state.id, error: CourierError(.storageFailed, "fsync failed"),
-                             at: courier.currentInstant()).run()
+        fs.inject(.error(5), on: .sync)
+        fs.resumeSyncs()
         await idle.value
         let outcome = await delivered.result
         guard case .failure(let error) = outcome else { Issue.record("delivered(_:) returned"); return }
         #expect((error as? CourierError)?.code == .storageFailed)
+        guard case .failure(let thrown) = await sent.value else { Issue.record("the send returned"); return }
+        #expect(thrown.code == .storageFailed && thrown.messageID == id)
         #expect(courier.pendingCount == 0)
         await courier.close()
     }

@@ -179,3 +179,13 @@ extension MessageLog {
         }
     }
 }
+
+/// `body` on a thread of its own, for a call that may block (an fsync the test paused): never
+/// on one of the cooperative pool's few threads, which a blocked test would take from the suite.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { done in Thread { done.resume(returning: body()) }.start() }
+}
+
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { done in Thread { done.resume(with: Result(catching: body)) }.start() }
+}

@@ -37,7 +37,7 @@ extension Courier {
         // the I/O queue). `cancel` appends its record on the caller's thread, as `send` does,
         // and under `.always` waits there for its fsync, as `send` does too.
         let (cancelled, effects) = core.cancel(id)
-        runWhenDurable(effects)
+        effects.run()
         if cancelled { pump() }
         return cancelled
     }

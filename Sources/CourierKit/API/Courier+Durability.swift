@@ -17,7 +17,7 @@ extension Courier {
         case always
 
         /// The log's policy. Under `.always` the courier syncs through what it appended itself
-        /// (`runWhenDurable`), so that it can hold its lock while it appends and sync after: the
+        /// (`CourierCore.write`), so that it can hold its lock while it appends and sync after: the
         /// log appends with `.never`, and has no backstop that could hide an unsynced record.
         var logPolicy: WriteAheadLog.SyncPolicy {
             switch self {

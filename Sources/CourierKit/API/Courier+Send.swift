@@ -119,17 +119,12 @@ extension Courier {
         let event = Event.enqueued(message)
         let encoded = event.encoded()
         try checkRecordSize(encoded, bodyBytes: body.count)
-        let confirmLater = configuration.durability == .always
         // One critical section in the core: the append, the projection change and the plan
-        // together, so log order is projection order. With `.always` the message is held back
-        // from delivery until its fsync succeeded (`confirm` plans then).
-        let effects = try core.enqueue(
-            encoded, state: message, hold: confirmLater, callbacks: callbacks, at: instant)
-        if confirmLater {
-            try confirmDurable(id, callbacks)
-        } else {
-            effects.run()
-        }
+        // together, so log order is projection order (under `.always`, a second one after the
+        // fsync: `CourierCore.write`).
+        let effects = try core.enqueue(encoded, state: message, callbacks: callbacks, at: instant)
+        effects.run()
+        if let failure = effects.syncFailure { throw failure }
         return id
     }
 
@@ -157,34 +152,6 @@ extension Courier {
             id: id, url: target, headers: headers, body: body,
             createdMilliseconds: min(now, labels.createdMilliseconds ?? now), nextDueMilliseconds: now,
             orderingKey: labels.orderingKey, tags: tags)
-    }
-
-    /// `.always`: waits for the fsync, then lets the message be delivered; if the fsync
-    /// failed, this Courier drops the message (no delivery, no event, no callback) and `send`
-    /// throws `.storageFailed` with its id: whether it is on disk is unknown (see `CourierError`).
-    private func confirmDurable(_ id: MessageID, _ callbacks: Callbacks) throws(CourierError) {
-        do throws(LogError) {
-            try log.sync()
-        } catch {
-            let thrown: CourierError
-            if error.code == .closed {
-                thrown = CourierError(
-                    .closed,
-                    "the courier closed before the message was confirmed durable; close() syncs the log, so it is "
-                        + "delivered after reopening unless that sync failed",
-                    messageID: id)
-            } else {
-                thrown = CourierError(
-                    .storageFailed,
-                    "the message was written but the fsync failed, so it may or may not survive a power loss "
-                        + "(\(error)); close and reopen the Courier: if pendingMessages lists \(id) it will be "
-                        + "delivered, otherwise send it again",
-                    messageID: id)
-            }
-            core.discard(id, error: thrown, at: currentInstant()).run()
-            throw thrown
-        }
-        core.confirm(id, callbacks: callbacks, at: currentInstant()).run()
     }
 
     /// Headers Courier sets itself; a caller passing one gets `.invalidHeaders`, never a

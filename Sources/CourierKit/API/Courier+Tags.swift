@@ -17,7 +17,7 @@ extension Courier {
     public func cancel(tagged tag: String) -> Int {
         guard Self.isValid(tag: tag) else { return 0 }
         let (count, effects) = core.cancel(tagged: tag)
-        runWhenDurable(effects)
+        effects.run()
         if count > 0 { pump() }
         return count
     }
@@ -37,7 +37,7 @@ extension Courier {
             return 0
         }
         let (count, effects) = core.holdTag(tag)
-        runWhenDurable(effects)
+        effects.run()
         return count
     }
 
@@ -48,7 +48,7 @@ extension Courier {
     public func release(tagged tag: String) -> Int {
         guard Self.isValid(tag: tag) else { return 0 }
         let (count, effects) = core.releaseTag(tag, at: currentInstant())
-        runWhenDurable(effects)
+        effects.run()
         return count
     }
 

@@ -15,7 +15,7 @@ extension Courier.Configuration {
         // segment is prepared, and a sealed one synced, on the log's own queue.
         log.segmentPreparation = .background
         // `.always` is applied by Courier itself, outside its lock: every record is synced
-        // before it is seen (`send`, `Courier.runWhenDurable`, compaction's own sync), so
+        // before it is seen (`CourierCore.write`, compaction's own sync), so
         // concurrent callers share fsyncs. The log itself never syncs on a timer then (a
         // backstop would also hide, in the power-loss tests, a record that was not synced).
         log.syncPolicy = durability.logPolicy
@@ -123,6 +123,6 @@ extension Courier.Configuration {
                 maximumConcurrentDeliveries: maximumConcurrentDeliveries,
                 maximumHandOffs: uploads?.maximumOutstandingTasks ?? 0,
                 isExcludedFromHandOff: { uploads?.isExcluded($0) ?? true }),
-            compacts: isCompactionEnabled, holdsRetriesUntilDurable: durability == .always)
+            compacts: isCompactionEnabled, syncsEachRecord: durability == .always)
     }
 }

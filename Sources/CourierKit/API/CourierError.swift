@@ -98,6 +98,25 @@ public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible, 
         message = "\(what): \(message)"
     }
 
+    /// What `send` throws under `durability: .always` when its record's fsync failed: whether
+    /// the message is on disk is unknown, and this courier drops it (`CourierCore.syncFailed`).
+    init(notDurable id: MessageID, _ error: LogError) {
+        if error.code == .closed {
+            self.init(
+                .closed,
+                "the courier closed before the message was confirmed durable; close() syncs the log, so it is "
+                    + "delivered after reopening unless that sync failed",
+                messageID: id)
+        } else {
+            self.init(
+                .storageFailed,
+                "the message was written but the fsync failed, so it may or may not survive a power loss "
+                    + "(\(error)); close and reopen the Courier: if pendingMessages lists \(id) it will be "
+                    + "delivered, otherwise send it again",
+                messageID: id)
+        }
+    }
+
     init(_ error: LogError) {
         switch error.code {
         case .diskFull: self.init(.storageFull, "disk full: \(error)")

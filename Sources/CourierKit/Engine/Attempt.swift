@@ -64,12 +64,6 @@ struct Recorded: Sendable {
     var pass: Task<Int, Never>?
     /// The attempt the engine's runner makes next, if the plan gave it one.
     var next: Attempt?
-    /// `.always`: the message was to be retried and stayed out of delivery until its record
-    /// was durable.
-    var heldUntilDurable = false
-    /// `.always`: the section appended a record, so the next plan waits for its fsync; an
-    /// engine runner kept its slot meanwhile (`settle()` waits for it) and frees it then.
-    var planAfterDurable = false
     /// What the one rule decided (nil: the outcome was dropped, its message gone).
     var verdict: NextDue.Verdict?
     /// A background upload's hand-off ended with this (its body file can go).

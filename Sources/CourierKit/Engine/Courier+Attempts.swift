@@ -54,16 +54,17 @@ extension Courier {
     /// It runs on the thread that heard the outcome: an append is a write(2) into the page
     /// cache, as `send` makes on the app's thread, and never waits for the disk (a segment
     /// roll renames a file prepared ahead: `WriteAheadLog.SegmentPreparation`). Under
-    /// `durability: .always` it blocks for the record's fsync before its effects run (and a
-    /// message to retry is attempted again only after it): call it where blocking is allowed
-    /// then (`recordWhereAllowed`). `continuing`: whether the engine's runner may go on.
+    /// `durability: .always` it blocks for the record's fsync before its effects run and the
+    /// next plan: call it where blocking is allowed then (`recordWhereAllowed`). `continuing`:
+    /// whether the engine's runner may go on.
     func record(_ ending: Ending, continuing: Bool) -> Recorded {
         record(.outcome(judge(ending, continuing: continuing)))
     }
 
     /// The one path every end of a delivery takes, an engine attempt's or a background
-    /// upload's (`CourierCore.Heard`): one critical section of the core records it and carries
-    /// out the next plan; its effects run once its record is durable (`runWhenDurable`).
+    /// upload's (`CourierCore.Heard`): one critical section of the core records it and asks for
+    /// the next plan, which `CourierCore.write` carries out (under `.always`, once the record is
+    /// durable); then its effects run. Returns what is left to do, with what the plan started.
     func record(_ heard: CourierCore.Heard) -> Recorded {
         var (recorded, effects) = core.hear(heard, at: currentInstant())
         if case .outcome(let judged) = heard {
@@ -72,18 +73,10 @@ extension Courier {
             configuration.logger.debug(
                 "\(what) ended: \(ending.outcome) → \(recorded.verdict.map { "\($0)" } ?? "dropped (message gone)")",
                 metadata: Self.metadata(ending.attempt, url: ending.url))
-            runWhenDurable(effects)
-            if recorded.heldUntilDurable { core.releaseHeld(ending.attempt.id) }
-            // An engine runner kept its slot for the fsync, and plans when it frees it
-            // (`endAttempt`); after an upload, the next plan runs here.
-            if recorded.planAfterDurable, case .upload = ending.runner { recorded.pass = pump(handOffAsked: true) }
-        } else {
-            runWhenDurable(effects)
-            if recorded.planAfterDurable {
-                let late = if case .late = heard { true } else { false }
-                recorded.pass = pump(handOffAsked: !late)
-            }
         }
+        effects.run()
+        recorded.pass = effects.started.pass
+        recorded.next = effects.started.next
         return recorded
     }
 
@@ -92,22 +85,6 @@ extension Courier {
     func recordWhereAllowed(_ ending: Ending, continuing: Bool) async -> Recorded {
         guard configuration.durability == .always else { return record(ending, continuing: continuing) }
         return await onIOQueue(readQueue) { [self] in record(ending, continuing: continuing) }
-    }
-
-    /// Runs `effects` once the last record their critical section appended is on stable
-    /// storage, as `durability: .always` promises of every state change (other settings: at
-    /// once). A failed fsync fails the log and is reported (`.storageFailed`); the effects run
-    /// all the same (delivery goes on in memory, as after any failure to log). Blocks under
-    /// `.always`: never on an event loop or the cooperative pool.
-    func runWhenDurable(_ effects: Effects) {
-        if configuration.durability == .always, let sequence = effects.appendedThrough {
-            do throws(LogError) {
-                try log.sync(through: sequence)
-            } catch {
-                core.report(CourierError(error, while: "making record \(sequence) durable")).run()
-            }
-        }
-        effects.run()
     }
 
     /// Gathers outside any lock what deciding an ending needs: the time, the server's
@@ -244,10 +221,11 @@ extension Courier {
             attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
             runner: .engine(token: token), url: state.url)
         let recorded = await recordWhereAllowed(ending, continuing: !Task.isCancelled)
-        // Its slot was kept for a compaction (blocking file work, on the I/O queue), or while
-        // the message was held until its record was durable: freed now.
-        if let compaction = recorded.compaction { await runCompaction(compaction) }
-        if recorded.compaction != nil || recorded.planAfterDurable { return endAttempt(token) }
+        // Its slot was kept for a compaction (blocking file work, on the I/O queue): freed now.
+        if let compaction = recorded.compaction {
+            await runCompaction(compaction)
+            return endAttempt(token)
+        }
         return recorded.next
     }
 
@@ -255,9 +233,8 @@ extension Courier {
     /// plans next starts, in one critical section (the first attempt in this runner, unless
     /// its task was cancelled).
     private func endAttempt(_ token: UInt64, continuing mayContinue: Bool = true) -> Attempt? {
-        let (next, effects) = core.endAttempt(
-            token: token, continuing: mayContinue && !Task.isCancelled, at: currentInstant())
+        let effects = core.endAttempt(token: token, continuing: mayContinue && !Task.isCancelled, at: currentInstant())
         effects.run()
-        return next
+        return effects.started.next
     }
 }

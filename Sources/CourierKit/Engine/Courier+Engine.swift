@@ -15,9 +15,9 @@ extension Courier {
     @discardableResult
     func pump(at now: EngineInstant? = nil, handOffAsked: Bool = false) -> Task<Int, Never>? {
         // Read the app's clock before taking a lock: no user code runs under one.
-        let (pass, effects) = core.pump(at: now ?? currentInstant(), handOffAsked: handOffAsked)
+        let effects = core.pump(at: now ?? currentInstant(), handOffAsked: handOffAsked)
         effects.run()
-        return pass
+        return effects.started.pass
     }
 
     /// How the core starts what its plans say: the tasks' bodies are the facade's (it holds

@@ -21,10 +21,20 @@ struct Effects {
     /// Set by `CourierCore.write` when a hand-off ended: the courier's way to end one.
     var endHandOff: (@Sendable (MessageID, HandOff) -> Void)?
     /// The last record the critical section appended, if it appended one: under
-    /// `durability: .always` it is made durable before these effects run
-    /// (`Courier.runWhenDurable`), so nothing is seen of a state change that a power loss could
-    /// undo.
+    /// `durability: .always`, `CourierCore.write` makes it durable before it lets the section's
+    /// plan run or returns these effects, so nothing is seen of a state change that a power
+    /// loss could undo.
     var appendedThrough: UInt64?
+    /// The plan the section asked for (`plan(at:)`): `CourierCore.write` carries it out when
+    /// the section ends, never inside it, and under `.always` only once no record is waiting
+    /// for its fsync.
+    var plan: PlanRequest?
+    /// What that plan started that the caller carries on with.
+    var started = Started()
+    /// `.always`: the message this section enqueued. If its fsync fails, this courier drops it
+    /// (no attempt, no event, no callback) and `syncFailure` says why, for `send` to throw.
+    var enqueued: MessageID?
+    var syncFailure: CourierError?
     /// Whether anyone subscribes: without subscribers, events are not even collected (an
     /// array per `send` for nobody showed in the send path's profile).
     var listening = true
@@ -33,6 +43,23 @@ struct Effects {
 
     mutating func emit(_ event: CourierEvent) {
         if listening { events.append(event) }
+    }
+
+    /// Asks for a plan when the critical section ends (see `CourierCore.write`).
+    /// - Parameters:
+    ///   - handOffAsked: messages are handed off unless the app is known to be in the foreground
+    ///     (after an upload's completion).
+    ///   - token: the runner of this delivery slot ended its attempt: the slot is free, and if
+    ///     the plan starts attempts and the runner is `continuing`, it makes the first itself
+    ///     (`Started.next`).
+    ///   - tellSettleWaiters: false when the caller has more to do first (a compaction to run).
+    mutating func plan(
+        at instant: EngineInstant, handOffAsked: Bool = false, freeing token: UInt64? = nil,
+        continuing: Bool = true, tellSettleWaiters: Bool = true
+    ) {
+        plan = PlanRequest(
+            instant: instant, handOffAsked: handOffAsked, freeing: token, continuing: continuing,
+            tellSettleWaiters: tellSettleWaiters)
     }
 
     /// Under the lock: yields the events emitted so far to `subscribers` now (yielding only

@@ -85,7 +85,7 @@ extension Courier {
         let tasks = await uploads.session.outstandingTasks()
         let result = await onIOQueue { [self] () -> CourierCore.Reconciliation in
             let (result, effects) = core.reconcile(with: tasks)
-            runWhenDurable(effects)
+            effects.run()
             log.sweepBodies(keeping: core.handOffs)
             return result
         }
@@ -200,7 +200,7 @@ extension Courier {
         let identifier = UInt64(bitPattern: Int64(task.identifier))
         let recorded = await onIOQueue { [self] () -> Bool in
             let (recorded, effects) = core.recordHandOff(id, ticket: ready.ticket, taskIdentifier: identifier)
-            runWhenDurable(effects)
+            effects.run()
             return recorded
         }
         if !recorded {

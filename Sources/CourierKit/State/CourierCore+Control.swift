@@ -11,7 +11,7 @@ extension CourierCore {
     func resume(at instant: EngineInstant) -> Effects {
         write { state, effects in
             state.scheduler.mode.paused = false
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+            effects.plan(at: instant)
         }.1
     }
 
@@ -19,7 +19,7 @@ extension CourierCore {
     func makeAllDue(at instant: EngineInstant) -> Effects {
         write { state, effects in
             _ = state.projection.makeDue(atOrBefore: instant.wallMilliseconds)
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+            effects.plan(at: instant)
         }.1
     }
 
@@ -48,7 +48,7 @@ extension CourierCore {
             state.scheduler.mode.stopping -= 1
             state.scheduler.mode.forcedRuns -= 1
             let counts = (state.deliveredCount, state.projection.count, state.handOffs.count)
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+            effects.plan(at: instant)
             return counts
         }
         return (delivered, pending, handedOff, effects)
@@ -83,7 +83,7 @@ extension CourierCore {
     func endReconciliation(at instant: EngineInstant) -> Effects {
         write { state, effects in
             if state.scheduler.mode.phase == .reconciling { state.scheduler.mode.phase = .running }
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+            effects.plan(at: instant)
         }.1
     }
 

@@ -31,12 +31,9 @@ extension CourierCore {
 
     /// The one outcome path's critical section, for both runners: the outcome is logged and
     /// applied (`record`), a compaction planned if one is worth it, the attempt's slot (or the
-    /// hand-off) freed and the next plan carried out. Its effects are left to the caller to run
-    /// (`Courier.runWhenDurable`). A runner with a compaction to run, or whose message is held
-    /// until its record is durable, keeps its slot until that is done (`endAttempt`), so
-    /// `settle()` and `close()` wait for it too. Under `durability: .always`, a section that
-    /// appended plans nothing: a plan yields events under the lock (`Effects.yieldEventsSoFar`),
-    /// and nothing of a record may be seen before it is durable; the plan runs after the fsync.
+    /// hand-off) freed and the next plan carried out (`Effects.started`; under `.always`, once
+    /// the record is durable: `write`). A runner with a compaction to run keeps its slot until
+    /// that is done (`endAttempt`), so `settle()` and `close()` wait for it too.
     func recordOutcome(_ judged: JudgedEnding) -> (Recorded, Effects) {
         let ending = judged.ending
         var token: UInt64?, ticket: UInt64?
@@ -46,36 +43,15 @@ extension CourierCore {
         }
         return write { state, effects -> Recorded in
             state.wallMilliseconds = max(state.wallMilliseconds, judged.instant.wallMilliseconds)
-            let recording = record(
-                judged.facts, of: ending.attempt, destination: judged.report, handOff: ticket,
-                holdingRetry: limits.holdsRetriesUntilDurable, in: &state, &effects)
-            let held = recording?.held ?? false
+            let verdict = record(
+                judged.facts, of: ending.attempt, destination: judged.report, handOff: ticket, in: &state, &effects)
             let compaction = limits.compacts ? planCompaction(&state, force: false) : nil
-            var recorded = Recorded(compaction: compaction, heldUntilDurable: held, verdict: recording?.verdict)
-            recorded.planAfterDurable = plansAfterDurable(effects)
-            guard !recorded.planAfterDurable else { return recorded }
             let keepsSlot = compaction != nil
-            let scheduled = schedule(
-                &state, &effects, at: judged.instant, handOffAsked: ticket != nil,
-                freeing: keepsSlot ? nil : token, continuing: judged.continuing, tellSettleWaiters: !keepsSlot)
-            recorded.pass = scheduled.pass
-            recorded.next = scheduled.next
-            return recorded
+            effects.plan(
+                at: judged.instant, handOffAsked: ticket != nil, freeing: keepsSlot ? nil : token,
+                continuing: judged.continuing, tellSettleWaiters: !keepsSlot)
+            return Recorded(compaction: compaction, verdict: verdict)
         }
-    }
-
-    /// Whether a critical section that collected `effects` must leave its plan until its record
-    /// is durable (`durability: .always`, and it appended one).
-    func plansAfterDurable(_ effects: Effects) -> Bool {
-        limits.holdsRetriesUntilDurable && effects.appendedThrough != nil
-    }
-
-    /// What recording an outcome decided.
-    struct Recording {
-        /// The one rule's verdict (`NextDue`).
-        var verdict: NextDue.Verdict
-        /// `.always`: the message to retry stays out of delivery until its record is durable.
-        var held: Bool
     }
 
     /// An attempt ended: the destination is told, the one rule (`NextDue`) decides what comes
@@ -85,12 +61,10 @@ extension CourierCore {
     /// dropped (the message was cancelled while in flight, or its hand-off ended).
     /// With `handOff`, the attempt was a background upload task with that ticket: its outcome
     /// counts only while the message is still handed off to that task; the hand-off ends.
-    /// With `holdingRetry` (`durability: .always`), a message to retry stays out of delivery
-    /// until its `attempted` record is durable (`releaseHeld`).
     func record(
         _ facts: NextDue.Facts, of attempt: Attempt, destination: DestinationReport, handOff ticket: UInt64?,
-        holdingRetry: Bool = false, in state: inout CoreState, _ effects: inout Effects
-    ) -> Recording? {
+        in state: inout CoreState, _ effects: inout Effects
+    ) -> NextDue.Verdict? {
         let id = attempt.id, number = UInt32(attempt.number), outcome = facts.outcome
         // Cancelled while its attempt was in flight: the message is done, and its outcome is
         // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
@@ -129,22 +103,12 @@ extension CourierCore {
             let next = Date(timeIntervalSince1970: Double(due) / 1000)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: next))
             if foregroundOnly { state.foregroundOnly.insert(id) }  // no hand-off takes it again
-            if holdingRetry && effects.appendedThrough != nil {
-                state.projection.hold(id)
-                return Recording(verdict: verdict, held: true)
-            }
         case .giveUp(let reason):
             append(.abandoned(id, attempt: number, reason: reason.description), state, &effects)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: nil))
             Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
         }
-        return Recording(verdict: verdict, held: false)
-    }
-
-    /// `.always`: message `id`'s `attempted` record is durable (or could not be made so: the
-    /// log is failed, and delivery goes on in memory); it may be attempted again.
-    func releaseHeld(_ id: MessageID) {
-        _ = write { state, _ in state.projection.release(id) }
+        return verdict
     }
 
     /// The app withdraws message `id` for good: a `cancelled` record, then it resolves as

@@ -95,7 +95,7 @@ extension CourierCore {
         case late(MessageID, attempt: UInt32, status: UInt16?)
     }
 
-    /// Records how an upload ended and carries out the next plan, in one critical section: in
+    /// Records how an upload ended and asks for the next plan, in one critical section: in
     /// the background (or before anything said where the app is) messages are handed off again
     /// (a failed one, to begin after its backoff; the next of an ordering key after a
     /// delivery). `Recorded.endedHandOff` says whether the upload's hand-off ended here (its
@@ -129,13 +129,8 @@ extension CourierCore {
                     Self.resolve(id, .delivered, attempts: Int(attempt), &state, &effects)
                 }
             }
-            var recorded = Recorded()
-            recorded.endedHandOff = ended
-            recorded.planAfterDurable = plansAfterDurable(effects)
-            if !recorded.planAfterDurable {
-                recorded.pass = schedule(&state, &effects, at: instant, handOffAsked: handOffAsked).pass
-            }
-            return recorded
+            effects.plan(at: instant, handOffAsked: handOffAsked)
+            return Recorded(endedHandOff: ended)
         }
     }
 

@@ -20,8 +20,27 @@ struct Launcher: Sendable {
     var startTimer: @Sendable (_ deadline: Duration) -> Task<Void, Never>
 }
 
+/// A plan an intent asked for (`Effects.plan(at:)`), carried out when its section ends.
+struct PlanRequest {
+    var instant: EngineInstant
+    var handOffAsked = false
+    var freeing: UInt64?
+    var continuing = true
+    var tellSettleWaiters = true
+
+    /// One plan for two requests: the later instant, hand-off if either asked for it. The
+    /// runner's slot and the settle waiters are the section's own (`self`).
+    func merged(with waiting: PlanRequest?) -> PlanRequest {
+        guard let waiting else { return self }
+        var merged = self
+        if waiting.instant.elapsed > instant.elapsed { merged.instant = waiting.instant }
+        merged.handOffAsked = handOffAsked || waiting.handOffAsked
+        return merged
+    }
+}
+
 /// What a plan started that its caller carries on with.
-struct Scheduled {
+struct Started {
     /// The hand-off pass it started, if any.
     var pass: Task<Int, Never>?
     /// The attempt the runner that asked (`freeing`) is to make next, in its own task.
@@ -39,29 +58,23 @@ extension CourierCore {
 
     /// Carries out the plan for `instant`: what should start now starts, the timer is re-armed.
     /// With `handOffAsked` (after an upload's completion), messages are handed off unless the
-    /// app is known to be in the foreground. Returns the pass it started, if any.
-    func pump(at instant: EngineInstant, handOffAsked: Bool = false) -> (Task<Int, Never>?, Effects) {
-        let (scheduled, effects) = write { state, effects in
-            schedule(&state, &effects, at: instant, handOffAsked: handOffAsked)
-        }
-        return (scheduled.pass, effects)
+    /// app is known to be in the foreground. `Effects.started.pass`: the pass it started.
+    func pump(at instant: EngineInstant, handOffAsked: Bool = false) -> Effects {
+        write { _, effects in effects.plan(at: instant, handOffAsked: handOffAsked) }.1
     }
 
     /// The runner of slot `token` ended its attempt without an outcome to record, or after a
-    /// compaction or a hold it kept the slot for: the slot is free and the next plan runs.
-    /// Returns the attempt the runner makes next (unless it is not `continuing`).
-    func endAttempt(token: UInt64, continuing: Bool, at instant: EngineInstant) -> (Attempt?, Effects) {
-        let (scheduled, effects) = write { state, effects in
-            schedule(&state, &effects, at: instant, handOffAsked: false, freeing: token, continuing: continuing)
-        }
-        return (scheduled.next, effects)
+    /// compaction it kept the slot for: the slot is free and the next plan runs.
+    /// `Effects.started.next`: the attempt the runner makes next (unless it is not `continuing`).
+    func endAttempt(token: UInt64, continuing: Bool, at instant: EngineInstant) -> Effects {
+        write { _, effects in effects.plan(at: instant, freeing: token, continuing: continuing) }.1
     }
 
     /// Hand-off pass `token` ended: its place is free and the next plan runs.
     func endPass(token: UInt64, at instant: EngineInstant) -> Effects {
         write { state, effects in
             state.scheduler.passes[token] = nil
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+            effects.plan(at: instant)
         }.1
     }
 
@@ -70,7 +83,7 @@ extension CourierCore {
     func timerFired(deadline: Duration, at instant: EngineInstant) -> Effects {
         write { state, effects in
             if state.scheduler.timer?.deadline == deadline { state.scheduler.timer = nil }
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+            effects.plan(at: instant)
         }.1
     }
 
@@ -89,25 +102,38 @@ extension CourierCore {
         }.0
     }
 
+    /// At the end of a section (`write`, `commit`): the plan it asked for, merged with any that
+    /// waited for an fsync. While a record waits for its fsync (`.always`), nothing is planned:
+    /// the request waits for that record's commit, and a runner whose slot it frees ends.
+    func carryOutPlan(_ state: inout CoreState, _ effects: inout Effects) {
+        if state.scheduler.awaitingSync > 0 {
+            guard var request = effects.plan else { return }
+            if let token = request.freeing { state.scheduler.attempts[token] = nil }
+            request.freeing = nil
+            request.tellSettleWaiters = true
+            state.scheduler.waitingPlan = request.merged(with: state.scheduler.waitingPlan)
+            return
+        }
+        guard let request = effects.plan ?? state.scheduler.waitingPlan else { return }
+        effects.started = schedule(request.merged(with: state.scheduler.waitingPlan), &state, &effects)
+        state.scheduler.waitingPlan = nil
+    }
+
     /// Under the core's lock: asks the scheduler for a plan and carries it out in the same
     /// critical section; then tells settle waiters if nothing is runnable, unless the caller
-    /// has more to do first (`tellSettleWaiters`: a compaction to run, a hold to end).
+    /// has more to do first (`tellSettleWaiters`: a compaction to run).
     ///
     /// With `freeing`, the runner of that token has ended its attempt: its slot is free, and if
     /// the plan starts attempts and the runner is `continuing` (its task was not cancelled), it
     /// makes the first itself (`next`) rather than ending while a new task starts: a runner per
     /// delivery slot, as a pool of workers would be, and a thread wake-up less per attempt.
-    func schedule(
-        _ state: inout CoreState, _ effects: inout Effects, at instant: EngineInstant,
-        handOffAsked: Bool, freeing token: UInt64? = nil, continuing: Bool = true,
-        tellSettleWaiters: Bool = true
-    ) -> Scheduled {
+    private func schedule(_ request: PlanRequest, _ state: inout CoreState, _ effects: inout Effects) -> Started {
         guard let launcher = state.launcher else { preconditionFailure("a plan before the launcher was given") }
-        assert(!plansAfterDurable(effects), "under .always, a plan in a section that appended waits for its fsync")
+        let instant = request.instant, token = request.freeing
         state.wallMilliseconds = max(state.wallMilliseconds, instant.wallMilliseconds)
         let runner = token.flatMap { state.scheduler.attempts.removeValue(forKey: $0) }
-        let plan = Scheduler.plan(&state, at: instant, limits: limits.scheduler, handOffAsked: handOffAsked)
-        var scheduled = Scheduled()
+        let plan = Scheduler.plan(&state, at: instant, limits: limits.scheduler, handOffAsked: request.handOffAsked)
+        var started = Started()
         // What this critical section emitted so far (an `enqueued`, an outcome) comes first.
         if !plan.attempts.isEmpty { effects.yieldEventsSoFar(to: state.subscribers.values) }
         for var planned in plan.attempts {
@@ -118,9 +144,9 @@ extension CourierCore {
             for subscriber in state.subscribers.values {
                 subscriber.yield(.attemptStarted(attempt.id, number: attempt.number))
             }
-            if continuing, let token, let runner, scheduled.next == nil {
+            if request.continuing, let token, let runner, started.next == nil {
                 state.scheduler.attempts[token] = runner
-                scheduled.next = attempt
+                started.next = attempt
                 continue
             }
             let token = state.scheduler.takeToken()
@@ -130,16 +156,16 @@ extension CourierCore {
             let token = state.scheduler.takeToken()
             let task = launcher.startPass(plan.uploads, token)
             state.scheduler.passes[token] = task
-            scheduled.pass = task
+            started.pass = task
         }
         if let deadline = plan.timerDeadline {
             state.scheduler.timer?.task.cancel()
             state.scheduler.timer = (launcher.startTimer(deadline), deadline)
         }
-        if tellSettleWaiters { effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }
+        if request.tellSettleWaiters { effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }
         // A message handed off in this plan's section can leave only handed-off ones pending.
         Self.tellIdleWaiters(&state, &effects)
-        return scheduled
+        return started
     }
 
     /// Under the core's lock: the settle waiters to resume, if the engine is settled at `instant`.

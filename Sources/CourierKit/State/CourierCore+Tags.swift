@@ -25,7 +25,7 @@ extension CourierCore {
             guard state.projection.tags.held.contains(tag) else { return state.projection.ids(tagged: tag).count }
             append(.released(tag: tag), state, &effects)
             let count = state.projection.releaseTag(tag)
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
+            effects.plan(at: instant)
             return count
         }
     }

@@ -36,8 +36,8 @@ final class CourierCore {
         var scheduler: Scheduler.Limits
         /// Whether an outcome may start a compaction.
         var compacts: Bool
-        /// `durability: .always`: a message to retry stays out of delivery until its record is durable.
-        var holdsRetriesUntilDurable: Bool
+        /// `durability: .always`: every section that appends is committed (`write`).
+        var syncsEachRecord: Bool
     }
 
     /// Where events worth a log line go (`Effects.run` writes them, outside the lock).
@@ -65,12 +65,54 @@ final class CourierCore {
 
     /// Runs `body` on the state holding the lock, and returns its result with the effects it
     /// collected. Events it emitted go to every subscriber current at that moment.
+    ///
+    /// **The one way out of the lock.** The plan the section asked for (`Effects.plan`) runs
+    /// when the section ends, never inside it. Under `durability: .always`, a section that
+    /// appended a record is committed before anything of it is seen: the lock is let go, the
+    /// record is fsynced, and a second section plans and yields the events (`commit`); no plan
+    /// runs anywhere while a record waits for its fsync (`SchedulerState.awaitingSync`), so no
+    /// intent can start an attempt, or show an event, that a power cut could undo.
     func write<R, E: Error>(_ body: (inout CoreState, inout Effects) throws(E) -> R) throws(E) -> (R, Effects) {
         // GRDB's discipline: one owner, reached only through closures, never from inside one
         // (the lock is not recursive: a nested call would deadlock; this names it instead, in
         // every build: `Locked` tracks its holders in every build anyway).
         precondition(!self.state.isHeldByCurrentThread, "CourierCore.write called inside write or read")
-        return try self.state.withLock { (state) throws(E) -> (R, Effects) in
+        let (result, effects) = try section(Effects()) { (state, effects) throws(E) -> R in
+            let result = try body(&state, &effects)
+            if limits.syncsEachRecord && effects.appendedThrough != nil {
+                state.scheduler.awaitingSync += 1  // its plan, and everyone's, waits for `commit`
+            } else {
+                carryOutPlan(&state, &effects)
+            }
+            return result
+        }
+        guard limits.syncsEachRecord, let sequence = effects.appendedThrough else { return (result, effects) }
+        return (result, commit(effects, through: sequence))
+    }
+
+    /// `.always`: makes the records of a section durable (off the lock, sharing the fsync with
+    /// concurrent callers), then, in a second section, lets them be seen: the events are
+    /// yielded under the lock (a plan of another section could start these messages as soon as
+    /// it is let go), and the plan runs if no other record waits for its fsync. A failed fsync
+    /// fails the log: a send's message is dropped (`send` throws); any other change stands, in
+    /// memory, and is reported (`.storageFailed`). Blocks for the fsync: never call `write`
+    /// with an intent that appends on an event loop or the cooperative pool under `.always`.
+    private func commit(_ appended: Effects, through sequence: UInt64) -> Effects {
+        var failure: LogError?
+        do throws(LogError) { try log.sync(through: sequence) } catch { failure = error }
+        return section(appended) { state, effects in
+            state.scheduler.awaitingSync -= 1
+            if let failure { Self.syncFailed(failure, through: sequence, &state, &effects) }
+            effects.yieldEventsSoFar(to: state.subscribers.values)
+            carryOutPlan(&state, &effects)
+        }.1
+    }
+
+    /// One critical section: `body` on the state, then the bookkeeping every section does.
+    private func section<R, E: Error>(
+        _ start: Effects, _ body: (inout CoreState, inout Effects) throws(E) -> R
+    ) throws(E) -> (R, Effects) {
+        try self.state.withLock { (state) throws(E) -> (R, Effects) in
             #if COURIER_LOCK_PROBE
             let probeStart = ContinuousClock.now
             let probeSegment = log.segmentSummary.activeFirstSequence
@@ -79,7 +121,7 @@ final class CourierCore {
                     probeStart.duration(to: .now), rolled: log.segmentSummary.activeFirstSequence != probeSegment)
             }
             #endif
-            var effects = Effects()
+            var effects = start
             effects.listening = !state.subscribers.isEmpty || logsEvents
             if logsEvents { effects.logger = logger }
             let result = try body(&state, &effects)
@@ -124,14 +166,10 @@ extension CourierCore: @unchecked Sendable {}
 // MARK: - Sending
 
 extension CourierCore {
-    /// Appends a message's `enqueued` record and adds it to the projection, in one critical
-    /// section. With `hold`, it stays out of delivery (as `.always` needs until its fsync
-    /// succeeded, `confirm`) but in the projection (the compactor must see it); otherwise it is
-    /// accepted at once and the plan runs in the same critical section: `send` takes the
-    /// core's lock once.
+    /// Appends a message's `enqueued` record and adds it to the projection, and plans, in one
+    /// critical section: `send` takes the core's lock once (under `.always`, twice: `write`).
     func enqueue(
-        _ encoded: [UInt8], state message: MessageState, hold: Bool,
-        callbacks: Callbacks, at instant: EngineInstant
+        _ encoded: [UInt8], state message: MessageState, callbacks: Callbacks, at instant: EngineInstant
     ) throws(CourierError) -> Effects {
         let id = message.id
         let (_, effects) = try write { (state, effects) throws(CourierError) in
@@ -151,48 +189,39 @@ extension CourierCore {
             } catch {
                 throw CourierError(error)
             }
+            effects.appendedThrough = address.sequence
+            if limits.syncsEachRecord { effects.enqueued = id }
             let change = message.withKeys { url, key in
                 state.projection.applyFullState(
                     id: id, url: url, orderingKey: key, tags: message.tags, attempts: 0,
                     dueMilliseconds: message.nextDueMilliseconds, address: address)
             }
             if change == .added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
-            if hold {
-                state.projection.hold(id)
-            } else {
-                Self.accept(id, callbacks, &state, &effects)
-                _ = schedule(&state, &effects, at: instant, handOffAsked: false)
-            }
+            if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
+            effects.emit(.enqueued(id))
+            effects.plan(at: instant)
         }
         return effects
     }
 
-    /// `.always`: the fsync succeeded; the message may be delivered now.
-    func confirm(_ id: MessageID, callbacks: Callbacks, at instant: EngineInstant) -> Effects {
-        write { state, effects in
-            state.projection.release(id)
-            Self.accept(id, callbacks, &state, &effects)
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
-        }.1
-    }
-
-    /// `.always`: the fsync failed; this courier forgets the message (see `Courier.send`):
-    /// whoever waits on it, or on an empty courier, is told; in FIFO mode the next message of
-    /// its URL may be schedulable now.
-    func discard(_ id: MessageID, error: CourierError, at instant: EngineInstant) -> Effects {
-        write { state, effects in
-            state.projection.remove(id)
-            effects.failures += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, error) }
-            Self.tellIdleWaiters(&state, &effects)
-            _ = schedule(&state, &effects, at: instant, handOffAsked: false)
-        }.1
-    }
-
-    private static func accept(
-        _ id: MessageID, _ callbacks: Callbacks, _ state: inout CoreState, _ effects: inout Effects
+    /// `.always`: the fsync of records through `sequence` failed (the log is failed now). The
+    /// message a send enqueued is forgotten, as if never sent: whoever waits on it, or on an
+    /// empty courier, is told, and its `.enqueued` is never seen; `send` throws. Any other
+    /// change stands, in memory, and is reported.
+    static func syncFailed(
+        _ error: LogError, through sequence: UInt64, _ state: inout CoreState, _ effects: inout Effects
     ) {
-        if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
-        effects.emit(.enqueued(id))
+        guard let id = effects.enqueued else {
+            effects.emit(.storageFailed(CourierError(error, while: "making record \(sequence) durable")))
+            return
+        }
+        let thrown = CourierError(notDurable: id, error)
+        effects.syncFailure = thrown
+        effects.events.removeAll { $0 == .enqueued(id) }
+        state.callbacks[id] = nil
+        if let removed = state.projection.remove(id) { state.recent.remove(id, order: removed.order) }
+        effects.failures += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, thrown) }
+        tellIdleWaiters(&state, &effects)
     }
 }
 

@@ -46,6 +46,11 @@ struct SchedulerState {
     var timer: (task: Task<Void, Never>, deadline: Duration)?
     /// `settle()` calls waiting for nothing runnable.
     var settleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// `.always`: sections that appended and whose records are not committed yet
+    /// (`CourierCore.write`). **While it is not 0, nothing is planned**: a plan asked for
+    /// meanwhile waits (`waitingPlan`) for the commit that brings it back to 0.
+    var awaitingSync = 0
+    var waitingPlan: PlanRequest?
 
     /// A fresh token for an attempt or a pass.
     mutating func takeToken() -> UInt64 {
@@ -110,7 +115,9 @@ enum Scheduler {
     static func isSettled(_ state: CoreState, at now: EngineInstant) -> Bool {
         let scheduler = state.scheduler
         if scheduler.mode.phase == .closed { return true }
-        guard scheduler.attempts.isEmpty, scheduler.passes.isEmpty, !state.compaction.compacting else { return false }
+        guard scheduler.attempts.isEmpty, scheduler.passes.isEmpty, !state.compaction.compacting,
+            scheduler.awaitingSync == 0
+        else { return false }
         if !scheduler.mode.mayStartAttempts { return true }  // paused: nothing more will start
         if let timer = scheduler.timer { return timer.deadline > now.elapsed }
         // A message may be due with no timer yet (the pump that arms it has not run).
