@@ -35,6 +35,28 @@ public protocol LogFileSystem: Sendable {
     /// reads records back from. The default reads through `read(atPath:offset:into:)` on every
     /// call (so a file system that does not implement it keeps working).
     func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile
+    /// What `stat` says of the file at `path`; nil if there is none.
+    func status(atPath path: String) throws(LogError) -> FileStatus?
+    /// Removes the empty directory at `path`; no error if there is none.
+    func removeDirectory(atPath path: String) throws(LogError)
+}
+
+/// Which file a file is, and its size: a rename keeps its identity, a new file at the same path
+/// has another. A shared outbox's writer checks with it that a collection has not claimed its
+/// file between its open and its lock.
+public struct FileStatus: Sendable, Hashable {
+    public var device: UInt64
+    public var inode: UInt64
+    public var sizeBytes: Int
+
+    public init(device: UInt64, inode: UInt64, sizeBytes: Int) {
+        self.device = device
+        self.inode = inode
+        self.sizeBytes = sizeBytes
+    }
+
+    /// Whether `other` is the same file, whatever the sizes.
+    public func isSameFile(as other: FileStatus) -> Bool { device == other.device && inode == other.inode }
 }
 
 /// A file open for positioned reads.
@@ -89,6 +111,14 @@ public protocol LogFile: AnyObject, Sendable {
     func sync() throws(LogError)
     /// Cuts the file to `size` bytes.
     func truncate(to size: Int) throws(LogError)
+    /// What `fstat` says of this open file.
+    func status() throws(LogError) -> FileStatus
+    /// Takes the exclusive advisory lock of this open file (`flock`: another open of the same
+    /// file, in this process or another, conflicts), until `unlock()` or the file closes.
+    /// Waits for it if `waiting`; else returns false at once if another holds it.
+    func lock(waiting: Bool) throws(LogError) -> Bool
+    /// Releases the lock `lock(waiting:)` took.
+    func unlock()
 }
 
 /// An exclusive lock on a log directory, held while a log is open (released on `unlock()` or

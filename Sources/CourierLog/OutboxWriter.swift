@@ -1,42 +1,39 @@
-import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One writer's appends to its file in a shared outbox folder (`OutboxFiles` has the layout and
 /// the rules). Each append opens the file, locks it, checks that a collection has not claimed it
-/// meanwhile (else starts a new one), writes one record, fsyncs, and unlocks and closes: a
-/// writer between appends holds no lock and no descriptor, so iOS may suspend or kill it at any
-/// moment, and a kill at any byte loses nothing an append returned for.
+/// meanwhile (else starts a new one), writes one record, syncs it as the log does (`LogFile.sync`:
+/// `F_FULLFSYNC` on Darwin), and unlocks and closes: a writer between appends holds no lock and
+/// no descriptor, so iOS may suspend or kill it at any moment, and a kill, or a power cut, at any
+/// byte loses nothing an append returned for.
 ///
 /// Memory: one LZ4 encoder (a few KiB) and one record's bytes at a time.
 public final class OutboxWriter {
     /// What this writer knows of its current file (only it appends there).
     private struct Current {
-        var device: UInt64 = 0
-        var inode: UInt64 = 0
-        var sizeBytes = 0
-        var salt: UInt32 = 0
-        var nextSequence: UInt64 = 1
+        var file: FileStatus
+        var salt: UInt32
+        var nextSequence: UInt64
     }
 
     private let path: String
+    private let fileSystem: any LogFileSystem
     /// The current file, and the turn to append: one append at a time per writer.
     private let current = Locked<Current?>(nil)
     private let encoder = LZ4Encoder()
     private let now: @Sendable () -> UInt64
 
     /// A writer named `name` (unique per writer: one file each) in the outbox folder `directory`.
-    public init(directory: String, name: String, now: @escaping @Sendable () -> UInt64) throws(LogError) {
-        try OutboxFiles.makeDirectory(OutboxFiles.writersPath(directory))
+    public init(
+        directory: String, name: String, fileSystem: any LogFileSystem = PosixFileSystem(),
+        now: @escaping @Sendable () -> UInt64
+    ) throws(LogError) {
+        try fileSystem.createDirectory(atPath: OutboxFiles.writersPath(directory))
         path = OutboxFiles.writersPath(directory) + "/" + name + Format.segmentSuffix
+        self.fileSystem = fileSystem
         self.now = now
     }
 
-    /// Appends one record, on stable storage when this returns.
+    /// Appends one record, on stable storage when this returns. `.diskFull` when the disk (or
+    /// the user's quota) is full; `.io` for any other failure, a failed directory sync included.
     public func append(_ body: [UInt8], kind: RecordKind) throws(LogError) {
         guard body.count <= Format.maximumBodyBytes else {
             throw LogError(.recordTooLarge, "a body of \(body.count) bytes; at most \(Format.maximumBodyBytes)")
@@ -51,71 +48,60 @@ public final class OutboxWriter {
         }
     }
 
-    /// One try: false if the file was claimed between the open and the lock.
+    /// One try: false if the file was claimed (renamed) between the open and the lock.
     private func appendOnce(_ body: [UInt8], kind: RecordKind, _ current: inout Current?) throws(LogError) -> Bool {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw LogError(.io, "opening outbox file \(path)", errno: errno) }
-        defer { close(fd) }
-        try OutboxFiles.lockExclusively(fd, path)
-        defer { flock(fd, LOCK_UN) }
-        var opened = stat(), named = stat()
-        guard fstat(fd, &opened) == 0 else { throw LogError(.io, "stat of outbox file \(path)", errno: errno) }
-        guard stat(path, &named) == 0, named.st_ino == opened.st_ino, named.st_dev == opened.st_dev else {
-            return false  // claimed: this descriptor is a collection's file now
+        guard let file = try openOrCreate() else { return false }
+        _ = try file.lock(waiting: true)
+        defer { file.unlock() }
+        let opened = try file.status()
+        guard let named = try fileSystem.status(atPath: path), named.isSameFile(as: opened) else {
+            return false  // claimed: this file is a collection's now
         }
-        var file = try prepare(fd, opened, known: current)
+        var state = try prepare(file, opened, known: current)
         var bytes: [UInt8] = []
         let start = RecordEncoding.append(
-            body, kind: kind, sequence: file.nextSequence, timestampMilliseconds: now(), flags: .batchEnd,
+            body, kind: kind, sequence: state.nextSequence, timestampMilliseconds: now(), flags: .batchEnd,
             encoder: encoder, to: &bytes)
-        RecordEncoding.seal(&bytes, starts: [start], salt: file.salt)
-        try write(fd, bytes, at: file.sizeBytes)
-        guard fsync(fd) == 0 else { throw LogError(.io, "fsync of outbox file \(path)", errno: errno) }
-        file.sizeBytes += bytes.count
-        file.nextSequence += 1
-        current = file
+        RecordEncoding.seal(&bytes, starts: [start], salt: state.salt)
+        try file.writeFully(bytes, at: state.file.sizeBytes)
+        try file.sync()
+        state.file.sizeBytes += bytes.count
+        state.nextSequence += 1
+        current = state
         return true
+    }
+
+    /// The writer's file, opened or made; nil if it went between the look and the open.
+    private func openOrCreate() throws(LogError) -> (any LogFile)? {
+        do throws(LogError) {
+            return try fileSystem.openFile(atPath: path, create: try fileSystem.status(atPath: path) == nil)
+        } catch  where error.errno == 2 || error.errno == 17 {
+            return nil  // claimed after the look (ENOENT), or made after it (EEXIST): look again
+        }
     }
 
     /// The file's state before an append: a new file gets its segment header (synced with its
     /// name); a file of ours with bytes past what we wrote (a failed write) is cut back.
-    private func prepare(_ fd: Int32, _ info: stat, known: Current?) throws(LogError) -> Current {
-        let device = UInt64(info.st_dev), inode = UInt64(info.st_ino)
-        if let known, known.device == device, known.inode == inode, Int(info.st_size) >= known.sizeBytes {
-            if Int(info.st_size) > known.sizeBytes, ftruncate(fd, off_t(known.sizeBytes)) != 0 {
-                throw LogError(.io, "cutting a failed write from outbox file \(path)", errno: errno)
-            }
+    private func prepare(_ file: any LogFile, _ opened: FileStatus, known: Current?) throws(LogError) -> Current {
+        if let known, known.file.isSameFile(as: opened), opened.sizeBytes >= known.file.sizeBytes {
+            if opened.sizeBytes > known.file.sizeBytes { try file.truncate(to: known.file.sizeBytes) }
             return known
         }
         // New to this writer: made by this open (a claim took the last one), or left behind
         // with a header only. Either way it holds no record: start it afresh.
         let salt = UInt32.random(in: 0...UInt32.max)
         let header = SegmentHeader(salt: salt, firstSequence: 1, createdMilliseconds: now()).encoded()
-        guard ftruncate(fd, 0) == 0 else { throw LogError(.io, "resetting outbox file \(path)", errno: errno) }
-        try write(fd, header, at: 0)
-        guard fsync(fd) == 0 else { throw LogError(.io, "fsync of outbox file \(path)", errno: errno) }
-        OutboxFiles.syncDirectory((path as NSString).deletingLastPathComponent)
-        return Current(device: device, inode: inode, sizeBytes: header.count, salt: salt, nextSequence: 1)
-    }
-
-    private func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int) throws(LogError) {
-        var written = 0
-        // Bounded: each turn writes at least one byte, or throws.
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in
-                pwrite(fd, raw.baseAddress! + written, raw.count - written, off_t(offset + written))
-            }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                let code: LogError.Code = errno == ENOSPC ? .diskFull : .io
-                throw LogError(code, "writing outbox file \(path)", errno: errno)
-            }
-            written += n
-        }
+        try file.truncate(to: 0)
+        try file.writeFully(header, at: 0)
+        try file.sync()
+        try fileSystem.syncDirectory(atPath: OutboxFiles.parent(path))
+        var status = opened
+        status.sizeBytes = header.count
+        return Current(file: status, salt: salt, nextSequence: 1)
     }
 }
 
 /// Why `OutboxWriter` is `Sendable`: its mutable state (`current`, and the encoder's buffers,
-/// which a class of their own keeps) is reached only inside `current.withLock`; `path` and
-/// `now` are immutable.
+/// which a class of their own keeps) is reached only inside `current.withLock`; `path`,
+/// `fileSystem` and `now` are immutable.
 extension OutboxWriter: @unchecked Sendable {}

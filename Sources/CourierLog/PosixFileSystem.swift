@@ -143,6 +143,19 @@ public struct PosixFileSystem: LogFileSystem {
         return PosixLock(fd: fd)
     }
 
+    public func status(atPath path: String) throws(LogError) -> FileStatus? {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            if errno == ENOENT { return nil }
+            throw Self.error("cannot stat file", path)
+        }
+        return FileStatus(st)
+    }
+
+    public func removeDirectory(atPath path: String) throws(LogError) {
+        guard rmdir(path) == 0 || errno == ENOENT else { throw Self.error("cannot remove directory", path) }
+    }
+
     static func error(_ what: String, _ path: String) -> LogError {
         let e = errno
         let code: LogError.Code = (e == ENOSPC || e == EDQUOT) ? .diskFull : .io
@@ -175,8 +188,10 @@ final class PosixFile: LogFile, LogReadableFile {
 
     func sync() throws(LogError) {
         #if canImport(Darwin)
-        // fsync on Darwin only reaches the drive's cache; F_FULLFSYNC asks it to flush.
-        let rc = fcntl(fd, F_FULLFSYNC)
+        // fsync on Darwin only reaches the drive's cache; F_FULLFSYNC asks it to flush. A file
+        // system without it (SMB, some external volumes: ENOTSUP) gets fsync, as SQLite does.
+        var rc = fcntl(fd, F_FULLFSYNC)
+        if rc != 0 && (errno == ENOTSUP || errno == ENOTTY || errno == EINVAL) { rc = fsync(fd) }
         #else
         let rc = fdatasync(fd)
         #endif
@@ -186,6 +201,24 @@ final class PosixFile: LogFile, LogReadableFile {
     func truncate(to size: Int) throws(LogError) {
         guard ftruncate(fd, off_t(size)) == 0 else { throw PosixFileSystem.error("truncate failed", path) }
     }
+
+    func status() throws(LogError) -> FileStatus {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw PosixFileSystem.error("cannot stat file", path) }
+        return FileStatus(st)
+    }
+
+    func lock(waiting: Bool) throws(LogError) -> Bool {
+        // Bounded: an interrupted wait is retried at most 100 times.
+        for _ in 0..<100 {
+            if flock(fd, waiting ? LOCK_EX : LOCK_EX | LOCK_NB) == 0 { return true }
+            if errno == EWOULDBLOCK && !waiting { return false }
+            if errno != EINTR { break }
+        }
+        throw PosixFileSystem.error("cannot lock file", path)
+    }
+
+    func unlock() { flock(fd, LOCK_UN) }
 
     func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
         precondition(offset >= 0)
@@ -202,6 +235,10 @@ final class PosixFile: LogFile, LogReadableFile {
         }
         return done
     }
+}
+
+extension FileStatus {
+    init(_ st: stat) { self.init(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), sizeBytes: Int(st.st_size)) }
 }
 
 final class PosixLock: DirectoryLock {

@@ -23,10 +23,17 @@ extension SimulatedFileSystem {
 
     public func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] {
         try lock.withLock { () throws(LogError) -> [String] in
-            guard directories.contains(path) else { throw LogError(.io, "no such directory", path: path, errno: 2) }
             let prefix = path.hasSuffix("/") ? path : path + "/"
-            return entries.keys.filter { $0.hasPrefix(prefix) && !$0.dropFirst(prefix.count).contains("/") }
-                .map { String($0.dropFirst(prefix.count)) }
+            guard directories.contains(path) || entries.keys.contains(where: { $0.hasPrefix(prefix) }) else {
+                throw LogError(.io, "no such directory", path: path, errno: 2)
+            }
+            // Files and folders, as readdir lists them: a folder is there while it was made and
+            // not removed, or while it holds a file (a crash brings back a removed one's files).
+            var names: Set<String> = []
+            for path in Array(entries.keys) + directories where path.hasPrefix(prefix) {
+                if let name = path.dropFirst(prefix.count).split(separator: "/").first { names.insert(String(name)) }
+            }
+            return Array(names)
         }
     }
 
@@ -111,7 +118,51 @@ extension SimulatedFileSystem {
         }
     }
 
+    public func status(atPath path: String) throws(LogError) -> FileStatus? {
+        lock.withLock {
+            entries[path].map { FileStatus(device: 1, inode: UInt64($0), sizeBytes: nodes[$0]?.bytes.count ?? 0) }
+        }
+    }
+
+    public func removeDirectory(atPath path: String) throws(LogError) {
+        try lock.withLock { () throws(LogError) in
+            let prefix = path.hasSuffix("/") ? path : path + "/"
+            guard !entries.keys.contains(where: { $0.hasPrefix(prefix) }) else {
+                throw LogError(.io, "directory not empty", path: path, errno: 39)
+            }
+            directories.remove(path)
+        }
+    }
+
     // MARK: File operations (called by SimulatedFile)
+
+    func status(node: Int) -> FileStatus {
+        lock.withLock { FileStatus(device: 1, inode: UInt64(node), sizeBytes: nodes[node]?.bytes.count ?? 0) }
+    }
+
+    /// `flock` of `holder` (an open file) on `node`. A crash or kill releases every lock: a wait
+    /// it ends fails, as the waiting process is gone.
+    func lockFile(node: Int, holder: ObjectIdentifier, waiting: Bool, path: String) throws(LogError) -> Bool {
+        try lock.withLock { () throws(LogError) -> Bool in
+            let generation = lockGeneration
+            // Bounded by the holder, which unlocks or closes its file (or a crash ends it).
+            while let owner = fileLocks[node], owner != holder {
+                guard waiting else { return false }
+                lock.wait()
+                if lockGeneration != generation { throw Self.error(5, "the process ended while it waited", path) }
+            }
+            fileLocks[node] = holder
+            return true
+        }
+    }
+
+    func unlockFile(node: Int, holder: ObjectIdentifier) {
+        lock.withLock {
+            guard fileLocks[node] == holder else { return }
+            fileLocks[node] = nil
+            lock.broadcast()
+        }
+    }
 
     func write(node: Int, path: String, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(LogError) -> Int {
         try lock.withLock { () throws(LogError) -> Int in
@@ -193,6 +244,12 @@ final class SimulatedFile: LogFile {
     }
     func sync() throws(LogError) { try fileSystem.sync(node: node, path: path) }
     func truncate(to size: Int) throws(LogError) { try fileSystem.truncate(node: node, path: path, to: size) }
+    func status() throws(LogError) -> FileStatus { fileSystem.status(node: node) }
+    func lock(waiting: Bool) throws(LogError) -> Bool {
+        try fileSystem.lockFile(node: node, holder: ObjectIdentifier(self), waiting: waiting, path: path)
+    }
+    func unlock() { fileSystem.unlockFile(node: node, holder: ObjectIdentifier(self)) }
+    deinit { unlock() }  // closing a file releases its lock
 }
 
 final class SimulatedLock: DirectoryLock {

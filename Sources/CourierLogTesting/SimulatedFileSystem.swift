@@ -31,6 +31,8 @@ public final class SimulatedFileSystem: LogFileSystem {
     var durableEntries: [String: Int] = [:]
     var directories: Set<String> = []
     var heldLocks: Set<String> = []
+    /// File locks (`LogFile.lock`): node → the open file holding it.
+    var fileLocks: [Int: ObjectIdentifier] = [:]
     /// Bumped by every crash or kill: locks taken before it are already released.
     var lockGeneration = 0
     var scheduled: [(operation: Operation, skip: Int, fault: Fault)] = []
@@ -143,6 +145,7 @@ public final class SimulatedFileSystem: LogFileSystem {
             }
             entries = durableEntries
             heldLocks.removeAll()
+            fileLocks.removeAll()
             lockGeneration += 1
             scheduled.removeAll()
             operationsLeft = nil
@@ -158,9 +161,11 @@ public final class SimulatedFileSystem: LogFileSystem {
     public func killProcess() {
         lock.withLock {
             heldLocks.removeAll()
+            fileLocks.removeAll()
             lockGeneration += 1
             scheduled.removeAll()
             operationsLeft = nil
+            lock.broadcast()
         }
     }
 

@@ -250,6 +250,8 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock {
         try base.lockDirectory(atPath: path)
     }
+    func status(atPath path: String) throws(LogError) -> FileStatus? { try base.status(atPath: path) }
+    func removeDirectory(atPath path: String) throws(LogError) { try base.removeDirectory(atPath: path) }
 }
 
 final class RecordingFile: LogFile, @unchecked Sendable {
@@ -264,4 +266,7 @@ final class RecordingFile: LogFile, @unchecked Sendable {
     }
     func sync() throws(LogError) { owner.note(); try file.sync() }
     func truncate(to size: Int) throws(LogError) { try file.truncate(to: size) }
+    func status() throws(LogError) -> FileStatus { try file.status() }
+    func lock(waiting: Bool) throws(LogError) -> Bool { try file.lock(waiting: waiting) }
+    func unlock() { file.unlock() }
 }

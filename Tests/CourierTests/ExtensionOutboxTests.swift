@@ -58,7 +58,7 @@ import Testing
     @Test func aClaimLeftByACrashedCollectionIsCollectedOnce() async throws {
         let writer = try outbox()
         let first = try writer.send(["n": 1], to: inbox)
-        _ = try OutboxFiles.claim(in: shared.path)  // the crash: claimed, nothing collected
+        _ = try OutboxFiles.claim(in: shared.path, fileSystem: PosixFileSystem())  // the crash: claimed, no more
         let second = try writer.send(["n": 2], to: inbox)
         let held = ScriptedTransport()
         held.holdResponses = true  // nothing is delivered: the pending set is what was collected
@@ -66,7 +66,7 @@ import Testing
         #expect(Set(await courier.pendingMessages().map(\.id)) == [first, second])
         // As if the process died after enqueueing but before removing the claim.
         let third = try writer.send(["n": 3], to: inbox)
-        let claims = try OutboxFiles.claim(in: shared.path)
+        let claims = try OutboxFiles.claim(in: shared.path, fileSystem: PosixFileSystem()).directories
         #expect(claims.count == 1)
         let copy = temporary.url.appendingPathComponent("copy").path
         try FileManager.default.copyItem(atPath: claims[0], toPath: copy)
@@ -143,7 +143,9 @@ import Testing
         collected += await courier.collectExtensionMessages()
         let ids = sent.withLock { $0 }
         #expect(ids.count == 400)
-        #expect(collected == 400)
+        // A file a writer held was skipped, and claimed by a collection of its own a moment later.
+        #expect(collected <= 400)
+        for _ in 0..<100 where courier.pendingCount < 400 { await courier.collectExtensionMessages() }
         #expect(Set(await courier.pendingMessages().map(\.id)) == Set(ids))
         await courier.close()
     }

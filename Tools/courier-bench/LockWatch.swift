@@ -50,6 +50,8 @@ final class LockWatchingFileSystem: LogFileSystem {
     func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
         try base.openForReading(atPath: path)
     }
+    func status(atPath path: String) throws(LogError) -> FileStatus? { try base.status(atPath: path) }
+    func removeDirectory(atPath path: String) throws(LogError) { try base.removeDirectory(atPath: path) }
 }
 
 /// Why `@unchecked Sendable`: `counts` is behind its lock; `base` is a stateless value.
@@ -72,6 +74,9 @@ private final class WatchedFile: LogFile {
         try base.sync()
     }
     func truncate(to size: Int) throws(LogError) { try base.truncate(to: size) }
+    func status() throws(LogError) -> FileStatus { try base.status() }
+    func lock(waiting: Bool) throws(LogError) -> Bool { try base.lock(waiting: waiting) }
+    func unlock() { base.unlock() }
 }
 
 /// Why `@unchecked Sendable`: both properties are immutable and thread-safe.

@@ -148,8 +148,11 @@ extension Courier {
         /// delivered in that time.
         public var fileProtection = FileProtection.completeUntilFirstUserAuthentication
 
-        /// Applies the protection (tests record when: before the first file is made).
-        var applyFileProtection: @Sendable (URL, FileProtection) -> Void = Courier.applyPlatformDataProtection
+        /// Sets the protection class of one item (tests record which paths get which class).
+        var setFileProtection: @Sendable (String, FileProtection) -> Void = Courier.setPlatformProtection
+
+        /// What keeps the process from being suspended while it claims an extension's file.
+        var suspensionGuard = SuspensionGuard.platform
 
         /// Whether the platform's data protection may keep the log's files locked (iOS-family
         /// platforms, before the first unlock since a restart): then a refused open is

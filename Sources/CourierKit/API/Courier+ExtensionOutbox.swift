@@ -5,7 +5,9 @@ import Foundation
 /// log, exactly once, then delivering it like any message sent here.
 ///
 /// One collection: claim every extension's file (`OutboxFiles.claim`, a rename under the file's
-/// lock), read each claimed file with the log's reader (checksums, torn tail), enqueue each
+/// lock, taken without waiting and within an expiring activity on iOS: a file an extension
+/// holds is claimed a moment later), read each claimed file with the log's reader (checksums,
+/// torn tail), enqueue each
 /// message not known yet (pending, or remembered as resolved) with its id, key, headers and
 /// tags, make the courier's log durable, and only then remove the claimed file. A crash at any
 /// step leaves the claimed file, whose messages the next collection recognises by id: none is
@@ -61,28 +63,45 @@ extension Courier {
     }
 
     /// One collection, on the collection queue. A claimed file whose messages could not all be
-    /// stored (a full disk, a failing log, a closed courier) stays for the next one.
+    /// stored (a full disk, a failing log, a closed courier) stays for the next one; a file an
+    /// extension was appending to is claimed by another collection, a moment later.
     private func collectNow(_ directory: URL) -> Int {
         guard !core.isClosed else { return 0 }
-        let claims: [String]
-        do {
-            claims = try OutboxFiles.claim(in: directory.path)
-        } catch {
+        let fileSystem = configuration.fileSystem
+        let refused = LogError(.io, "the system is suspending the app")
+        let claimed = configuration.suspensionGuard.run(
+            "Courier: collecting extension messages", refused: .failure(refused)
+        ) {
+            Result { () throws(LogError) in try OutboxFiles.claim(in: directory.path, fileSystem: fileSystem) }
+        }
+        let claims: OutboxFiles.Claims
+        switch claimed {
+        case .success(let found): claims = found
+        case .failure(let error):
             configuration.logger.error("collecting the extension outbox failed: \(error)")
             return 0
         }
+        if claims.busy > 0 { collectAgainSoon() }
         var collected = 0
-        for claim in claims {
+        for claim in claims.directories {
             guard let added = collect(claim) else { break }
             collected += added
         }
         return collected
     }
 
+    /// A file was busy (an extension appending): claimed by another collection in 0.2 s.
+    private func collectAgainSoon() {
+        guard let collection = extensionCollection else { return }
+        collection.queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
+            _ = self?.collectNow(collection.directory)
+        }
+    }
+
     /// The messages of one claimed file, added; nil if they could not all be stored.
     private func collect(_ claim: String) -> Int? {
         var states: [MessageState] = []
-        _ = try? LogReader(directory: claim).read { record in
+        _ = try? LogReader(directory: claim, fileSystem: configuration.fileSystem).read { record in
             if record.kind == .enqueued, case .enqueued(let state)? = Event.decode(kind: record.kind, body: record.body)
             {
                 states.append(state)
@@ -102,7 +121,7 @@ extension Courier {
         }
         do throws(LogError) {
             try log.sync()
-            try OutboxFiles.finish(claim)
+            try OutboxFiles.finish(claim, fileSystem: configuration.fileSystem)
         } catch {
             configuration.logger.warning("an extension's file is kept for the next collection: \(error)")
             return nil

@@ -37,6 +37,13 @@ extension Courier.Configuration {
                 "backgroundUploads.maximumOutstandingTasks is \(uploads.maximumOutstandingTasks); it must be from 1 to "
                     + "10000"
             )
+            require(
+                fileProtection != .complete && fileProtection != .completeUnlessOpen,
+                "fileProtection .\(fileProtection) with backgroundUploads: the system's upload daemon reads each "
+                    + "handed-off body file while the device may be locked, and a file of that class cannot be read "
+                    + "then (the upload fails, and is retried until the device is unlocked); use "
+                    + ".completeUntilFirstUserAuthentication (the default), or no background uploads"
+            )
         }
         require(
             maximumConcurrentDeliveries >= 1 && maximumConcurrentDeliveries <= 1_000,

@@ -19,32 +19,57 @@ import Foundation
 /// on `collectExtensionMessages()`. So a message sent while the app is not running waits until
 /// the app next runs. Each message keeps the id `send` returned, so its `Idempotency-Key`.
 ///
-/// Each `send` appends one checksummed record to this outbox's own file and fsyncs it, under a
-/// lock on that file held only for the append (`OutboxFiles`): between sends the extension
-/// holds no lock and no open file, so iOS may suspend or kill it at any moment, and a kill at
-/// any byte loses nothing `send` returned for. Outboxes never block each other.
+/// Each `send` appends one checksummed record to this outbox's own file and syncs it as the app's
+/// log does (`F_FULLFSYNC` on Apple platforms), under a lock on that file held only for the
+/// append (`OutboxFiles`), and within an expiring activity on iOS, so the extension is not
+/// suspended holding it (`0xdead10cc`): between sends the extension holds no lock and no open
+/// file, so iOS may suspend or kill it at any moment, and a kill or a power cut at any byte loses
+/// nothing `send` returned for. Outboxes never block each other.
 public final class ExtensionOutbox: Sendable {
     /// The shared folder.
     public let directory: URL
     private let writer: OutboxWriter
     private let maximumMessageBytes = Courier.Configuration().maximumMessageBytes
+    private let suspensionGuard: SuspensionGuard
 
     /// Opens this process's outbox in `directory`, a folder in the App Group container shared
-    /// with the app (created if missing). Throws `.storageFailed` if it cannot be created, and
+    /// with the app (created if missing), whose files get `fileProtection` (the app's
+    /// `Configuration.fileProtection` is the one to match; the folder and everything in it, never
+    /// the folders above it). Throws `.storageFailed` if it cannot be created, and
     /// `.unsuitableDirectory` for tmp or Caches, which the system empties.
-    public convenience init(directory: URL) throws(CourierError) {
+    public convenience init(
+        directory: URL, fileProtection: Courier.FileProtection = .completeUntilFirstUserAuthentication
+    ) throws(CourierError) {
         if let (root, kind) = DirectoryPolicy.judge(directory).purgeable {
             throw DirectoryPolicy.error(directory, root: root, kind: kind)
         }
-        try self.init(directory: directory, allowingPurgeable: true)
+        try self.init(directory: directory, allowingPurgeable: true, fileProtection: fileProtection)
     }
 
-    /// `init(directory:)` without the directory check (tests and tools, in tmp).
-    @_spi(CourierTesting) public init(directory: URL, allowingPurgeable: Bool) throws(CourierError) {
+    /// `init(directory:)` without the directory check (tests and tools, in tmp), on the file
+    /// system and with the suspension guard given (tests).
+    @_spi(CourierTesting) public convenience init(
+        directory: URL, allowingPurgeable: Bool, fileSystem: any LogFileSystem = PosixFileSystem(),
+        fileProtection: Courier.FileProtection = .completeUntilFirstUserAuthentication
+    ) throws(CourierError) {
+        try self.init(
+            directory: directory, fileSystem: fileSystem, fileProtection: fileProtection,
+            setProtection: Courier.setPlatformProtection, suspensionGuard: .platform)
+    }
+
+    init(
+        directory: URL, fileSystem: any LogFileSystem, fileProtection: Courier.FileProtection,
+        setProtection: (String, Courier.FileProtection) -> Void, suspensionGuard: SuspensionGuard
+    ) throws(CourierError) {
         self.directory = directory
+        self.suspensionGuard = suspensionGuard
+        // Before the writer makes its folder and file: they take the outbox folder's class.
+        Courier.applyDataProtection(
+            to: directory.path, fileProtection, fileSystem: fileSystem, set: setProtection)
+        Courier.excludeFromBackup(directory.path)
         do {
             writer = try OutboxWriter(
-                directory: directory.path, name: "w-" + UUID().uuidString.lowercased(),
+                directory: directory.path, name: "w-" + UUID().uuidString.lowercased(), fileSystem: fileSystem,
                 now: { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) })
         } catch {
             throw CourierError(error, while: "opening the extension outbox")
@@ -53,7 +78,9 @@ public final class ExtensionOutbox: Sendable {
 
     /// Writes a JSON message for the app to deliver, as `Courier.send` would (same rules for
     /// the values, URL, ordering key, headers and tags; the same errors). Returns with the
-    /// message on stable storage: the extension may be killed the moment it returns.
+    /// message on stable storage: the extension may be killed the moment it returns. Throws
+    /// `.storageFull` when the disk is full, and `.storageFailed`, with nothing written, when
+    /// iOS is suspending the extension already.
     @discardableResult
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
@@ -66,10 +93,16 @@ public final class ExtensionOutbox: Sendable {
             labels: Courier.Labels(orderingKey: orderingKey, headers: headers, tags: tags),
             nowMilliseconds: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
             maximumMessageBytes: maximumMessageBytes)
-        do {
-            try writer.append(Event.enqueued(state).encoded(), kind: .enqueued)
-        } catch {
-            if error.code == .diskFull { throw CourierError(.storageFull, "the disk is full: \(error)") }
+        let record = Event.enqueued(state).encoded()
+        let refused = LogError(.io, "not written: the system is suspending this extension")
+        let written = suspensionGuard.run("Courier: ExtensionOutbox.send", refused: Result.failure(refused)) {
+            [writer] in Result { () throws(LogError) in try writer.append(record, kind: .enqueued) }
+        }
+        switch written {
+        case .success: break
+        case .failure(let error) where error.code == .diskFull:
+            throw CourierError(.storageFull, "the disk is full: \(error)")
+        case .failure(let error):
             throw CourierError(error, while: "writing to the extension outbox")
         }
         ExtensionWake.post(for: directory)

@@ -1,3 +1,4 @@
+import CourierLog
 import Foundation
 
 extension Courier {
@@ -30,26 +31,50 @@ extension Courier {
         #endif
     }
 
-    /// Applies `protection` to `directory` (made now if it is missing, with the class already
-    /// set, so that no file of the log is ever created in another class), to every file in it,
-    /// and keeps it out of iCloud and device backups (an outbox restored onto another device
-    /// would send old messages again). A failure leaves the system's default. Called before
-    /// the log opens, and again for the hand-off's body folder. The iOS branch is type-checked
-    /// by `make ios-check`, never run here; elsewhere it does nothing.
-    static func applyPlatformDataProtection(to directory: URL, _ protection: FileProtection) {
-        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        let manager = FileManager.default
-        let attributes: [FileAttributeKey: Any] = [.protectionKey: protection.type]
-        try? manager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: attributes)
-        try? manager.setAttributes(attributes, ofItemAtPath: directory.path)
-        for name in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
-            try? manager.setAttributes(attributes, ofItemAtPath: directory.appendingPathComponent(name).path)
+    /// Gives `directory` and every item in it `protection`, and nothing above it. The directory
+    /// (and any missing parent) is made without a class: given one, Foundation's
+    /// `createDirectory(…attributes:)` sets it on every directory it makes on the way too
+    /// (`Application Support` on a fresh install, and every file the app makes there later).
+    /// Then the class is set on it before the log makes a file there (files take their
+    /// directory's class), and on what an earlier version made. Platform-neutral and tested;
+    /// `set` is the platform's (`setPlatformProtection`). A failure leaves the system's default.
+    static func applyDataProtection(
+        to directory: String, _ protection: FileProtection, fileSystem: any LogFileSystem,
+        set: (String, FileProtection) -> Void
+    ) {
+        try? fileSystem.createDirectory(atPath: directory)
+        set(directory, protection)
+        for name in (try? fileSystem.contentsOfDirectory(atPath: directory)) ?? [] {
+            set(directory + "/" + name, protection)
         }
-        var url = directory
+    }
+
+    /// The protection class of the item at `path` on iOS-family platforms (Foundation's
+    /// `protectionKey`); elsewhere nothing. Type-checked by `make ios-check`, never run here.
+    static func setPlatformProtection(_ path: String, _ protection: FileProtection) {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        try? FileManager.default.setAttributes([.protectionKey: protection.type], ofItemAtPath: path)
+        #endif
+    }
+
+    /// Keeps `directory` out of iCloud and device backups on iOS-family platforms: an outbox
+    /// restored onto another device would send old messages again.
+    static func excludeFromBackup(_ directory: String) {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        var url = URL(fileURLWithPath: directory)
         var values = URLResourceValues()
         values.isExcludedFromBackup = true
         try? url.setResourceValues(values)
         #endif
+    }
+}
+
+extension Courier.Configuration {
+    /// `fileProtection` on `directory` (made if missing) and its items, and the directory kept
+    /// out of backups: before the log opens, once it is open, and for the hand-off's bodies.
+    func protect(_ directory: String) {
+        Courier.applyDataProtection(to: directory, fileProtection, fileSystem: fileSystem, set: setFileProtection)
+        Courier.excludeFromBackup(directory)
     }
 }
 

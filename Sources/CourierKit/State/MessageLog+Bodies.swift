@@ -14,10 +14,7 @@ extension MessageLog {
         bodyDirectoryPath + "/" + HandOff.bodyFileName(id, ticket: ticket)
     }
 
-    func makeBodyDirectory() {
-        applyFileProtection(URL(fileURLWithPath: bodyDirectoryPath), fileProtection)
-        try? fileSystem.createDirectory(atPath: bodyDirectoryPath)
-    }
+    func makeBodyDirectory() { protect(bodyDirectoryPath) }
 
     /// Writes `body` to `path`, replacing what is there, and syncs it. False on failure.
     func writeBody(_ body: [UInt8], to path: String) -> Bool {

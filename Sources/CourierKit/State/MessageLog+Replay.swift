@@ -11,7 +11,7 @@ extension MessageLog {
     ) throws(CourierError) -> MessageLog {
         // Before the log makes its directory's first file (the lock, the first segment): files
         // inherit their directory's protection class.
-        configuration.applyFileProtection(directory, configuration.fileProtection)
+        configuration.protect(directory.path)
         let log: WriteAheadLog
         do {
             log = try WriteAheadLog(
@@ -21,10 +21,9 @@ extension MessageLog {
             throw CourierError(opening: error, dataProtection: configuration.hasDataProtection)
         }
         // Again for the files an earlier version made in another class, and the spare segment.
-        configuration.applyFileProtection(directory, configuration.fileProtection)
+        configuration.protect(directory.path)
         return MessageLog(
-            log: log, fileSystem: configuration.fileSystem, directory: directory,
-            fileProtection: configuration.fileProtection, applyFileProtection: configuration.applyFileProtection)
+            log: log, fileSystem: configuration.fileSystem, directory: directory, protect: configuration.protect)
     }
 
     /// The bytes of every segment in `directory`, before the log is open (a segment that

@@ -23,21 +23,18 @@ final class MessageLog: Sendable {
     /// What the replay during opening found (damaged spans it skipped, missing sequences).
     var openingReplay: ReplayReport? { log.openingReplay }
 
-    /// The protection class of its files, and how to apply it (`Configuration.fileProtection`):
-    /// the hand-off's body folder gets it before its first file.
-    let fileProtection: Courier.FileProtection
-    let applyFileProtection: @Sendable (URL, Courier.FileProtection) -> Void
+    /// Gives a folder of its own the log's protection class (`Configuration.protect`): the
+    /// hand-off's body folder gets it before its first file.
+    let protect: @Sendable (String) -> Void
 
     init(
         log: WriteAheadLog, fileSystem: any LogFileSystem, directory: URL,
-        fileProtection: Courier.FileProtection = .completeUntilFirstUserAuthentication,
-        applyFileProtection: @escaping @Sendable (URL, Courier.FileProtection) -> Void = { _, _ in }
+        protect: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.log = log
         self.fileSystem = fileSystem
         self.directory = directory
-        self.fileProtection = fileProtection
-        self.applyFileProtection = applyFileProtection
+        self.protect = protect
     }
 
     // MARK: - Appends (each one record, or one batch that is all-or-nothing)
