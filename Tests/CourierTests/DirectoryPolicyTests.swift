@@ -32,9 +32,9 @@ import Testing
         #expect(judge(app + "/Library/CachesOld/outbox").purgeable == nil)
     }
 
-    @Test func anAppGroupContainerIsNotedOnEachPlatformsLayout() {
+    @Test func anIOSAppGroupContainerIsNotedAndAMacOSGroupContainerIsNot() {
         #expect(judge("/private/var/mobile/Containers/Shared/AppGroup/G/outbox").inAppGroupContainer)
-        #expect(judge("/Users/me/Library/Group Containers/group.com.example/outbox").inAppGroupContainer)
+        #expect(!judge("/Users/me/Library/Group Containers/group.com.example/outbox").inAppGroupContainer)
         #expect(!judge("/var/mobile/Containers/Data/Application/A/Library/outbox").inAppGroupContainer)
     }
 
@@ -66,17 +66,17 @@ import Testing
         }
     }
 
-    @Test func aCourierInAnAppGroupContainerOpensWithAWarning() async throws {
+    /// A courier locks its directory while open: in a shared container iOS would kill the app
+    /// suspended holding it (0xdead10cc). Refused before anything is written, with the way out.
+    @Test func aCourierInAnAppGroupContainerIsRefused() throws {
         let temporary = TemporaryDirectory()
         let directory = temporary.url.appendingPathComponent("Shared/AppGroup/G/outbox")
-        let lines = LogLines()
-        var configuration = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
-        configuration.logger = lines.logger(level: .warning)
-        let courier = try Courier(directory: directory, configuration: configuration)
-        let warnings = lines.all.filter { $0.level == .warning }
-        #expect(warnings.count == 1)
-        #expect(warnings.first?.message.contains("0xdead10cc") == true)
-        #expect(warnings.first?.metadata["courier.directory"] == directory.path)
-        await courier.close()
+        let configuration = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        #expect { try Courier(directory: directory, configuration: configuration) } throws: { error in
+            let error = error as? CourierError
+            return error?.code == .unsuitableDirectory && error?.message.contains("0xdead10cc") == true
+                && error?.message.contains("ExtensionOutbox") == true
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path))
     }
 }

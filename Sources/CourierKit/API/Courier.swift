@@ -53,11 +53,11 @@ public final class Courier {
     /// Opens (or creates) the log in `directory`, replays it, and starts delivering.
     /// Throws `.invalidConfiguration` naming the first conflict in `configuration` (see
     /// `Configuration.problems`), `.unsuitableDirectory` if `directory` is in tmp or Caches,
-    /// which the system empties (`Configuration.allowsPurgeableDirectory`), `.directoryLocked`
+    /// which the system empties (`Configuration.allowsPurgeableDirectory`), or in an iOS App
+    /// Group container (a courier there would hold a lock in a shared container while suspended:
+    /// `0xdead10cc`; extensions use an `ExtensionOutbox`), `.directoryLocked`
     /// if another `Courier` has the directory open, `.protectedDataUnavailable` on iOS before
     /// the first unlock since the device restarted, `.storageFailed` if the log cannot be read.
-    /// A directory in an App Group container opens, with a warning in the log: keep the
-    /// courier in the app's own container (DocC: "Sending from app extensions").
     ///
     /// Replay reads the whole log: with many pending messages, open with `Courier.open`, off
     /// the main thread.
@@ -69,10 +69,7 @@ public final class Courier {
         if let (root, kind) = place.purgeable, !configuration.allowsPurgeableDirectory {
             throw DirectoryPolicy.error(directory, root: root, kind: kind)
         }
-        if place.inAppGroupContainer {
-            configuration.logger.warning(
-                "\(DirectoryPolicy.appGroupWarning)", metadata: ["courier.directory": "\(directory.path)"])
-        }
+        if place.inAppGroupContainer { throw DirectoryPolicy.appGroupError(directory) }
         self.directory = directory
         self.configuration = configuration
         self.clock = EngineClock(configuration.clock)

@@ -6,9 +6,10 @@ import Foundation
 ///   emptied at reboot, or by the system when it needs space;
 /// - **Caches** (the user's caches directory, any `Library/Caches`): `.unsuitableDirectory`, iOS
 ///   purges it when the device runs low on space;
-/// - **inside an App Group container**: opens, with a warning: a process suspended holding a file
-///   lock in a shared container is killed (`0xdead10cc`), and a courier locks its directory for
-///   its whole life;
+/// - **inside an iOS App Group container** (`…/Shared/AppGroup/…`): `.unsuitableDirectory`: a
+///   courier locks its directory for its whole life, and iOS kills a process suspended holding
+///   a lock in a shared container (`0xdead10cc`). Extensions write to an `ExtensionOutbox` there
+///   instead. (A macOS group container opens: macOS does not kill a suspended process for it.)
 /// - anything else (Application Support, Documents, a server's data directory): opens.
 ///
 /// Pure path logic (no file is touched), so it is tested on Linux with the roots given.
@@ -17,7 +18,7 @@ enum DirectoryPolicy {
     struct Verdict: Equatable {
         /// Inside `root`, a directory of `kind` ("tmp", "Caches") the system purges; nil if not.
         var purgeable: (root: String, kind: String)?
-        /// Inside an App Group container (iOS `…/Shared/AppGroup/…`, macOS `~/Library/Group Containers/…`).
+        /// Inside an iOS App Group container (`…/Shared/AppGroup/…`).
         var inAppGroupContainer = false
 
         static func == (a: Verdict, b: Verdict) -> Bool {
@@ -49,7 +50,7 @@ enum DirectoryPolicy {
                 if a == "Library" && b == "Caches" && verdict.purgeable == nil {
                     verdict.purgeable = ("Library/Caches", "Caches")
                 }
-                if (a == "Shared" && b == "AppGroup") || (a == "Library" && b == "Group Containers") {
+                if a == "Shared" && b == "AppGroup" {
                     verdict.inAppGroupContainer = true
                 }
             }
@@ -80,10 +81,13 @@ enum DirectoryPolicy {
                 + "Configuration.allowsPurgeableDirectory")
     }
 
-    /// What `Courier.init` logs for a directory in an App Group container.
-    static let appGroupWarning =
-        "the courier's directory is in an App Group container: the courier holds a file lock on it while "
-        + "open, and iOS kills a suspended process holding a lock in a shared container (0xdead10cc). Keep "
-        + "the courier in the app's own container and give extensions an ExtensionOutbox in the shared one "
-        + "(DocC: \"Sending from app extensions\")"
+    /// The error `Courier.init` throws for a directory in an App Group container.
+    static func appGroupError(_ directory: URL) -> CourierError {
+        CourierError(
+            .unsuitableDirectory,
+            "\(directory.path) is in an App Group container: a courier holds a file lock on its directory while "
+                + "open, and iOS kills a suspended process holding a lock in a shared container (0xdead10cc). Keep "
+                + "the courier in the app's own container (Application Support), and give extensions an "
+                + "ExtensionOutbox in the shared one (DocC: \"Sending from app extensions\")")
+    }
 }
