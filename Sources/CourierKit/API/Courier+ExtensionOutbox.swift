@@ -69,10 +69,14 @@ extension Courier {
         guard !core.isClosed else { return 0 }
         let fileSystem = configuration.fileSystem
         let refused = LogError(.io, "the system is suspending the app")
-        let claimed = configuration.suspensionGuard.run(
+        let claimed: Result<OutboxFiles.Claims, LogError> = configuration.suspensionGuard.run(
             "Courier: collecting extension messages", refused: .failure(refused)
         ) {
-            Result { () throws(LogError) in try OutboxFiles.claim(in: directory.path, fileSystem: fileSystem) }
+            do throws(LogError) {
+                return .success(try OutboxFiles.claim(in: directory.path, fileSystem: fileSystem))
+            } catch {
+                return .failure(error)
+            }
         }
         let claims: OutboxFiles.Claims
         switch claimed {

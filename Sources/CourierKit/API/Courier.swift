@@ -4,7 +4,7 @@ import Foundation
 
 /// Guaranteed delivery of messages to HTTP servers.
 ///
-///     let courier = try Courier(directory: url)
+///     let courier = try await Courier.open(directory: url)      // replays the log off the caller's thread
 ///     let id = try courier.send(["text": "hi"], to: serverURL)   // on disk when this returns
 ///     try await courier.delivered(id)                            // the server answered 2xx
 ///

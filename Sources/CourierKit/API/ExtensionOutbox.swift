@@ -95,8 +95,17 @@ public final class ExtensionOutbox: Sendable {
             maximumMessageBytes: maximumMessageBytes)
         let record = Event.enqueued(state).encoded()
         let refused = LogError(.io, "not written: the system is suspending this extension")
-        let written = suspensionGuard.run("Courier: ExtensionOutbox.send", refused: Result.failure(refused)) {
-            [writer] in Result { () throws(LogError) in try writer.append(record, kind: .enqueued) }
+        // `do throws` rather than a typed `Result(catching:)`, which Swift 5.10's standard library
+        // (the iOS 17.4 SDK's) does not have.
+        let written: Result<Void, LogError> = suspensionGuard.run(
+            "Courier: ExtensionOutbox.send", refused: .failure(refused)
+        ) { [writer] in
+            do throws(LogError) {
+                try writer.append(record, kind: .enqueued)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
         }
         switch written {
         case .success: break

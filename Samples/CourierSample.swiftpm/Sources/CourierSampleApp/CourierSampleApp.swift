@@ -5,7 +5,7 @@ import UIKit
 /// The iOS sample: one screen (a server field, a message field, Send, and every message with
 /// its state), on a Courier opened at launch with the app-lifecycle integration turned on. Quit
 /// it with messages pending (against a server that fails, say) and launch it again: they are
-/// listed, marked ↻, and delivered.
+/// listed again, attempt counts carried over, and delivered.
 @main @MainActor
 struct CourierSampleApp: App {
     @UIApplicationDelegateAdaptor(AppDelegate.self) private var appDelegate

@@ -6,5 +6,6 @@ import Logging
 func logging(_ configuration: inout Courier.Configuration) {
     // snippet: oslog-configuration
     configuration.logger = .osLog(subsystem: "com.example.app")  // Console and `log stream` show it
+    configuration.logger = .osLog(subsystem: "com.example.app", privacy: .public)  // Courier's own lines
     // snippet end
 }
