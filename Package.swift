@@ -120,7 +120,7 @@ let package = Package(
         // `make bench-background`: background hand-off on the simulated system (virtual time).
         .target(name: "BackgroundScenarios", dependencies: ["CourierKit", "CourierTesting"],
                 path: "Tools/courier-background-bench/Scenarios"),
-        .executableTarget(name: "courier-background-bench", dependencies: ["BackgroundScenarios"],
+        .executableTarget(name: "courier-background-bench", dependencies: ["BackgroundScenarios", "CourierKit"],
                           path: "Tools/courier-background-bench/CLI"),
         // Issue 36's retry-tail scenarios on virtual time: printed by `courier-bench --drain`,
         // asserted by `make test` (RetryTailPromiseTests).

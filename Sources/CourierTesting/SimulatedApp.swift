@@ -5,7 +5,7 @@ import Foundation
 
 /// An app that uses background hand-off, on a `SimulatedBackgroundSystem` and a
 /// `SimulatedFileSystem`: it opens its courier at every launch (handing off at once when the
-/// system launched it in the background), hands off and pauses when it leaves the screen,
+/// system launched it in the background), uses its window and pauses when it leaves the screen,
 /// and takes its messages back when it returns, as the lifecycle integration (`lifecycle: .automatic`) does on
 /// iOS. A kill stops the dying process's file writes at that instant; the next launch closes
 /// what is left of it and opens the log afresh.
@@ -70,24 +70,46 @@ public final class SimulatedApp {
         return try? courier?.send(["text": text], to: url)
     }
 
-    /// The app leaves the screen: it hands its messages off (in the background, as
-    /// `didEnterBackground` does on iOS: the tasks are discretionary), its engine stops, and,
-    /// as the lifecycle integration does within its background task, it stays up while a
-    /// destination the hand-off went to blind has not answered (polled every 250 ms of virtual
-    /// time, at most 25 s, the system's tasks running meanwhile); then iOS suspends it.
+    /// How long the app runs after it leaves the screen, before iOS suspends it: the lifecycle
+    /// integration's background task (`Courier.backgroundBudget`, 25 s, the default). Zero: it
+    /// hands off at once (what the hand-off's own scenarios measure).
+    public var backgroundWindow: Duration {
+        get { window.withLock { $0 } }
+        set { window.withLock { $0 = newValue } }
+    }
+    private let window = Locked(Courier.backgroundBudget)
+
+    /// The app leaves the screen and uses its window in the order the lifecycle integration
+    /// does (`Courier.useBackgroundWindow`), one step of the system at a time so that a run
+    /// stays deterministic: the engine delivers first (unless paused), for the window less
+    /// `Courier.handOffReserve`, in 250 ms steps of the system's clock; what is left is handed
+    /// off (in the background: those tasks are discretionary), and the app stays up while a
+    /// destination the hand-off went to blind has not answered (at most 10 s, polled every
+    /// 250 ms). Then its engine stops, and iOS suspends it.
     public func enterBackground() async {
         guard system.appState == .foreground, let courier else { return }
         system.enterBackground()
-        await courier.appDidEnterBackground()
-        courier.pause()
-        await courier.settle()
-        // Bounded: 100 turns of 250 ms.
-        for _ in 0..<100
-        where hearsFirstAnswersBeforeSuspending && system.appState == .background
-            && courier.awaitsFirstAnswersFromHandOffs
-        {
-            await system.advance(by: .milliseconds(250))
+        let engine = backgroundWindow - Courier.handOffReserve
+        if engine > .zero, !courier.isPaused {
+            courier.retryNow()
+            // Bounded: the engine's share of the window, in 250 ms steps.
+            for _ in 0..<Int(engine / .milliseconds(250)) where courier.pendingCount > 0 {
+                await system.advance(by: .milliseconds(250))
+            }
         }
+        if system.appState == .background {
+            await courier.appDidEnterBackground()
+            courier.pause()
+            await courier.settle()
+            // Bounded: 40 turns of 250 ms.
+            for _ in 0..<40
+            where hearsFirstAnswersBeforeSuspending && system.appState == .background
+                && courier.awaitsFirstAnswersFromHandOffs
+            {
+                await system.advance(by: .milliseconds(250))
+            }
+        }
+        courier.pause()
         system.suspend()
         await courier.settle()
     }

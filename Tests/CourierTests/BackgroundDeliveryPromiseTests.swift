@@ -1,3 +1,4 @@
+@_spi(CourierTesting) import CourierKit
 import BackgroundScenarios
 import Testing
 
@@ -29,6 +30,17 @@ import Testing
         let run = await BackgroundScenarios.suspended(model: BackgroundScenarios.applesRateLimiter)
         #expect(run.deliveredWhileSuspended >= 247, "\(run)")
         #expect(run.lost == 0 && run.statistics.inFlightTwice == 0, "\(run)")
+    }
+
+    /// Line 4: the message typed just before leaving the screen goes with the engine in the
+    /// window iOS grants, not to a background session that may hold it for Wi-Fi or power (an
+    /// hour here): handed off first, as before, it waited that hour.
+    @Test func theMessageTypedJustBeforeLeavingIsDeliveredInTheWindow() async throws {
+        let engineFirst = await BackgroundScenarios.justTyped()
+        let latency = try #require(engineFirst.latency, "\(engineFirst)")
+        #expect(latency <= .seconds(2) && engineFirst.uploads == 0, "\(engineFirst)")
+        let handOffFirst = await BackgroundScenarios.justTyped(window: Courier.handOffReserve)
+        #expect(handOffFirst.latency.map { $0 >= .seconds(3600) } ?? true, "\(handOffFirst)")
     }
 
     /// The simulation is deterministic: a figure that moved between two runs of one build

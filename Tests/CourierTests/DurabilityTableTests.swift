@@ -233,13 +233,16 @@ final class Table: Sendable {
     }
 }
 
-/// A background session that makes tasks and never ends them (`onMake` runs as each is made).
+/// A background session that makes tasks and never ends them (`onMake` runs as each is made),
+/// and keeps the requests.
 final class RecordingSession: BackgroundUploadSession, @unchecked Sendable {
     private let made = Locked<[BackgroundUploadTask]>([])
+    let requests = Locked<[BackgroundUploadRequest]>([])
     var onMake: @Sendable () -> Void = {}
 
     func makeUploadTask(_ request: BackgroundUploadRequest) -> BackgroundUploadTask {
         onMake()
+        requests.withLock { $0.append(request) }
         return made.withLock {
             let task = BackgroundUploadTask(identifier: $0.count + 1, taskDescription: request.taskDescription)
             $0.append(task)

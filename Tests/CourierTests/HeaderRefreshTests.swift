@@ -1,4 +1,5 @@
 @testable @_spi(CourierTesting) import CourierKit
+import CourierTesting
 import Foundation
 import Testing
 
@@ -62,5 +63,55 @@ import Testing
         }
         let seen = await HeaderRefresh.run(refresh, for: upload)
         #expect(seen?["Seen"] == "true" && seen?["Authorization"] == "Bearer old")
+    }
+
+    func request(beginning begin: Date, tags: Set<String> = []) -> BackgroundUploadRequest {
+        var request = BackgroundUploadRequest(
+            url: upload.url, headers: upload.headers, bodyFile: URL(fileURLWithPath: "/b"), bodyByteCount: 2,
+            earliestBeginDate: begin, taskDescription: HandOff.taskDescription(MessageID(), attempt: 1, ticket: 7))
+        request.tags = tags
+        return request
+    }
+
+    /// The system asks the delegate to refresh only a task with a begin date: with a refresh,
+    /// every task gets one (an upload made now and started hours later carried stale headers);
+    /// without, only a backoff still ahead sets one.
+    @Test func withARefreshEveryUploadHasABeginDateSoTheSystemAsksBeforeEachOne() {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let due = request(beginning: now.addingTimeInterval(-5)), later = request(beginning: now + 60)
+        #expect(HeaderRefresh.beginDate(of: due, now: now, refreshes: true) == now + HeaderRefresh.minimumDelay)
+        #expect(HeaderRefresh.beginDate(of: later, now: now, refreshes: true) == now + 60)
+        #expect(HeaderRefresh.beginDate(of: due, now: now, refreshes: false) == nil)
+        #expect(HeaderRefresh.beginDate(of: later, now: now, refreshes: false) == now + 60)
+    }
+
+    /// The message's tags reach the refresh through the task's description, whatever they
+    /// hold; Courier still knows the task by the description it gave.
+    @Test func theRefreshSeesTheMessagesTagsAndCourierItsOwnDescription() {
+        let tags: Set<String> = ["account:1", "with space", "a,b", "ünï"]
+        let tagged = request(beginning: Date(), tags: tags)
+        let described = HeaderRefresh.describe(tagged)
+        #expect(HeaderRefresh.split(description: described).courier == tagged.taskDescription)
+        #expect(HeaderRefresh.split(description: described).tags == tags)
+        let seen = HeaderRefresh.delayedUpload(description: described, url: upload.url, headers: upload.headers)
+        #expect(seen.tags == tags && seen.messageID == HandOff.parse(taskDescription: tagged.taskDescription)?.id)
+        let plain = request(beginning: Date())
+        #expect(HeaderRefresh.describe(plain) == plain.taskDescription)
+        #expect(HeaderRefresh.split(description: "an app's own task").courier == "an app's own task")
+    }
+
+    /// A hand-off gives the session the message's tags.
+    @Test func aHandOffCarriesTheMessagesTags() async throws {
+        let session = RecordingSession()
+        var configuration = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        configuration.backgroundUploads = Courier.BackgroundUploads(session: session)
+        let scratch = TemporaryDirectory()
+        let courier = try Courier(directory: scratch.url, configuration: configuration)
+        await courier.core.reconciliation?.value
+        courier.pause()
+        _ = try courier.send(["n": 1], to: inbox, tags: ["account:2"])
+        #expect(await courier.appDidEnterBackground() == 1)
+        #expect(session.requests.withLock { $0.map(\.tags) } == [["account:2"]])
+        await courier.close()
     }
 }

@@ -1,4 +1,5 @@
 @testable @_spi(CourierTesting) import CourierKit
+import CourierLog
 import CourierTesting
 import Foundation
 import Testing
@@ -51,6 +52,52 @@ import FoundationNetworking
         run.cancel()  // iOS expired the task
         let outcome = await run.value
         #expect(!outcome.success && outcome.reschedule)
+        await courier.close()
+    }
+
+    /// The window as the app leaves the screen (`useBackgroundWindow`, what the iOS lifecycle
+    /// integration runs in its background task): the engine delivers first, the message the
+    /// server refused a moment ago included; what still fails near the end is handed off; a
+    /// paused courier hands off at once.
+    @Test(arguments: [false, true])
+    func theEngineDeliversFirstAndWhatIsLeftIsHandedOffBeforeTheWindowEnds(paused: Bool) async throws {
+        let clock = ManualClock()
+        let refused = Locked<Set<MessageID>>([])
+        let transport = ScriptedTransport { request in
+            refused.withLock { $0 }.contains(request.messageID) ? .response(status: 503) : .response(status: 200)
+        }
+        let session = RecordingSession()
+        var configuration = testConfiguration(clock: clock, transport: transport)
+        configuration.retry = RetryPolicy(initialDelay: .seconds(30), jitter: .none)
+        configuration.backgroundUploads = Courier.BackgroundUploads(session: session)
+        let scratch = TemporaryDirectory()
+        let courier = try Courier(directory: scratch.url, configuration: configuration)
+        await courier.core.reconciliation?.value
+        courier.appDidEnterForeground()
+        let typed = try courier.send(["n": 1], to: inbox)
+        let failing = try courier.send(["n": 2], to: inbox)
+        refused.withLock { $0 = [typed, failing] }
+        await courier.settle()  // both refused once: waiting 30 s
+        refused.withLock { $0 = [failing] }  // the server takes the first from now on
+        if paused { courier.pause() }
+        let window = Task { await courier.useBackgroundWindow(Courier.backgroundBudget) { true } }
+        // Bounded: the window, in 250 ms steps of the courier's clock.
+        for _ in 0..<200 where session.requests.withLock({ $0.isEmpty }) {
+            await clock.advance(by: .milliseconds(250))
+            await courier.settle()
+        }
+        _ = await window.value
+        let handedOff = Set(
+            session.requests.withLock { $0.compactMap { HandOff.parse(taskDescription: $0.taskDescription)?.id } })
+        if paused {
+            // At once, one at a time to a destination that fails (`Projection.startTime`).
+            #expect(handedOff == [typed] && clock.now.offset < .seconds(1), "paused: nothing goes by the engine")
+            #expect(transport.requests.count == 2, "only the first attempts, before the window")
+        } else {
+            #expect(handedOff == [failing], "the typed one went by the engine")
+            #expect(transport.requests.filter { $0.messageID == typed }.count == 2)
+            #expect(clock.now.offset >= Courier.backgroundBudget - Courier.handOffReserve, "handed off near the end")
+        }
         await courier.close()
     }
 

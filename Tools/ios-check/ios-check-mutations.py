@@ -86,6 +86,30 @@ def apple_only_branches(lines):
     return found
 
 
+# A line that opens a declaration's or a statement's braces, not a closure's.
+DECLARATION = re.compile(
+    r"^\s*\}?\s*(@\w+(\([^)]*\))?\s+)*((public|private|fileprivate|internal|package|static|class|final|override|"
+    r"mutating|nonisolated|convenience|required|open|lazy|weak|unowned|indirect)\s+)*"
+    r"(func|init|deinit|var|let|subscript|struct|class|enum|extension|protocol|actor|if|else|for|while|guard|"
+    r"switch|do|catch|repeat|defer|get|set|willSet|didSet|case|default)\b")
+
+
+def in_closure(lines, first):
+    """Whether the code at line `first` is in a closure's body: there the compiler solves the body
+    with the closure, and its first error hides the rest, so a branch gets one planted error."""
+    depth = 0
+    for line in reversed(lines[:first]):
+        code = re.sub(r'"(\\.|[^"\\])*"', '""', line.split("//")[0])
+        for character in reversed(code):
+            depth += {"}": 1, "{": -1}.get(character, 0)
+            if depth < 0:
+                opening = code[:code.rfind("{") + 1]
+                if re.search(r"\bin\s*$", code) or re.search(r"=\s*\{", opening):
+                    return True
+                return not DECLARATION.match(code)
+    return False
+
+
 def plants(path, in_app):
     """Where to plant errors in one file: (0-based line, text) pairs, or none. Every file of an
     app package (`.iOSApplication`) is Apple-only, whatever it imports."""
@@ -107,6 +131,9 @@ def plants(path, in_app):
             # A branch inside a chain of modifiers (`#if os(iOS) .keyboardType(.URL) #endif`)
             # takes a member, once: the compiler checks no further in an expression that failed.
             found.append((first, "%s.%s%d()" % (indent, MARK, first)))
+            continue
+        if in_closure(lines, first):
+            found.append((first, '%slet %s%d: Int = "planted"' % (indent, MARK, first)))
             continue
         # At the branch's start and at its end, so that nothing in it can hide the rest.
         end_indent = re.match(r"\s*", next((l for l in reversed(lines[first:end]) if code(l)), "")).group(0)

@@ -48,6 +48,9 @@ extension Courier {
         core.pause()
     }
 
+    /// Whether `pause()` holds the engine now.
+    @_spi(CourierTesting) public var isPaused: Bool { core.isPaused }
+
     /// Undoes `pause()`: due messages start at once.
     public func resume() {
         core.resume(at: currentInstant()).run()

@@ -58,6 +58,8 @@ public struct BackgroundUploadRequest: Sendable, Hashable {
     public var allowsExpensiveNetworkAccess = true
     /// Whether it may go over a network in Low Data Mode. The default is true.
     public var allowsConstrainedNetworkAccess = true
+    /// The message's tags (what `DelayedUploadRefresh` may pick credentials by).
+    public var tags: Set<String> = []
 
     /// A request to upload `bodyFile` (`bodyByteCount` bytes) to `url` no earlier than
     /// `earliestBeginDate`, over any network until told otherwise.

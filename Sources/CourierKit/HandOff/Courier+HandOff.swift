@@ -196,6 +196,7 @@ extension Courier {
         upload.allowsCellularAccess = configuration.allowsCellularAccess
         upload.allowsExpensiveNetworkAccess = configuration.allowsExpensiveNetworkAccess
         upload.allowsConstrainedNetworkAccess = configuration.allowsConstrainedNetworkAccess
+        upload.tags = ready.request.tags
         let task = uploads.session.makeUploadTask(upload)
         let identifier = UInt64(bitPattern: Int64(task.identifier))
         let recorded = await onIOQueue { [self] () -> Bool in

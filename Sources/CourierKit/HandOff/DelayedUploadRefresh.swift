@@ -9,11 +9,14 @@ public struct DelayedUpload: Sendable, Hashable {
     public var url: URL
     /// The request's headers as they were made at hand-off (`prepareRequest`'s included).
     public var headers: [String: String]
+    /// The message's tags, as `send` was given them (what credentials may be picked by).
+    public var tags: Set<String>
 
-    public init(messageID: MessageID?, url: URL, headers: [String: String]) {
+    public init(messageID: MessageID?, url: URL, headers: [String: String], tags: Set<String> = []) {
         self.messageID = messageID
         self.url = url
         self.headers = headers
+        self.tags = tags
     }
 }
 
@@ -27,8 +30,47 @@ public struct DelayedUpload: Sendable, Hashable {
 /// `Content-Type` are Courier's and stay.
 public typealias DelayedUploadRefresh = @Sendable (DelayedUpload) async -> [String: String]?
 
-/// The platform-neutral half of the refresh (the iOS delegate only calls these; tested here).
+/// The platform-neutral half of the refresh (the iOS session only calls these; tested here).
 enum HeaderRefresh {
+    /// How far ahead, at least, the begin date of a refreshed upload lies: the system asks the
+    /// session's delegate to refresh a task only if the task has a begin date (Apple's
+    /// `willBeginDelayedRequest`), so with `refreshHeaders` every upload gets one, and fresh
+    /// headers however long after its hand-off the system starts it.
+    static let minimumDelay: TimeInterval = 1
+
+    /// The begin date to give a task: the request's if it lies ahead, else none (it may start
+    /// at once); when the session `refreshes`, `minimumDelay` ahead at least.
+    static func beginDate(of request: BackgroundUploadRequest, now: Date, refreshes: Bool) -> Date? {
+        if refreshes { return max(request.earliestBeginDate, now.addingTimeInterval(minimumDelay)) }
+        return request.earliestBeginDate > now ? request.earliestBeginDate : nil
+    }
+
+    /// A task's description: the request's (what Courier knows the task by), then, when the
+    /// message has tags, each percent-encoded, comma-separated, for the refresh to see.
+    static func describe(_ request: BackgroundUploadRequest) -> String {
+        guard !request.tags.isEmpty else { return request.taskDescription }
+        let tags = request.tags.sorted().map { $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "" }
+        return request.taskDescription + " " + tags.joined(separator: ",")
+    }
+
+    /// A description `describe` made, split: the request's, and the tags.
+    static func split(description: String) -> (courier: String, tags: Set<String>) {
+        guard HandOff.parse(taskDescription: description) == nil, let space = description.lastIndex(of: " "),
+            HandOff.parse(taskDescription: String(description[..<space])) != nil
+        else { return (description, []) }
+        let tags = description[description.index(after: space)...].split(separator: ",").compactMap {
+            String($0).removingPercentEncoding
+        }
+        return (String(description[..<space]), Set(tags))
+    }
+
+    /// What `refreshHeaders` is given for a task described `description`.
+    static func delayedUpload(description: String, url: URL, headers: [String: String]) -> DelayedUpload {
+        let (courier, tags) = split(description: description)
+        return DelayedUpload(
+            messageID: HandOff.parse(taskDescription: courier)?.id, url: url, headers: headers, tags: tags)
+    }
+
     /// How long a refresh may take before the upload begins with the headers it has: the
     /// system gives the app a background wake of about 30 s for the whole batch.
     static let timeLimit: Duration = .seconds(5)

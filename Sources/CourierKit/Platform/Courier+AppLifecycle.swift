@@ -8,7 +8,7 @@ import UIKit
 // machine): what a type-check cannot see (threads, timing, lifecycles) was checked against
 // Apple's documentation of each API. It only wires iOS events to
 // platform-neutral calls that are tested on Linux: `retryNow()`, `deliverPending(within:)`
-// (through `runBackgroundDelivery(within:)`), `pendingCount`.
+// (through `runBackgroundDelivery(within:)`), `useBackgroundWindow`, `pendingCount`.
 //
 // All of it is the app's, never an extension's: it calls `UIApplication.shared` and registers
 // `BGTaskScheduler` handlers, which iOS keeps from app extensions. Marked so, the package links
@@ -239,20 +239,10 @@ final class AppLifecycleIntegration: PlatformIntegration {
         // left the screen again before this task wound down, a newer one is under way.
         let granted = backgroundTask
         delivery = Task { [weak self] in
-            // Background uploads first (unless the app came back meanwhile: then
-            // `appDidEnterForeground()` already ran); the seconds iOS grants go to what was not
-            // handed off.
-            // One budget for all of it (iOS grants about 30 s; the rest is for a clean stop).
-            let clock = ContinuousClock(), deadline = clock.now + Courier.backgroundBudget
-            if await MainActor.run(body: { UIApplication.shared.applicationState == .background }) {
-                await courier.appDidEnterBackground()
-                // Still running: hear the first answers of a destination the hand-off went to
-                // blind (its first limit's worth), and hand off the rest now, not at a wake.
-                await courier.waitForFirstAnswersFromHandOffs(within: min(.seconds(10), deadline - clock.now))
-            }
-            let left = deadline - clock.now
-            if courier.pendingCount > courier.handedOffCount, left > .zero {
-                _ = await courier.runBackgroundDelivery(within: left)
+            // The engine first, the message just typed among them; what is left is handed off
+            // before the window ends, unless the app came back meanwhile.
+            _ = await courier.useBackgroundWindow(Courier.backgroundBudget) {
+                await MainActor.run { UIApplication.shared.applicationState == .background }
             }
             self?.endBackgroundTask(granted)
         }

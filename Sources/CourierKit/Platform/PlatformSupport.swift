@@ -134,7 +134,39 @@ struct BackgroundDeliveryRegistry: Sendable {
 extension Courier {
     /// The budget for delivery in a background task: iOS grants an app entering the background
     /// about 30 seconds, and the rest must be left for a clean stop.
-    static let backgroundBudget: Duration = .seconds(25)
+    @_spi(CourierTesting) public static let backgroundBudget: Duration = .seconds(25)
+
+    /// Of a window as the app leaves the screen, what is kept for the hand-off at its end.
+    @_spi(CourierTesting) public static let handOffReserve: Duration = .seconds(5)
+
+    /// The seconds iOS grants an app leaving the screen (`window`, its background task's), as
+    /// the lifecycle integration and `SimulatedApp` use them. The engine delivers first, the
+    /// message just typed among them: a request of the app's own goes now, where an upload the
+    /// background session takes while the app is in the background is discretionary, and may
+    /// wait for Wi-Fi or power. `handOffReserve` before the end, while the app is still in the
+    /// background (`stillInBackground`: it may have come back), whatever is pending is handed
+    /// off, and the app stays up, at most `firstAnswersWithin`, for the first answers of a
+    /// destination that hand-off went to blind. Without background uploads the engine has the
+    /// whole window; a paused courier (`pause()`) hands off at once. Returns whether only the
+    /// background session's messages are left, and whether a background request is still
+    /// needed for the others.
+    @_spi(CourierTesting)
+    public func useBackgroundWindow(
+        _ window: Duration, firstAnswersWithin: Duration = .seconds(10),
+        stillInBackground: @Sendable () async -> Bool
+    ) async -> (success: Bool, reschedule: Bool) {
+        let start = clock.elapsed()
+        let handsOff = configuration.backgroundUploads != nil
+        let engine = window - (handsOff ? Self.handOffReserve : .zero)
+        if engine > .zero, !core.isPaused { _ = await deliverPending(within: engine) }
+        if handsOff, await stillInBackground() {
+            await appDidEnterBackground()
+            let left = window - (clock.elapsed() - start)
+            await waitForFirstAnswersFromHandOffs(within: min(firstAnswersWithin, left))
+        }
+        let left = pendingCount - handedOffCount
+        return (left == 0, left > 0)
+    }
 
     /// What a background task should do when it runs: deliver within `budget` (ended early by
     /// cancellation when iOS expires the task) what the background session does not have,

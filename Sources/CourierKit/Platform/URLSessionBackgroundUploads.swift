@@ -23,6 +23,8 @@ public class URLSessionBackgroundUploads: NSObject {
     let relay: BackgroundEventRelay
     /// Set once, in `init`, before any delegate call can come.
     private var session: URLSession?
+    /// Whether the delegate refreshes headers as uploads begin (`HeaderRefreshingUploads`).
+    var refreshesHeaders: Bool { false }
     private static let instances = Locked<[String: URLSessionBackgroundUploads]>([:])
 
     /// The one instance for `identifier` in this process (made, with its session, on first use).
@@ -95,14 +97,15 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
         guard let task = session?.uploadTask(with: urlRequest, fromFile: request.bodyFile) else {
             return BackgroundUploadTask(identifier: -1, taskDescription: request.taskDescription)
         }
-        // Only a begin date still ahead: a delayed task (one with a begin date) makes the system
-        // ask the delegate as it starts (`willBeginDelayedRequest`), which wakes the app.
-        if request.earliestBeginDate > Date() { task.earliestBeginDate = request.earliestBeginDate }
+        // A delayed task (one with a begin date) makes the system ask the delegate as it starts
+        // (`willBeginDelayedRequest`): with header refresh every task is delayed, else only one
+        // whose begin date lies ahead.
+        task.earliestBeginDate = HeaderRefresh.beginDate(of: request, now: Date(), refreshes: refreshesHeaders)
         // Both estimates help the system schedule the transfer (iOS 11+; the default of each
         // is "unknown", NSURLSessionTransferSizeUnknown).
         task.countOfBytesClientExpectsToSend = Int64(request.expectedBytesToSend)
         task.countOfBytesClientExpectsToReceive = Int64(request.expectedBytesToReceive)
-        task.taskDescription = request.taskDescription
+        task.taskDescription = HeaderRefresh.describe(request)  // the request's, and the tags
         task.resume()
         return BackgroundUploadTask(identifier: task.taskIdentifier, taskDescription: request.taskDescription)
     }
@@ -110,7 +113,7 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
     public func outstandingTasks() async -> [BackgroundUploadTask] {
         guard let session else { return [] }
         return await session.allTasks.filter { $0.state != .completed }.map {
-            BackgroundUploadTask(identifier: $0.taskIdentifier, taskDescription: $0.taskDescription ?? "")
+            BackgroundUploadTask(identifier: $0.taskIdentifier, taskDescription: Self.courierDescription(of: $0))
         }
     }
 
@@ -132,8 +135,14 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
 
     private static func matches(_ candidate: URLSessionTask, _ task: BackgroundUploadTask) -> Bool {
         candidate.taskIdentifier == task.identifier
-            && (candidate.taskDescription ?? task.taskDescription) == task.taskDescription
+            && (candidate.taskDescription == nil || courierDescription(of: candidate) == task.taskDescription)
     }
+
+    /// The description Courier gave the request, without the tags `describe` added.
+    private static func courierDescription(of task: URLSessionTask) -> String {
+        HeaderRefresh.split(description: task.taskDescription ?? "").courier
+    }
+
 
     public func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void) {
         relay.setHandler(handler)
@@ -152,7 +161,8 @@ extension URLSessionBackgroundUploads: URLSessionTaskDelegate {
         relay.completed(
             BackgroundUploadCompletion(
                 task: BackgroundUploadTask(
-                    identifier: task.taskIdentifier, taskDescription: task.taskDescription ?? ""), outcome: outcome)
+                    identifier: task.taskIdentifier, taskDescription: Self.courierDescription(of: task)),
+                outcome: outcome)
         )
     }
 
@@ -170,6 +180,8 @@ private final class HeaderRefreshingUploads: URLSessionBackgroundUploads {
         super.init(identifier: identifier)
     }
 
+    override var refreshesHeaders: Bool { true }
+
     /// Called on the session's delegate queue as a task with a begin date is about to load (the
     /// system wakes or relaunches the app for it). The completion handler is called exactly
     /// once: with the refreshed request, or `.continueLoading` if nothing changes or the
@@ -183,9 +195,8 @@ private final class HeaderRefreshingUploads: URLSessionBackgroundUploads {
     ) {
         let reply = UncheckedSendable(value: completionHandler)
         guard let url = request.url else { return reply.value(.continueLoading, nil) }
-        let upload = DelayedUpload(
-            messageID: HandOff.parse(taskDescription: task.taskDescription ?? "")?.id, url: url,
-            headers: request.allHTTPHeaderFields ?? [:])
+        let upload = HeaderRefresh.delayedUpload(
+            description: task.taskDescription ?? "", url: url, headers: request.allHTTPHeaderFields ?? [:])
         let refresh = refreshHeaders
         Task {
             guard let fresh = await HeaderRefresh.run(refresh, for: upload) else {

@@ -7,6 +7,9 @@ extension CourierCore {
         _ = write { state, _ in state.scheduler.mode.paused = true }
     }
 
+    /// Whether `pause()` holds the engine.
+    var isPaused: Bool { read(\.scheduler.mode.paused) }
+
     /// `resume()`: due messages start at once.
     func resume(at instant: EngineInstant) -> Effects {
         write { state, effects in

@@ -1,3 +1,4 @@
+@_spi(CourierTesting) import CourierKit
 import BackgroundScenarios
 
 // `make bench-background`: background hand-off on `SimulatedBackgroundSystem`, on virtual
@@ -12,3 +13,8 @@ print(await BackgroundScenarios.suspended())
 print(await BackgroundScenarios.outage())
 let apple = await BackgroundScenarios.suspended(model: BackgroundScenarios.applesRateLimiter)
 print("with Apple's reported rate limiter: \(apple)")
+// Line 4: a message sent 1 s before the app leaves the screen, uploads made in the background
+// held an hour by the system: the engine's window first (now), and the hand-off at once (before).
+let engineFirst = await BackgroundScenarios.justTyped()
+let handOffFirst = await BackgroundScenarios.justTyped(window: Courier.handOffReserve)
+print("a message sent 1 s before leaving the screen: engine first \(engineFirst); hand-off first \(handOffFirst)")
