@@ -15,7 +15,7 @@ import Testing
 ///   no attempt comes before a marker the test emits then, and a cut there undoes it whole.
 @Suite(.timeLimit(.minutes(2))) struct DurabilityTableTests {
     enum Call: String, CaseIterable, Sendable {
-        case send, cancel, cancelTagged, hold, release, delivered, failed, abandoned, handOff
+        case send, cancel, cancelTagged, hold, release, delivered, failed, abandoned, handOff, collection
     }
 
     static let settings: [Courier.Durability] = [.always, .interval(.milliseconds(20)), .never]
@@ -48,7 +48,8 @@ import Testing
         let seen = table.events.events.drop { $0 != Table.marker("before") }.prefix { $0 != Table.marker("after") }
         #expect(!seen.contains { call.concerns($0, prepared) }, "\(call): seen before its record was durable: \(seen)")
         let after = try table.recordsAfterPowerCut()
-        #expect(!after.contains { call.logged($0, call == .send ? nil : prepared, besides: prepared) },
+        let subject = [.send, .collection].contains(call) ? nil : prepared  // nil: a new message
+        #expect(!after.contains { call.logged($0, subject, besides: prepared) },
                 "\(call): the cut came before its fsync")
         _ = await acting.value
         _ = table.courier
@@ -59,7 +60,7 @@ extension DurabilityTableTests.Call {
     /// The record the call logs.
     var kind: RecordKind {
         switch self {
-        case .send: .enqueued
+        case .send, .collection: .enqueued
         case .cancel, .cancelTagged: .cancelled
         case .hold: .held
         case .release: .released
@@ -90,7 +91,7 @@ extension DurabilityTableTests.Call {
             }
         guard let subject else { return false }
         switch self {
-        case .send: return subject != id
+        case .send, .collection: return subject != id
         case .delivered, .failed, .abandoned:
             // The attempt itself started before; its outcome, or a next attempt, must wait.
             if case .attemptStarted(_, 1) = event { return false }
@@ -121,6 +122,7 @@ extension DurabilityTableTests.Call {
 
 /// One row of the table: a courier on a simulated file system, set up for the call.
 final class Table: Sendable {
+    static let outbox = URL(fileURLWithPath: "/group/ExtensionOutbox")
     let call: DurabilityTableTests.Call
     let fs = SimulatedFileSystem()
     let courier: Courier
@@ -142,6 +144,7 @@ final class Table: Sendable {
         config.fileSystem = fs
         config.useSmallestSegments()
         config.durability = durability
+        if call == .collection { config.extensionOutboxDirectory = Self.outbox }
         config.retry = RetryPolicy(
             initialDelay: .seconds(3600), jitter: .none, maximumAttempts: call == .abandoned ? 1 : nil)
         if call.isOutcome {
@@ -162,6 +165,7 @@ final class Table: Sendable {
     func prepare() async throws -> MessageID {
         await courier.core.reconciliation?.value  // with hand-off: its plan comes first
         if call == .release { courier.hold(tagged: "t") } else if call != .send { courier.pause() }
+        if call == .collection { await courier.collectExtensionMessages() }  // the open's, first
         let id = try courier.send(["n": 1], to: inbox, tags: ["t"])
         // An outcome's: a second message waits for the one delivery slot, so the plan after the
         // outcome starts it (and a plan yields the events of its section first).
@@ -175,11 +179,20 @@ final class Table: Sendable {
     /// call returned, or once its outcome was seen. With `pausingSyncs`, fsyncs stop right
     /// before the call's record.
     func act(_ id: MessageID, pausingSyncs: Bool = false) async throws -> MessageID {
-        let direct = !call.isOutcome && call != .handOff
+        let direct = !call.isOutcome && call != .handOff && call != .collection
         if pausingSyncs && direct { fs.pauseSyncs() } else { pausesAtTheCall.withLock { $0 = pausingSyncs } }
         var count = 1
         switch call {
         case .send: return try await onThread { [courier] in try courier.send(["n": 2], to: inbox) }
+        case .collection:
+            let sent = try ExtensionOutbox(
+                directory: Self.outbox, fileSystem: fs, fileProtection: .completeUntilFirstUserAuthentication,
+                setProtection: { _, _ in }, suspensionGuard: .none
+            ).send(["n": 2], to: inbox)
+            if pausingSyncs { fs.pauseSyncs() }  // the outbox's own fsync went before
+            count = await courier.collectExtensionMessages()
+            guard count == 1 else { throw Unexpected(what: "collected \(count) messages, not 1") }
+            return sent
         case .cancel: count = await onThread { [courier] in courier.cancel(id) ? 1 : 0 }
         case .cancelTagged: count = await onThread { [courier] in courier.cancel(tagged: "t") }
         case .hold: count = await onThread { [courier] in courier.hold(tagged: "t") }

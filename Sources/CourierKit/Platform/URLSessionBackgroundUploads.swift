@@ -143,7 +143,6 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
         HeaderRefresh.split(description: task.taskDescription ?? "").courier
     }
 
-
     public func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void) {
         relay.setHandler(handler)
     }
