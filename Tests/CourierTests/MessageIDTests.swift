@@ -37,4 +37,18 @@ import Testing
         }
         #expect(!(all[0] < all[0]), "an id does not precede itself")
     }
+
+    /// New ids are random: 2,000 of them are distinct, and each is a version 4 UUID.
+    @Test func newIdsAreDistinctVersion4UUIDs() {
+        let made = (0..<2_000).map { _ in MessageID() }
+        #expect(Set(made).count == made.count)
+        #expect(made.allSatisfy { $0.description.dropFirst(14).first == "4" })
+    }
+
+    @Test func theDefaultJitterSourceDrawsDistinctWords() {
+        let random = Courier.Configuration().random
+        // A repeat among 2,000 random 64-bit words has a chance of about 1 in 10^13.
+        let words = (0..<2_000).map { _ in random() }
+        #expect(Set(words).count == words.count)
+    }
 }

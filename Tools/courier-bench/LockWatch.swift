@@ -90,7 +90,7 @@ func reportCoreLock(_ watch: LockWatchingFileSystem, appendsPastSegmentSize: Int
             + "under the core's lock: \(calls.underLock); appends past a segment's size "
             + "(its successor not prepared yet): \(appendsPastSegmentSize)")
     #if COURIER_LOCK_PROBE
-    let figures = CoreLockProbe.current
+    let figures = CoreLockProbe.figures.withLock { $0 }
     func micros(_ d: Duration) -> String { String(format: "%.0f µs", seconds(d) * 1e6) }
     say(
         "core lock: \(figures.sections) critical sections, \(figures.sectionsWithRoll) with a segment roll; "
@@ -99,3 +99,42 @@ func reportCoreLock(_ watch: LockWatchingFileSystem, appendsPastSegmentSize: Int
             + "without \(micros(figures.longestWithoutRoll)) (\(figures.slowWithoutRoll) over 1 ms)")
     #endif
 }
+
+#if COURIER_LOCK_PROBE
+/// How long the core's lock is held, for `make lock-hold` only (`Courier.lockProbe`, compiled in
+/// with `-Xswiftc -DCOURIER_LOCK_PROBE`: two clock reads and a log query per critical section,
+/// which a shipped build must not pay).
+enum CoreLockProbe {
+    struct Figures: Sendable {
+        /// Critical sections, and those in which the log rolled to a new segment.
+        var sections = 0
+        var sectionsWithRoll = 0
+        /// The longest hold of the core's lock in a section with a roll, and in any other.
+        var longestWithRoll: Duration = .zero
+        var longestWithoutRoll: Duration = .zero
+        /// The holds of sections with a roll, added up (their mean: this / `sectionsWithRoll`).
+        var totalWithRoll: Duration = .zero
+        /// Sections without a roll that held the lock over 1 ms.
+        var slowWithoutRoll = 0
+    }
+
+    static let figures = Locked(Figures())
+
+    /// Starts recording (before the courier opens).
+    static func install() {
+        Courier.lockProbe = { held, rolled in
+            figures.withLock { f in
+                f.sections += 1
+                if rolled {
+                    f.sectionsWithRoll += 1
+                    f.longestWithRoll = max(f.longestWithRoll, held)
+                    f.totalWithRoll += held
+                } else {
+                    f.longestWithoutRoll = max(f.longestWithoutRoll, held)
+                    if held > .milliseconds(1) { f.slowWithoutRoll += 1 }
+                }
+            }
+        }
+    }
+}
+#endif

@@ -152,6 +152,9 @@ if let i = arguments.firstIndex(of: "--deliver"), arguments.count >= i + 4 {
         // (blocking file calls made under it, and with -DCOURIER_LOCK_PROBE, how long it is held).
         if arguments.count > i + 4, let segmentBytes = Int(arguments[i + 4]) {
             let watch = LockWatchingFileSystem()
+            #if COURIER_LOCK_PROBE
+            CoreLockProbe.install()
+            #endif
             var appendsPastSize = 0
             let elapsed = try await courierRun(
                 count, to: url, round: "profile", segmentBytes: segmentBytes, fileSystem: watch

@@ -65,10 +65,7 @@ extension Courier {
         /// stored it. A throw counts as a failed attempt (`TransportFailure.Kind
         /// .requestPreparation`, logged with the error's type name only, never its contents)
         /// and is retried under `retry`; it says nothing about the destination's health.
-        /// It runs on the delivery task, concurrently for concurrent attempts; with
-        /// AsyncHTTPClient that task then runs on the cooperative pool rather than on the
-        /// client's event loops, so a slow `prepareRequest` never holds up other requests. The
-        /// default is nil.
+        /// It runs on the delivery task, concurrently for concurrent attempts. The default is nil.
         public var prepareRequest: (@Sendable (inout DeliveryRequest) async throws -> Void)?
         /// Where Courier logs (swift-log). The default logs nothing, as a library should; pass
         /// your app's logger to see, with metadata `courier.message-id`, `courier.attempt` and
@@ -92,9 +89,8 @@ extension Courier {
         /// survive restarts. Later wall times are this plus `clock`'s elapsed time.
         /// The default is `Date()`.
         @_spi(CourierTesting) public var now: @Sendable () -> Date = { Date() }
-        /// The random source for jitter. The default is a generator per thread, seeded once
-        /// from the system's (`ThreadJitter`): a draw takes no lock and makes no system call.
-        @_spi(CourierTesting) public var random: @Sendable () -> UInt64 = { ThreadJitter.next() }
+        /// The random source for jitter. The default is the system's generator.
+        @_spi(CourierTesting) public var random: @Sendable () -> UInt64 = { UInt64.random(in: .min ... .max) }
         /// How message ids are made. The default is a random UUID.
         @_spi(CourierTesting) public var makeMessageID: @Sendable () -> MessageID = { MessageID() }
         /// Where the log's bytes go. The default is the real file system; tests inject

@@ -22,9 +22,8 @@ extension Courier {
     ///     `release(tagged:)` and `cancel(tagged:)` act on them. At most 32, each 1 to 256 bytes
     ///     of UTF-8 (else `.invalidTags`). A message sent with a held tag waits until released.
     ///   - onDelivered: called once, on a background thread, when the server answered 2xx.
-    ///     Keep it short and never block or wait in it: it runs on the thread that heard the
-    ///     answer (with AsyncHTTPClient, one of its event loops, where waiting on a NIO future
-    ///     traps).
+    ///     Keep it short and never block or wait in it: it runs on the delivery task that heard
+    ///     the answer.
     ///   - onAbandoned: called once if the retry policy gives up (never, by default), on a thread
     ///     like `onDelivered`'s.
     ///   Callbacks live in memory: after a restart, follow messages with `delivered(_:)` or

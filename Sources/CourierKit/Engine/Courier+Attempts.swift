@@ -80,7 +80,7 @@ extension Courier {
         return recorded
     }
 
-    /// `record` from a runner, which may sit on an event loop: under `durability: .always` it
+    /// `record` from a runner, a task of the cooperative pool: under `durability: .always` it
     /// moves to `readQueue` (concurrent, so runners' fsyncs are shared), where blocking is allowed.
     func recordWhereAllowed(_ ending: Ending, continuing: Bool) async -> Recorded {
         guard configuration.durability == .always else { return record(ending, continuing: continuing) }
@@ -161,21 +161,8 @@ extension Courier {
             // A transport that answers without suspending (a test double, a request that fails
             // before it is sent) would keep this thread to itself: other work gets a turn now
             // and then.
-            if turns % Self.turnsBeforeYield == 0 { await yieldTurn() }
+            if turns % Self.turnsBeforeYield == 0 { await Task.yield() }
         }
-    }
-
-    /// Lets other work run. On an event loop (`startRunner`), `Task.yield()` alone would not:
-    /// the loop runs every job queued from itself before it polls for I/O again, so the runner
-    /// steps off the loop to the cooperative pool for the yield and comes back after it.
-    private func yieldTurn() async {
-        #if canImport(AsyncHTTPClient)
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
-            await withTaskExecutorPreference(globalConcurrentExecutor) { await Task.yield() }
-            return
-        }
-        #endif
-        await Task.yield()
     }
 
     /// Attempts a runner makes in a row before it yields (every real transport suspends in

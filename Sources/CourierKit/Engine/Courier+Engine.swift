@@ -40,20 +40,9 @@ extension Courier {
     }
 
     /// A runner for delivery slot `token`, starting with `attempt` (making a task runs no app
-    /// code, so the core does it under its lock). It runs where the transport completes its
-    /// requests if the transport says where (`AsyncHTTPClientTransport.runnerExecutor`: an
-    /// event loop), so that each outcome is recorded, and the next request started, with no hop
-    /// in between. Not when `prepareRequest` is set: app code runs in the runner then, and app
-    /// code must never hold up an event loop.
+    /// code, so the core does it under its lock).
     private func startRunner(_ attempt: Attempt, token: UInt64) -> Task<Void, Never> {
-        #if canImport(AsyncHTTPClient)
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), configuration.prepareRequest == nil,
-            let transport = transport as? AsyncHTTPClientTransport, let executor = transport.runnerExecutor
-        {
-            return Task(executorPreference: executor) { [self] in await runAttempts(from: attempt, token: token) }
-        }
-        #endif
-        return Task { [self] in await runAttempts(from: attempt, token: token) }
+        Task { [self] in await runAttempts(from: attempt, token: token) }
     }
 
     /// The engine's "now": the injected clock's elapsed time, and the wall time at open plus

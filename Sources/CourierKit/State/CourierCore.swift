@@ -117,8 +117,8 @@ final class CourierCore {
             let probeStart = ContinuousClock.now
             let probeSegment = log.segmentSummary.activeFirstSequence
             defer {
-                CoreLockProbe.record(
-                    probeStart.duration(to: .now), rolled: log.segmentSummary.activeFirstSequence != probeSegment)
+                Courier.lockProbe?(
+                    probeStart.duration(to: .now), log.segmentSummary.activeFirstSequence != probeSegment)
             }
             #endif
             var effects = start
@@ -158,6 +158,15 @@ final class CourierCore {
 
     var pendingCount: Int { read { $0.projection.count } }
 }
+
+#if COURIER_LOCK_PROBE
+extension Courier {
+    /// `make lock-hold` only (built with `-Xswiftc -DCOURIER_LOCK_PROBE`; `courier-bench` keeps
+    /// the figures): told how long each critical section held the lock, and whether the log
+    /// rolled to a new segment inside it. Set once, before any courier opens.
+    @_spi(CourierTesting) nonisolated(unsafe) public static var lockProbe: (@Sendable (Duration, Bool) -> Void)?
+}
+#endif
 
 /// Why `CourierCore` is `Sendable`: `state` is only reached holding its lock (through `write` and
 /// `read`); `log` is thread-safe; `limits`, `logger` and `logsEvents` are immutable.

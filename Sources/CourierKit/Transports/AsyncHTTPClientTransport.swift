@@ -134,46 +134,6 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 /// `HTTPClient` is thread-safe; the references never change; the clock is only read.
 extension AsyncHTTPClientTransport: @unchecked Sendable {}
 
-extension AsyncHTTPClientTransport {
-    /// Where an engine runner delivering through this transport runs: one of the client's event
-    /// loops, the next in turn. A runner there hears each outcome on the thread that completed
-    /// it and starts its next request there, where a runner on the cooperative pool hops from
-    /// the loop to the pool and back for every attempt (a thread wake-up each way).
-    ///
-    /// Only on NIO's process-wide loops (`MultiThreadedEventLoopGroup.singleton`, which Courier's
-    /// own client uses), which are never shut down: a job enqueued on a loop that was shut
-    /// down never runs, and an app may shut its own group down before closing the courier.
-    /// Nil for a client on any other group: only the singleton's loops have an executor.
-    @available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
-    var runnerExecutor: (any TaskExecutor)? {
-        let loop = client.eventLoopGroup.next()
-        return Self.singletonExecutors.first { $0.loop === loop }
-    }
-
-    /// One executor per loop of NIO's process-wide group, made once.
-    @available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
-    private static let singletonExecutors = MultiThreadedEventLoopGroup.singleton.makeIterator().map {
-        EventLoopExecutor($0)
-    }
-}
-
-/// A task executor over one NIO event loop: every job of a task that prefers it runs on that
-/// loop's thread (a job enqueued from that thread is queued without waking anything). NIO
-/// 2.101 has none of its own (apple/swift-nio#2732). A `TaskExecutor`, not a `SerialExecutor`:
-/// code on it is not isolated to the loop.
-@available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
-final class EventLoopExecutor: TaskExecutor {
-    let loop: any EventLoop
-
-    init(_ loop: any EventLoop) { self.loop = loop }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        loop.execute { job.runSynchronously(on: executor) }
-    }
-}
-
 /// Keeps a response's status and `Retry-After`, and drains its body unread, so the connection
 /// is reused and no body is held in memory (the request's deadline bounds the drain).
 final class StatusReader: HTTPClientResponseDelegate {
