@@ -111,7 +111,7 @@ extension Courier {
         return handedOff
     }
 
-    /// A taken message ready to go: its request and its body file, written and synced.
+    /// A taken message ready to go: its request and its body file.
     private struct PreparedHandOff {
         var candidate: Projection.Taken
         var request: DeliveryRequest
@@ -120,100 +120,116 @@ extension Courier {
         var createdMilliseconds: UInt64
     }
 
-    /// Hands taken messages off: every body to a synced file (then one sync of the directory:
-    /// a file that power loss could cut short must never be uploaded under a valid key), then
-    /// per message a task and its record.
+    /// Hands taken messages off, a pass at a time: three critical sections and two hops to the
+    /// I/O queue, whatever the count. Their states (one section; those not kept in memory read
+    /// back on the read queue) and their requests (`prepareRequest`, outside any lock); every
+    /// body written and synced, then their directory, in one hop (a file that power loss could
+    /// cut short must never be uploaded under a valid key); the hand-offs registered (one
+    /// section); the tasks made; their records logged in one batch (one section, in one hop).
     private func handOff(_ candidates: [Projection.Taken], _ uploads: BackgroundUploads) async -> Int {
-        await onIOQueue { [log] in log.makeBodyDirectory() }
-        var prepared: [PreparedHandOff] = []
-        for candidate in candidates {
-            if let ready = await prepare(candidate) { prepared.append(ready) }
+        let ids = candidates.map(\.slot.id)
+        let (kept, mayHandOff) = core.handOffStates(ids)
+        var states = kept, aborted: [(id: MessageID, foregroundOnly: Bool)] = []
+        if !mayHandOff {  // the app came back: the engine's again
+            core.beginHandOffs([], aborted: ids.map { ($0, false) }).1.run()
+            return 0
         }
-        guard !prepared.isEmpty else { return 0 }
-        await onIOQueue { [log] in log.syncBodyDirectory() }
-        var count = 0
-        for ready in prepared where await commit(ready, uploads) { count += 1 }
-        return count
+        for (i, id) in ids.enumerated() where states[i] == nil { states[i] = await currentState(of: id) }
+        var ready: [PreparedHandOff] = []
+        for (candidate, state) in zip(candidates, states) {
+            // Cancelled, unreadable, or `prepareRequest` threw: left to the engine, which reads
+            // again after its backoff and prepares each attempt afresh.
+            guard let state,
+                case .success(let request) = await prepared(
+                    request(for: state, attempt: Int(candidate.slot.attempts + 1)))
+            else {
+                aborted.append((candidate.slot.id, true))
+                continue
+            }
+            let ticket = configuration.random()
+            ready.append(
+                PreparedHandOff(
+                    candidate: candidate, request: request, ticket: ticket,
+                    path: log.bodyPath(of: candidate.slot.id, ticket: ticket),
+                    createdMilliseconds: state.createdMilliseconds))
+        }
+        let bodies = ready.map { (Array($0.request.body), $0.path) }
+        let written: [Bool] =
+            bodies.isEmpty
+            ? []
+            : await onIOQueue { [log] () -> [Bool] in
+                log.makeBodyDirectory()
+                let written = bodies.map { log.writeBody($0, to: $1) }
+                log.syncBodyDirectory()
+                return written
+            }
+        aborted += zip(ready, written).filter { !$1 }.map { ($0.0.candidate.slot.id, true) }
+        return await commit(zip(ready, written).filter { $1 }.map(\.0), aborted: aborted, uploads)
     }
 
-    /// Reads a taken message back, prepares its request and writes its body file; nil (and the
-    /// message back to the engine) if any of it fails, or if the app came back meanwhile.
-    private func prepare(_ candidate: Projection.Taken) async -> PreparedHandOff? {
-        let id = candidate.slot.id
-        guard core.mayHandOff else {
-            core.abortHandOff(id, foregroundOnly: false)
-            return nil
-        }
-        guard let state = await currentState(of: id) else {
-            // Cancelled, or unreadable: the engine retries a read after its backoff, where
-            // another pass would take the message again at once.
-            core.abortHandOff(id, foregroundOnly: true)
-            return nil
-        }
-        guard
-            case .success(let request) = await prepared(request(for: state, attempt: Int(candidate.slot.attempts + 1)))
-        else {
-            // `prepareRequest` threw: left to the engine, which prepares each attempt afresh.
-            core.abortHandOff(id, foregroundOnly: true)
-            return nil
-        }
-        let ticket = configuration.random()
-        let path = log.bodyPath(of: id, ticket: ticket)
-        let body = Array(request.body)
-        let written = await onIOQueue { [log] in log.writeBody(body, to: path) }
-        guard written else {
-            core.abortHandOff(id, foregroundOnly: true)
-            return nil
-        }
-        return PreparedHandOff(
-            candidate: candidate, request: request, ticket: ticket, path: path,
-            createdMilliseconds: state.createdMilliseconds)
-    }
-
-    /// Registers the hand-off, makes the task, then logs its record. Registered first, so a
-    /// completion heard before the record is written finds its message; the task before the
+    /// Registers the hand-offs, makes their tasks, then logs their records. Registered first, so
+    /// a completion heard before the record is written finds its message; the task before the
     /// record, so a kill in between leaves a task the log does not know, which the next open
     /// adopts (the other order would leave a record naming no task, which it undoes).
-    private func commit(_ ready: PreparedHandOff, _ uploads: BackgroundUploads) async -> Bool {
-        let id = ready.candidate.slot.id, attempt = ready.candidate.slot.attempts + 1
+    private func commit(
+        _ prepared: [PreparedHandOff], aborted: [(id: MessageID, foregroundOnly: Bool)], _ uploads: BackgroundUploads
+    ) async -> Int {
         let now = currentInstant().wallMilliseconds
-        let begin = max(ready.candidate.beginMilliseconds, now)
-        let handOff = HandOff(
-            attempt: attempt, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
-            earliestBeginMilliseconds: begin, createdMilliseconds: ready.createdMilliseconds)
-        let (begun, effects) = core.beginHandOff(id, handOff)
-        effects.run()
-        guard begun else {
-            await onIOQueue { [log] in log.removeBody(at: ready.path) }  // cancelled meanwhile
-            return false
+        let handOffs = prepared.map { ready in
+            HandOff(
+                attempt: ready.candidate.slot.attempts + 1, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
+                earliestBeginMilliseconds: max(ready.candidate.beginMilliseconds, now),
+                createdMilliseconds: ready.createdMilliseconds)
         }
+        let (begun, effects) = core.beginHandOffs(
+            zip(prepared, handOffs).map { ($0.candidate.slot.id, $1) }, aborted: aborted)
+        effects.run()
+        guard !prepared.isEmpty else { return 0 }
+        var made: [(id: MessageID, ticket: UInt64, taskIdentifier: UInt64)] = [], tasks: [BackgroundUploadTask] = []
+        var gone: [String] = []  // body files of hand-offs that did not begin: cancelled meanwhile
+        for (i, ready) in prepared.enumerated() {
+            guard begun[i] else {
+                gone.append(ready.path)
+                continue
+            }
+            let task = uploads.session.makeUploadTask(uploadRequest(ready, handOffs[i]))
+            tasks.append(task)
+            made.append((ready.candidate.slot.id, ready.ticket, UInt64(bitPattern: Int64(task.identifier))))
+        }
+        let (recorded, mayHandOff) = await onIOQueue { [self, made] () -> ([Bool], Bool) in
+            let (recorded, mayHandOff, effects) = core.recordHandOffs(made)
+            effects.run()
+            return (recorded, mayHandOff)
+        }
+        for (task, (done, entry)) in zip(tasks, zip(recorded, made)) {
+            if !done {
+                // Cancelled meanwhile, or its completion was heard already: the task has no message.
+                uploads.session.cancel(task)
+                gone.append(log.bodyPath(of: entry.id, ticket: entry.ticket))
+            } else if !mayHandOff {
+                // The app came back while this was being made: back to the engine, as
+                // `appDidEnterForeground()` does for the others.
+                uploads.session.cancelUnlessSending(task)
+            }
+        }
+        if !gone.isEmpty { await onIOQueue { [log, gone] in for path in gone { log.removeBody(at: path) } } }
+        return recorded.filter { $0 }.count
+    }
+
+    /// The session's request for a hand-off: the message's request, its body file, its begin
+    /// date, and the app's network policy, which holds for uploads as for the engine's attempts.
+    private func uploadRequest(_ ready: PreparedHandOff, _ handOff: HandOff) -> BackgroundUploadRequest {
+        let id = ready.candidate.slot.id
         var upload = BackgroundUploadRequest(
             url: ready.request.url, headers: ready.request.headers, bodyFile: URL(fileURLWithPath: ready.path),
             bodyByteCount: ready.request.body.count,
-            earliestBeginDate: Date(timeIntervalSince1970: Double(begin) / 1000),
-            taskDescription: HandOff.taskDescription(id, attempt: attempt, ticket: ready.ticket))
-        // The app's network policy holds for uploads as for the engine's attempts.
+            earliestBeginDate: Date(timeIntervalSince1970: Double(handOff.earliestBeginMilliseconds) / 1000),
+            taskDescription: HandOff.taskDescription(id, attempt: handOff.attempt, ticket: ready.ticket))
         upload.allowsCellularAccess = configuration.allowsCellularAccess
         upload.allowsExpensiveNetworkAccess = configuration.allowsExpensiveNetworkAccess
         upload.allowsConstrainedNetworkAccess = configuration.allowsConstrainedNetworkAccess
         upload.tags = ready.request.tags
-        let task = uploads.session.makeUploadTask(upload)
-        let identifier = UInt64(bitPattern: Int64(task.identifier))
-        let recorded = await onIOQueue { [self] () -> Bool in
-            let (recorded, effects) = core.recordHandOff(id, ticket: ready.ticket, taskIdentifier: identifier)
-            effects.run()
-            return recorded
-        }
-        if !recorded {
-            // Cancelled meanwhile, or its completion was heard already: the task has no message.
-            uploads.session.cancel(task)
-            await onIOQueue { [log] in log.removeBody(at: ready.path) }
-        } else if !core.mayHandOff {
-            // The app came back while this was being made: back to the engine, as
-            // `appDidEnterForeground()` does for the others.
-            uploads.session.cancelUnlessSending(task)
-        }
-        return recorded
+        return upload
     }
 }
 

@@ -4,45 +4,68 @@ import CourierLog
 /// message is in flight in the projection, so the engine never attempts it, until its task's
 /// completion is heard (or reconciliation finds the task gone).
 extension CourierCore {
-    /// Message `id` is about to be handed off: registered before its task is made, so a
-    /// completion heard before the record finds it. False if it was resolved meanwhile.
-    func beginHandOff(_ id: MessageID, _ handOff: HandOff) -> (Bool, Effects) {
-        write { state, effects -> Bool in
-            state.handOffsStarting -= 1
-            guard !state.closed, state.projection.slot(of: id) != nil else {
+    /// A pass's messages, in one section: their full states where kept in memory (nil: read
+    /// them back from the log), and whether messages go to the session now.
+    func handOffStates(_ ids: [MessageID]) -> (states: [MessageState?], mayHandOff: Bool) {
+        read { state in (ids.map { state.recentState(of: $0) }, state.scheduler.mode.mayHandOff) }
+    }
+
+    /// A pass's hand-offs begin, in one section. Each of `ready` is registered before its task
+    /// is made (a completion heard before its record still finds it), unless its message was
+    /// resolved meanwhile, or the app came back (then it is the engine's again). Each of
+    /// `aborted` is the engine's again, as on disk (`foregroundOnly`: a 401 or a failed
+    /// `prepareRequest`, which the engine prepares afresh; no hand-off takes it again in this
+    /// process). Returns which of `ready` began.
+    func beginHandOffs(
+        _ ready: [(id: MessageID, handOff: HandOff)], aborted: [(id: MessageID, foregroundOnly: Bool)]
+    ) -> ([Bool], Effects) {
+        write { state, effects -> [Bool] in
+            state.handOffsStarting -= ready.count + aborted.count
+            let going = !state.closed && state.scheduler.mode.mayHandOff
+            for (id, foregroundOnly) in aborted where state.projection.slot(of: id) != nil {
+                if foregroundOnly { state.foregroundOnly.insert(id) }
                 state.projection.release(id)
-                return false
             }
-            state.handOffs[id] = handOff
+            let begun = ready.map { id, handOff -> Bool in
+                guard going, state.projection.slot(of: id) != nil else {
+                    state.projection.release(id)  // no-op for a message resolved meanwhile
+                    return false
+                }
+                state.handOffs[id] = handOff
+                return true
+            }
             Self.tellIdleWaiters(&state, &effects)
-            return true
+            return begun
         }
     }
 
-    /// The task of message `id`'s hand-off `ticket` exists: logs its `handed-off` record.
-    /// False if the hand-off ended meanwhile (the message was cancelled, or the task's
-    /// completion was heard already): the caller cancels the task.
-    func recordHandOff(_ id: MessageID, ticket: UInt64, taskIdentifier: UInt64) -> (Bool, Effects) {
-        write { state, effects -> Bool in
-            guard !state.closed, var handOff = state.handOffs[id], handOff.ticket == ticket else { return false }
-            handOff.taskIdentifier = taskIdentifier
-            state.handOffs[id] = handOff
-            append(.handedOff(id, handOff), state, &effects)
-            effects.emit(.handedOff(id, attempt: Int(handOff.attempt)))
-            return true
+    /// A pass's tasks exist: their `handed-off` records, in as few batches as fit a segment, for
+    /// each hand-off that still holds (by ticket: not cancelled meanwhile, nor its completion
+    /// heard already; the caller cancels the others' tasks). Returns which were recorded, and
+    /// whether messages still go to the session (the app may have come back meanwhile).
+    func recordHandOffs(
+        _ made: [(id: MessageID, ticket: UInt64, taskIdentifier: UInt64)]
+    ) -> (recorded: [Bool], mayHandOff: Bool, effects: Effects) {
+        let ((recorded, mayHandOff), effects) = write { state, effects -> ([Bool], Bool) in
+            var entries: [LogEntry] = []
+            let recorded = made.map { id, ticket, taskIdentifier -> Bool in
+                guard !state.closed, var handOff = state.handOffs[id], handOff.ticket == ticket else { return false }
+                handOff.taskIdentifier = taskIdentifier
+                state.handOffs[id] = handOff
+                entries.append(LogEntry(kind: .handedOff, body: Event.handedOff(id, handOff).encoded()))
+                effects.emit(.handedOff(id, attempt: Int(handOff.attempt)))
+                return true
+            }
+            if !entries.isEmpty {
+                do throws(LogError) {
+                    effects.appendedThrough = try appendInBatches(entries, state)
+                } catch {
+                    effects.emit(.storageFailed(CourierError(error, while: "logging \(entries.count) hand-offs")))
+                }
+            }
+            return (recorded, state.scheduler.mode.mayHandOff)
         }
-    }
-
-    /// A taken message was not handed off after all (its body could not be read or written,
-    /// or `prepareRequest` threw): it is the engine's again, as on disk. With
-    /// `foregroundOnly`, no hand-off takes it again in this process.
-    func abortHandOff(_ id: MessageID, foregroundOnly: Bool) {
-        _ = write { state, _ in
-            state.handOffsStarting -= 1
-            guard state.projection.slot(of: id) != nil else { return }  // cancelled meanwhile
-            if foregroundOnly { state.foregroundOnly.insert(id) }
-            state.projection.release(id)
-        }
+        return (recorded, mayHandOff, effects)
     }
 
     /// The message task `task` carries, and its hand-off: by the task's description, or by its

@@ -60,7 +60,7 @@ extension CourierCore {
 
     /// Under the lock: `entries` in batches of at most a quarter segment (a batch must fit
     /// one), each landing whole or not at all. Returns the last sequence appended.
-    private func appendInBatches(_ entries: [LogEntry], _ state: CoreState) throws(LogError) -> UInt64? {
+    func appendInBatches(_ entries: [LogEntry], _ state: CoreState) throws(LogError) -> UInt64? {
         let budget = limits.segmentSizeBytes / 4
         var next = 0, last: UInt64?
         // Each turn appends at least one record: bounded by the entries.
