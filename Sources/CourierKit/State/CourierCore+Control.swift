@@ -62,9 +62,6 @@ extension CourierCore {
         _ = write { state, _ in state.scheduler.mode.place = place }
     }
 
-    /// Whether messages go to the background session rather than the engine now.
-    var mayHandOff: Bool { read(\.scheduler.mode.mayHandOff) }
-
     /// The hand-off passes under way.
     var passesUnderWay: [Task<Int, Never>] { read { Array($0.scheduler.passes.values) } }
 
