@@ -4,7 +4,7 @@ import CourierTesting
 import FlakyServer
 import Testing
 
-/// The adaptive concurrency limit as a pure value, in virtual time (milliseconds): it grows on
+/// The adaptive concurrency limit, as a destination's `Governor` learns it, in virtual time (milliseconds): it grows on
 /// success, is cut by refusals and timeouts once per round trip, paces a rate limiter at the
 /// rate it accepts, starts again after an outage, and a fixed limit stays fixed.
 @Suite struct ConcurrencyLimitTests {
@@ -51,7 +51,7 @@ import Testing
     @Test(arguments: [429, 503])
     func aRefusalForLoadCutsTheLimitOncePerRoundTrip(status: Int) {
         var flow = grown(to: 32)
-        #expect(DestinationBackoff.signal(for: .response(status: status)) == .overloaded)
+        #expect(Governor.signal(for: .response(status: status)) == .overloaded)
         // Seconds after the last success: this refusal is not one in many answers.
         policy.refused(&flow, retryAfterMilliseconds: nil, startedMilliseconds: 5_000, nowMilliseconds: 5_010,
                        maximum: maximum)
@@ -69,7 +69,7 @@ import Testing
 
     @Test func aTimeoutCutsTheLimit() {
         var flow = grown(to: 32)
-        #expect(DestinationBackoff.signal(for: .failure(TransportFailure(.timeout, "t"))) == .timedOut)
+        #expect(Governor.signal(for: .failure(TransportFailure(.timeout, "t"))) == .timedOut)
         policy.timedOut(&flow, startedMilliseconds: 1_000, nowMilliseconds: 31_000, maximum: maximum)
         #expect(flow.count == 16)
         #expect(flow.ratePerSecond == nil, "a timeout is about concurrency, not pace")
@@ -183,7 +183,7 @@ import Testing
     // MARK: Helpers
 
     /// A flow grown by slow start to `limit`, with 100 ms latencies.
-    private func grown(to limit: Int) -> ConcurrencyLimit.Flow {
+    private func grown(to limit: Int) -> Governor.Flow {
         var flow = policy.initialFlow(maximum: maximum)
         var t: UInt64 = 0
         while flow.count < limit {
@@ -243,5 +243,67 @@ import Testing
         }
         result.elapsedMilliseconds = 120_000
         return result
+    }
+}
+
+/// The flow transitions one at a time, as the governor of a destination with `sending`
+/// deliveries under way makes them: the tests above read the flow before and after.
+private extension ConcurrencyLimit {
+    func governor(
+        _ flow: Governor.Flow, sending: Int = 0, maximum: Int, backoff: DestinationBackoff = .disabled
+    ) -> Governor {
+        var governor = Governor(Governor.Rules(concurrency: self, maximumConcurrency: maximum, backoff: backoff))
+        governor.flow = flow
+        governor.sending = sending
+        return governor
+    }
+
+    func mayStart(_ flow: Governor.Flow, sending: Int, nowMilliseconds now: UInt64) -> Bool {
+        governor(flow, sending: sending, maximum: Int.max).earliestStart(notBefore: now) == now
+    }
+
+    func started(_ flow: inout Governor.Flow, nowMilliseconds now: UInt64) {
+        var governor = governor(flow, maximum: Int.max)
+        _ = governor.start(message: 0, charged: false, at: now)
+        flow = governor.flow
+    }
+
+    func succeeded(
+        _ flow: inout Governor.Flow, latencyMilliseconds: UInt64?, startedMilliseconds: UInt64, sending: Int,
+        nowMilliseconds now: UInt64, maximum: Int
+    ) {
+        var governor = governor(flow, sending: sending, maximum: maximum)
+        governor.succeeded(
+            latencyMilliseconds: latencyMilliseconds, startedMilliseconds: startedMilliseconds, nowMilliseconds: now)
+        flow = governor.flow
+    }
+
+    func refused(
+        _ flow: inout Governor.Flow, retryAfterMilliseconds: UInt64?, startedMilliseconds: UInt64,
+        nowMilliseconds now: UInt64, maximum: Int
+    ) {
+        var governor = governor(flow, maximum: maximum)
+        governor.refused(
+            retryAfterMilliseconds: retryAfterMilliseconds, startedMilliseconds: startedMilliseconds,
+            nowMilliseconds: now)
+        flow = governor.flow
+    }
+
+    func timedOut(_ flow: inout Governor.Flow, startedMilliseconds: UInt64, nowMilliseconds now: UInt64, maximum: Int) {
+        var governor = governor(flow, maximum: maximum)
+        governor.timedOut(startedMilliseconds: startedMilliseconds, nowMilliseconds: now)
+        flow = governor.flow
+    }
+
+    /// What an answered probe does to the flow (`Governor.observe`, `.recovered`).
+    func recovered(_ flow: inout Governor.Flow, maximum: Int) {
+        var governor = governor(flow, maximum: maximum, backoff: DestinationBackoff(failuresBeforeDown: 1))
+        func answer(_ status: Int) -> Governor.Answer {
+            Governor.Answer(
+                outcome: .response(status: status), message: 1, startedMilliseconds: nil, retryAfter: nil, random: 0)
+        }
+        _ = governor.observe(answer(500), at: 10)
+        guard governor.observe(answer(200), at: 20) == .recovered(downMilliseconds: 10) else { return }
+        flow = governor.flow
     }
 }

@@ -170,19 +170,19 @@ import Testing
 
     @Test func whatAnOutcomeSaysAboutItsDestination() {
         for status in [200, 204, 301, 400, 401, 404, 409] {
-            #expect(DestinationBackoff.signal(for: .response(status: status)) == .healthy, "\(status)")
+            #expect(Governor.signal(for: .response(status: status)) == .healthy, "\(status)")
         }
         for status in [408, 500, 502, 504] {
-            #expect(DestinationBackoff.signal(for: .response(status: status)) == .failing, "\(status)")
+            #expect(Governor.signal(for: .response(status: status)) == .failing, "\(status)")
         }
         for status in [429, 503] {
-            #expect(DestinationBackoff.signal(for: .response(status: status)) == .overloaded, "\(status)")
+            #expect(Governor.signal(for: .response(status: status)) == .overloaded, "\(status)")
         }
         for kind: TransportFailure.Kind in [.connectionClosed, .connectionFailed, .tls] {
-            #expect(DestinationBackoff.signal(for: .failure(TransportFailure(kind, ""))) == .failing, "\(kind)")
+            #expect(Governor.signal(for: .failure(TransportFailure(kind, ""))) == .failing, "\(kind)")
         }
-        #expect(DestinationBackoff.signal(for: .failure(TransportFailure(.timeout, ""))) == .timedOut)
-        #expect(DestinationBackoff.signal(for: .failure(TransportFailure(.other, ""))) == .neutral)
+        #expect(Governor.signal(for: .failure(TransportFailure(.timeout, ""))) == .timedOut)
+        #expect(Governor.signal(for: .failure(TransportFailure(.other, ""))) == .neutral)
     }
 
     /// Loopback, real time: the server answers 503 (Retry-After: 1) for 3 s, then recovers.

@@ -127,6 +127,13 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
 func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequence, offset: 40, length: 100) }
 
 @Suite struct ProjectionTests {
+    /// Probes 100 ms apart at first, without jitter, and no failure explained by a rate.
+    static func probing(multiplier: Double) -> RetryPolicy {
+        var policy = RetryPolicy(initialDelay: .milliseconds(100), multiplier: multiplier, jitter: .none)
+        policy.explainedFailures = .disabled
+        return policy
+    }
+
     @Test func theLastFullStateWinsAndLaterDeltasApply() {
         var p = Projection(fifoPerDestination: false)
         p.apply(.enqueued(state(1, due: 10)), address: address(1))
@@ -250,8 +257,9 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
     @Test(arguments: [false, true]) func randomOutagesProbesAndLanesKeepEveryInvariant(fifo: Bool) async {
         let random = SeededRandomSource(seed: fifo ? 21 : 22)
         var p = Projection(fifoPerDestination: fifo)
-        p.origins.concurrency = ConcurrencyLimit(initialLimit: 2)
-        p.origins.maximumConcurrency = 4
+        p.origins.rules = Governor.Rules(
+            concurrency: ConcurrencyLimit(initialLimit: 2), maximumConcurrency: 4,
+            backoff: DestinationBackoff(failuresBeforeDown: 2), retry: Self.probing(multiplier: 2))
         var inFlight: [MessageID] = []  // an array: a Set's order changes between runs
         var held: [MessageID] = []  // as `.always` holds a message until its fsync
         var keyOf: [MessageID: String] = [:]
@@ -278,13 +286,14 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
             case 2:
                 if let slot = p.takeNext(.now, nowMilliseconds: now)?.slot {
                     let i = p.slotIndex(of: slot.id)!, o = p.origin(ofSlot: i)
-                    if p.origins[o].outage?.probe == i {
+                    if p.origins[o].governor.outage?.probe == slot.order {
                         #expect(p.origins.isDown(o))
                         #expect(!held.contains(slot.id), "a held message went as a probe at step \(step)")
                         sawProbe = true
                     } else {
                         #expect(!held.contains(slot.id), "a held message was taken at step \(step)")
-                        #expect(p.origins[o].sending <= max(4, p.origins[o].flow.count + 4), "step \(step)")
+                        let governor = p.origins[o].governor
+                        #expect(governor.sending <= max(4, governor.flow.count + 4), "step \(step)")
                         if p.origins.holding.contains(o) { sawHeld = true }
                     }
                     inFlight.append(slot.id)
@@ -292,17 +301,17 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
             case 3, 4:
                 guard !inFlight.isEmpty else { break }
                 let taken = inFlight.remove(at: Int(random.next() % UInt64(inFlight.count)))
-                let signals: [Projection.DestinationSignal] = [
-                    .failing, .failing, .overloaded, .timedOut, .healthy, .healthy,
+                let outcomes: [DeliveryOutcome] = [
+                    .failure(TransportFailure(.connectionFailed, "")), .response(status: 500),
+                    .response(status: 503), .failure(TransportFailure(.timeout, "")),
+                    .response(status: 200), .response(status: 200),
                 ]
-                let signal = signals[Int(random.next() % UInt64(signals.count))]
-                let failing = signal != .healthy
-                let report = DestinationReport(signal: signal, nowMilliseconds: now, failuresBeforeDown: 2,
-                                               probeDelayMilliseconds: { UInt64($0) * 100 },
-                                               latencyMilliseconds: random.next() % 100,
-                                               startedMilliseconds: now - min(now, 20),
-                                               retryAfterMilliseconds: random.next() % 4 == 0 ? 300 : nil)
-                let change = p.observe(report, slot: p.slotIndex(of: taken)!)
+                let outcome = outcomes[Int(random.next() % UInt64(outcomes.count))]
+                let failing = !outcome.isSuccess
+                let change = p.observe(
+                    outcome, ofSlot: p.slotIndex(of: taken)!, startedMilliseconds: now - min(now, random.next() % 100),
+                    retryAfter: random.next() % 4 == 0 ? .milliseconds(300) : nil, random: random.next(),
+                    nowMilliseconds: now)
                 if case .wentDown = change { sawDown = true }
                 if case .limited = change { sawLimited = true }
                 if failing { p.retry(taken, attempts: 1, dueMilliseconds: now + 200) } else { p.remove(taken) }
@@ -334,16 +343,18 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
     /// message at the recovery, then a pop and a park again at the next plan).
     @Test func aRecoveredDestinationReleasesItsBacklogOldestFirstWithinItsLimit() throws {
         var p = Projection(fifoPerDestination: false)
-        p.origins.concurrency = ConcurrencyLimit(initialLimit: 2)
-        p.origins.maximumConcurrency = 2
+        p.origins.rules = Governor.Rules(
+            concurrency: ConcurrencyLimit(initialLimit: 2), maximumConcurrency: 2,
+            backoff: DestinationBackoff(failuresBeforeDown: 1), retry: Self.probing(multiplier: 1))
         for n in 1...21 { p.apply(.enqueued(state(n, due: 0)), address: address(UInt64(n))) }
-        func report(_ signal: Projection.DestinationSignal, at now: UInt64) -> DestinationReport {
-            DestinationReport(
-                signal: signal, nowMilliseconds: now, failuresBeforeDown: 1, probeDelayMilliseconds: { _ in 100 })
+        func answer(_ outcome: DeliveryOutcome, of id: MessageID, at now: UInt64) -> Projection.DestinationChange {
+            p.observe(
+                outcome, ofSlot: p.slotIndex(of: id)!, startedMilliseconds: nil, retryAfter: nil, random: 0,
+                nowMilliseconds: now)
         }
         let taken = p.takeNext(.now, nowMilliseconds: 10)?.slot
         let first = try #require(taken)
-        guard case .wentDown = p.observe(report(.failing, at: 20), slot: p.slotIndex(of: first.id)!) else {
+        guard case .wentDown = answer(.response(status: 500), of: first.id, at: 20) else {
             Issue.record("one failure in a row takes the destination down here")
             return
         }
@@ -353,9 +364,7 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
         let probed = p.takeNext(.now, nowMilliseconds: 120)?.slot
         let probe = try #require(probed)
         #expect(probe.id == first.id, "the oldest parked message is the probe")
-        guard case .recovered(_, _, let released) = p.observe(report(.healthy, at: 130),
-                                                              slot: p.slotIndex(of: probe.id)!)
-        else {
+        guard case .recovered(_, _, let released) = answer(.response(status: 200), of: probe.id, at: 130) else {
             Issue.record("an answered probe brings the destination back")
             return
         }

@@ -120,13 +120,6 @@ import Testing
         #expect(NextDue.afterUnreadableRecord(policy: Self.policy, nowMilliseconds: Self.now) == Self.now + 300_000)
     }
 
-    @Test func aRetryWithoutATokenWaitsForTheNextTokenAndNeverComesForward() {
-        #expect(NextDue.withoutRetryToken(dueMilliseconds: Self.now, nextTokenMilliseconds: Self.now + 1_000)
-            == Self.now + 1_000)
-        #expect(NextDue.withoutRetryToken(dueMilliseconds: Self.now + 5_000, nextTokenMilliseconds: Self.now + 1_000)
-            == Self.now + 5_000)
-    }
-
     @Test func atOpenDueTimesAreHeldToTheCurrentPolicy() {
         let limits = NextDue.limitsAtOpen(policy: Self.policy, nowMilliseconds: Self.now)
         #expect(limits.backoff == Self.now + 300_000)

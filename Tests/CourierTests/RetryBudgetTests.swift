@@ -10,18 +10,54 @@ import Testing
 @Suite struct RetryBudgetTests {
     @Test func aBucketRefillsBySuccessesAndTimeUpToItsCapacity() {
         let budget = RetryBudget(capacity: 3, tokensPerSuccess: 2, tokensPerSecond: 1)
-        var bucket = budget.fullBucket
-        for _ in 0..<3 { #expect(budget.take(&bucket, nowMilliseconds: 0)) }
-        #expect(!budget.take(&bucket, nowMilliseconds: 0), "empty")
-        #expect(budget.nextTokenMilliseconds(bucket, nowMilliseconds: 0) == 1_000)
-        #expect(!budget.take(&bucket, nowMilliseconds: 999))
-        #expect(budget.take(&bucket, nowMilliseconds: 1_000), "one a second")
-        budget.succeeded(&bucket, nowMilliseconds: 1_000)
-        #expect(budget.take(&bucket, nowMilliseconds: 1_000) && budget.take(&bucket, nowMilliseconds: 1_000))
-        #expect(!budget.take(&bucket, nowMilliseconds: 1_000), "two per success")
-        #expect(budget.refilled(bucket, nowMilliseconds: 60_000).tokens == 3, "never past its capacity")
-        var free = RetryBudget.disabled.fullBucket
-        #expect((0..<1_000).allSatisfy { _ in RetryBudget.disabled.take(&free, nowMilliseconds: 0) })
+        var governor = Governor(Governor.Rules(budget: budget))
+        func take(_ now: UInt64) -> Bool { governor.takeToken(at: now) }
+        for _ in 0..<3 { #expect(take(0)) }
+        #expect(!take(0), "empty")
+        #expect(governor.nextTokenMilliseconds(at: 0) == 1_000)
+        #expect(!take(999))
+        #expect(take(1_000), "one a second")
+        governor.paySuccess(at: 1_000)
+        #expect(take(1_000) && take(1_000))
+        #expect(!take(1_000), "two per success")
+        #expect(governor.tokens(at: 60_000) == 3, "never past its capacity")
+        var free = Governor(Governor.Rules(budget: .disabled))
+        #expect((0..<1_000).allSatisfy { _ in free.takeToken(at: 0) })
+    }
+
+    /// A retry due now that finds no token is due at the next one, and a retry due later than
+    /// that keeps its due time: a missing token never brings a message forward. A first attempt
+    /// passes it.
+    @Test func aRetryWithoutATokenWaitsForTheNextTokenAndNeverComesForward() {
+        var p = Projection(fifoPerDestination: false)
+        p.origins.rules.budget = RetryBudget(capacity: 1, tokensPerSuccess: 0, tokensPerSecond: 1)
+        p.apply(.enqueued(state(1, due: 0, attempts: 1)), address: address(1))
+        p.apply(.enqueued(state(2, due: 0, attempts: 1)), address: address(2))
+        #expect(p.takeNext(.now, nowMilliseconds: 0)?.slot.id == state(1).id, "the one token")
+        #expect(p.takeNext(.now, nowMilliseconds: 0) == nil)
+        #expect(p.slot(of: state(2).id)?.dueMilliseconds == 1_000, "due at the next token")
+        p.apply(.enqueued(state(3, due: 0)), address: address(3))
+        #expect(p.takeNext(.now, nowMilliseconds: 0)?.slot.id == state(3).id, "a first attempt pays nothing")
+        #expect(p.takeNext(.now, nowMilliseconds: 1_000)?.slot.id == state(2).id)
+        #expect(p.brokenInvariant() == nil)
+    }
+
+    /// A message a hand-off parked before it was due, taken by the engine at once as the limit
+    /// allows, keeps its later due time when there is no token.
+    @Test func aParkedRetryWithoutATokenKeepsItsLaterDueTime() {
+        var p = Projection(fifoPerDestination: false)
+        p.origins.rules = Governor.Rules(
+            concurrency: .fixed, maximumConcurrency: 1,
+            budget: RetryBudget(capacity: 1, tokensPerSuccess: 0, tokensPerSecond: 1))
+        p.apply(.enqueued(state(1, due: 0, attempts: 1)), address: address(1))
+        p.apply(.enqueued(state(2, due: 5_000, attempts: 1)), address: address(2))
+        #expect(p.takeNext(.now, nowMilliseconds: 0)?.slot.id == state(1).id, "the one token")
+        #expect(p.take(.whenAllowed, limit: 1, nowMilliseconds: 0).isEmpty, "at its limit: parked")
+        #expect(p.slot(of: state(2).id)?.flags.contains(.parked) == true)
+        p.remove(state(1).id)
+        #expect(p.takeNext(.now, nowMilliseconds: 10) == nil, "no token")
+        #expect(p.slot(of: state(2).id)?.dueMilliseconds == 5_000, "the next token (1 s) does not bring it forward")
+        #expect(p.brokenInvariant() == nil)
     }
 
     /// I3: over every interval [t₀, t₁] of a run against a server failing 90% of all requests

@@ -148,8 +148,7 @@ import Testing
     /// (no timer is armed for a parked message's due time: waiting for it stalled delivery).
     @Test func aMessageAHandOffParkedBeforeItWasDueGoesAsSoonAsTheLimitAllows() {
         var p = Projection(fifoPerDestination: false)
-        p.origins.concurrency = ConcurrencyLimit(initialLimit: 1)
-        p.origins.maximumConcurrency = 1
+        p.origins.rules = Governor.Rules(concurrency: ConcurrencyLimit(initialLimit: 1), maximumConcurrency: 1)
         p.apply(.enqueued(state(1, due: 1000)), address: address(1))
         p.apply(.enqueued(state(2, due: 5000)), address: address(2))
         #expect(p.takeNext(.whenAllowed, nowMilliseconds: 1000)?.slot.id == state(1).id)
@@ -165,11 +164,10 @@ import Testing
     /// wakes), and still keeps to its pace; the engine keeps to both.
     @Test func aHandOffToADestinationThatAnsweredKeepsToItsPaceNotItsLimit() {
         var p = Projection(fifoPerDestination: false)
-        p.origins.concurrency = ConcurrencyLimit(initialLimit: 1)
-        p.origins.maximumConcurrency = 1
+        p.origins.rules = Governor.Rules(concurrency: ConcurrencyLimit(initialLimit: 1), maximumConcurrency: 1)
         for n in 1...3 { p.apply(.enqueued(state(n, due: 1000)), address: address(UInt64(n))) }
-        p.origins[0].lastHealthyMilliseconds = 900
-        p.origins[0].flow.ratePerSecond = 2  // paced by a 429 earlier: a start every 500 ms
+        p.origins[0].governor.lastHealthyMilliseconds = 900
+        p.origins[0].governor.flow.ratePerSecond = 2  // paced by a 429 earlier: a start every 500 ms
         let taken = p.take(.whenAllowed, limit: 10, nowMilliseconds: 1000)
         #expect(taken.map(\.slot.id) == [1, 2, 3].map { state($0).id }, "past the limit of 1")
         #expect(taken.map(\.beginMilliseconds) == [1000, 1500, 2000], "at the destination's pace")

@@ -1,8 +1,8 @@
 import CourierLog
 
 // The values one attempt's round passes along: what the scheduler took (`Attempt`), how it
-// ended (`Ending`), what was gathered of it outside the core's lock (`JudgedEnding`, with its
-// `DestinationReport`), and what recording it left to do (`Recorded`).
+// ended (`Ending`), what was gathered of it outside the core's lock (`JudgedEnding`), and what
+// recording it left to do (`Recorded`).
 
 /// One attempt the engine is to make: which message, and which attempt of it.
 struct Attempt: Sendable {
@@ -16,25 +16,6 @@ struct Attempt: Sendable {
     /// attempt is in flight from that moment, so a `cancel` after it lets this POST go, as
     /// `cancel` documents for an attempt in flight (its outcome is ignored).
     var message: MessageState? = nil
-}
-
-/// What an attempt's outcome says about its destination, with what the projection needs to
-/// act on it under the lock (the probe delay is computed from a random value drawn before).
-struct DestinationReport: Sendable {
-    var signal: Projection.DestinationSignal
-    var nowMilliseconds: UInt64
-    /// 0: destination backoff is off.
-    var failuresBeforeDown: Int
-    var probeDelayMilliseconds: @Sendable (Int) -> UInt64
-    /// From taking the message to its outcome (nil: not measured, e.g. a background upload).
-    var latencyMilliseconds: UInt64? = nil
-    var startedMilliseconds: UInt64 = 0
-    /// The server's `Retry-After` on a 429 or 503, clamped to the policy's limit.
-    var retryAfterMilliseconds: UInt64? = nil
-    /// The server answered (an HTTP status), whatever it said.
-    var wasAnswered = false
-    /// The server answered 2xx.
-    var succeeded = false
 }
 
 /// How an attempt or an upload ended, to record (`Courier.record(_:)`).
@@ -76,7 +57,8 @@ struct JudgedEnding: Sendable {
     var instant: EngineInstant
     /// What the one rule (`NextDue`) decides from, under the lock.
     var facts: NextDue.Facts
-    var report: DestinationReport
+    /// Seeds the probe delay's jitter, if the attempt was its destination's probe.
+    var probeRandom: UInt64
     /// Whether the engine's runner may make the next attempt (its task is not cancelled).
     var continuing: Bool
 }

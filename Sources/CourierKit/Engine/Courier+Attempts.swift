@@ -89,49 +89,19 @@ extension Courier {
 
     /// Gathers outside any lock what deciding an ending needs: the time, the server's
     /// `Retry-After` (read once, for the message and its destination), and random values drawn
-    /// from the app's source (jitter, the probe delay), which no lock may call.
+    /// from the app's source (the jitter's, the probe delay's), which no lock may call.
     func judge(_ ending: Ending, continuing: Bool) -> JudgedEnding {
         let instant = currentInstant()
         let now = instant.wallMilliseconds, outcome = ending.outcome
         let retryAfter = configuration.retry.retryAfter(
             of: outcome, now: Date(timeIntervalSince1970: Double(now) / 1000))
-        var byUpload = false
-        var started: UInt64?
-        switch ending.runner {
-        case .engine: started = ending.attempt.startedMilliseconds
-        case .upload: byUpload = true
-        }
+        let byUpload = if case .upload = ending.runner { true } else { false }
         let facts = NextDue.Facts(
             outcome: outcome, attempt: ending.attempt.number, byUpload: byUpload,
             sinceSend: .milliseconds(Int64(now - min(now, ending.createdMilliseconds))), retryAfter: retryAfter,
             random: configuration.random())
-        let report = destinationReport(
-            outcome, nowMilliseconds: now, retryAfter: retryAfter, random: configuration.random(),
-            startedMilliseconds: started)
-        return JudgedEnding(ending: ending, instant: instant, facts: facts, report: report, continuing: continuing)
-    }
-
-    /// What `outcome` says about its destination, with the probe delay ready to compute under
-    /// the core's lock (the random value is drawn here, outside it).
-    /// With `startedMilliseconds`, the outcome is an engine attempt's, taken then: its latency
-    /// is measured (a background upload's is not: the system chose when it ran).
-    func destinationReport(
-        _ outcome: DeliveryOutcome, nowMilliseconds now: UInt64, retryAfter: Duration?, random: UInt64,
-        startedMilliseconds: UInt64? = nil
-    ) -> DestinationReport {
-        let backoff = configuration.destinationBackoff
-        let policy = configuration.retry
-        return DestinationReport(
-            signal: DestinationBackoff.signal(for: outcome), nowMilliseconds: now,
-            failuresBeforeDown: backoff.isEnabled ? backoff.failuresBeforeDown : 0,
-            probeDelayMilliseconds: { failedProbes in
-                let delay = backoff.probeDelay(
-                    policy, failedProbes: failedProbes, outcome: outcome, retryAfter: retryAfter, random: random)
-                return NextDue.milliseconds(delay)
-            },
-            latencyMilliseconds: startedMilliseconds.map { now - min(now, $0) },
-            startedMilliseconds: startedMilliseconds ?? 0, retryAfterMilliseconds: retryAfter.map(NextDue.milliseconds),
-            wasAnswered: { if case .response = outcome { true } else { false } }(), succeeded: outcome.isSuccess)
+        return JudgedEnding(
+            ending: ending, instant: instant, facts: facts, probeRandom: configuration.random(), continuing: continuing)
     }
 
     /// The metadata of an attempt's log lines (never headers or the body).

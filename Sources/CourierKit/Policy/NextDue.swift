@@ -27,8 +27,9 @@ import Foundation
 /// its delays in an update, or a wall clock that went backwards since the record was written.
 /// (5) Of attempt max(1, n − e): the e failures the destination's rate explains do not grow it
 /// (`RetryPolicy.ExplainedFailures`; e is read from its latest answers to others, `AnswerWindow`).
-/// (6) `RetryBudget`: in memory only, unlogged; first attempts, paced retries and hand-offs pay
-/// no token, so they never wait for one.
+/// (6) The destination's `Governor` has no token (`RetryBudget`): the one time rule besides this
+/// one, in memory only, unlogged (`Projection.startDelivery` moves the due time, never earlier).
+/// First attempts, paced retries and hand-offs pay no token, so they never wait for one.
 enum NextDue {
     /// What is known of an attempt's end before the core's lock is taken.
     struct Facts: Sendable {
@@ -93,12 +94,6 @@ enum NextDue {
     static func limitsAtOpen(policy: RetryPolicy, nowMilliseconds now: UInt64) -> (backoff: UInt64, retryAfter: UInt64)
     {
         (now + milliseconds(policy.maximumDelay), now + milliseconds(policy.retryAfterLimit))
-    }
-
-    /// A retry due at `due` found no token in its destination's retry budget, whose next
-    /// token comes at `nextToken`: it waits for it, and never comes forward.
-    static func withoutRetryToken(dueMilliseconds due: UInt64, nextTokenMilliseconds nextToken: UInt64) -> UInt64 {
-        max(due, nextToken)
     }
 
     static func milliseconds(_ duration: Duration) -> UInt64 { UInt64(max(0, duration.seconds * 1000)) }

@@ -44,7 +44,8 @@ extension CourierCore {
         return write { state, effects -> Recorded in
             state.wallMilliseconds = max(state.wallMilliseconds, judged.instant.wallMilliseconds)
             let verdict = record(
-                judged.facts, of: ending.attempt, destination: judged.report, handOff: ticket, in: &state, &effects)
+                judged.facts, of: ending.attempt, probeRandom: judged.probeRandom, at: judged.instant.wallMilliseconds,
+                handOff: ticket, in: &state, &effects)
             let compaction = limits.compacts ? planCompaction(&state, force: false) : nil
             let keepsSlot = compaction != nil
             effects.plan(
@@ -62,7 +63,7 @@ extension CourierCore {
     /// With `handOff`, the attempt was a background upload task with that ticket: its outcome
     /// counts only while the message is still handed off to that task; the hand-off ends.
     func record(
-        _ facts: NextDue.Facts, of attempt: Attempt, destination: DestinationReport, handOff ticket: UInt64?,
+        _ facts: NextDue.Facts, of attempt: Attempt, probeRandom: UInt64, at now: UInt64, handOff ticket: UInt64?,
         in state: inout CoreState, _ effects: inout Effects
     ) -> NextDue.Verdict? {
         let id = attempt.id, number = UInt32(attempt.number), outcome = facts.outcome
@@ -74,15 +75,17 @@ extension CourierCore {
             state.handOffs[id] = nil
         }
         // The destination first: a recovery unparks the others before this one resolves.
-        let change = state.projection.observe(destination, slot: slot)
+        let change = state.projection.observe(
+            outcome, ofSlot: slot, startedMilliseconds: facts.byUpload ? nil : attempt.startedMilliseconds,
+            retryAfter: facts.retryAfter, random: probeRandom, nowMilliseconds: now)
         let explained =
             outcome.isSuccess
             ? 0
-            : state.projection.explainedFailures(
-                ofSlot: slot, limits.retry.explainedFailures, nowMilliseconds: destination.nowMilliseconds)
+            : state.projection.origins[state.projection.origin(ofSlot: slot)].governor.explainedFailures(
+                of: state.projection.slots[Int(slot)].order, at: now)
         let verdict = NextDue.after(
             facts, destinationLimited: change == .limited, explainedFailures: explained, policy: limits.retry,
-            nowMilliseconds: destination.nowMilliseconds)
+            nowMilliseconds: now)
         switch change {
         case .none, .limited: break
         case .wentDown(let origin, let failures):
@@ -144,10 +147,7 @@ extension CourierCore {
         _ id: MessageID, error: LogError, dueMilliseconds: UInt64, _ state: inout CoreState, _ effects: inout Effects
     ) {
         guard let i = state.projection.slotIndex(of: id), let slot = state.projection.slot(of: id) else { return }
-        let neutral = DestinationReport(
-            signal: .neutral, nowMilliseconds: dueMilliseconds, failuresBeforeDown: 0,
-            probeDelayMilliseconds: { _ in 0 })
-        _ = state.projection.observe(neutral, slot: i)
+        state.projection.unreadable(slot: i, dueMilliseconds: dueMilliseconds)
         state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
         effects.emit(.storageFailed(CourierError(error, while: "reading message \(id) back from the log")))
     }

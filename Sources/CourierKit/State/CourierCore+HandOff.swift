@@ -96,7 +96,7 @@ extension CourierCore {
                 guard handOff.earliestBeginMilliseconds <= now, let i = state.projection.slotIndex(of: id) else {
                     return false
                 }
-                return !state.projection.origins[state.projection.origin(ofSlot: i)].hasReported
+                return !state.projection.origins[state.projection.origin(ofSlot: i)].governor.hasReported
             }
         }
     }
@@ -144,7 +144,7 @@ extension CourierCore {
                 handOffAsked = false
                 // Still an answer from its destination (or a failure to reach it): after a
                 // relaunch, the first a new process hears of it, so its hand-off is not blind.
-                state.projection.noteLateReport(of: id, status: status, nowMilliseconds: instant.wallMilliseconds)
+                state.projection.heardLate(of: id, status: status, nowMilliseconds: instant.wallMilliseconds)
                 if let status, !state.closed, state.projection.slot(of: id) != nil {
                     // A hand-off the message has now (a later one) ends with it: the effects
                     // cancel its task and remove its body file.

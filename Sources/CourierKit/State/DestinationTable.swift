@@ -104,3 +104,88 @@ struct SlotQueue {
         }
     }
 }
+
+/// The destinations (origins: scheme, host and port) that messages go to, each with its
+/// `Governor` and the queue of its *parked* messages: due, but held back by an outage (until a
+/// probe is answered) or by the limit or pace (until a delivery ends or the pace allows).
+/// Interned once per distinct URL, never freed (a few hundred bytes each).
+struct OriginTable {
+    struct Entry {
+        /// "https://host:443": how events name it.
+        var name: String
+        var governor: Governor
+        /// Oldest first. Entries may be stale (a slot unparked or freed since): `parkedCount` is
+        /// the exact number, and every pop re-checks the slot's flags.
+        var parked = SlotQueue()
+        var parkedCount = 0
+    }
+
+    private(set) var entries: [Entry] = []
+    private var indexByName: [String: UInt32] = [:]
+    /// Origins with an outage, so scheduling never scans every origin. Few at any time.
+    private(set) var down: [UInt32] = []
+    /// Origins that may have parked slots while up. May hold origins with none left; the
+    /// selection drops them. Few at any time.
+    var holding: [UInt32] = []
+    var rules = Governor.Rules()
+
+    /// The index of the origin `url` belongs to, adding it if new. Called once per distinct URL
+    /// (the URL table interns first), so parsing here is off the per-message path.
+    mutating func intern(url: String) -> UInt32 {
+        let name = Self.origin(of: url)
+        if let known = indexByName[name] { return known }
+        entries.append(Entry(name: name, governor: Governor(rules)))
+        indexByName[name] = UInt32(entries.count - 1)
+        return UInt32(entries.count - 1)
+    }
+
+    /// The URL of an origin's name (`origin(of:)`): what events carry.
+    static func url(of origin: String) -> URL {
+        URL(string: origin) ?? URL(fileURLWithPath: "/")  // a name made from a valid URL parses
+    }
+
+    /// "scheme://host:port", lowercased, with the scheme's default port made explicit, so
+    /// `https://A.example/x` and `https://a.example:443/y` are one destination.
+    static func origin(of url: String) -> String {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            let host = components.host?.lowercased()
+        else { return url }
+        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
+    }
+
+    subscript(_ origin: UInt32) -> Entry {
+        get { entries[Int(origin)] }
+        // In place: with a setter alone, `origins[o].parked.append(i)` would copy the entry,
+        // and with it the parked queue (the array's second owner), on every park: a backlog
+        // parked behind its destination's limit cost O(n) per message.
+        _modify { yield &entries[Int(origin)] }
+    }
+
+    func isDown(_ origin: UInt32) -> Bool { entries[Int(origin)].governor.isDown }
+
+    /// Keeps the list of down origins in step with what an answer changed.
+    mutating func note(_ change: Governor.Change, of origin: UInt32) {
+        switch change {
+        case .wentDown: down.append(origin)
+        case .recovered: down.removeAll { $0 == origin }
+        case .none, .limited: break
+        }
+    }
+
+    /// The earliest time a probe or a held message may start: over origins that are down with
+    /// something parked, and origins up holding parked slots whose pace (not their limit)
+    /// holds them back.
+    var earliestStart: UInt64? {
+        // Bounded by the few origins down or holding.
+        [down, holding].joined().lazy.compactMap { o -> UInt64? in
+            let entry = self.entries[Int(o)]
+            return entry.parkedCount > 0 ? entry.governor.earliestStart(notBefore: 0) : nil
+        }.min()
+    }
+
+    /// Pulls every pending probe time after `limit` back to `limit`.
+    mutating func probeNoLaterThan(_ limit: UInt64) {
+        for o in down { entries[Int(o)].governor.probeNoLaterThan(limit) }
+    }
+}

@@ -49,10 +49,9 @@ final class Replayer {
 
     init(configuration: Courier.Configuration, directory: String) {
         projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
-        projection.origins.concurrency = configuration.concurrencyLimit
-        projection.origins.maximumConcurrency = configuration.maximumConcurrentDeliveries
-        projection.origins.explanation = configuration.retry.explainedFailures
-        projection.origins.budget = configuration.retryBudget
+        projection.origins.rules = Governor.Rules(
+            concurrency: configuration.concurrencyLimit, maximumConcurrency: configuration.maximumConcurrentDeliveries,
+            backoff: configuration.destinationBackoff, budget: configuration.retryBudget, retry: configuration.retry)
         resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
         // The smallest record of a message is about 100 bytes: no more slots than that, and at
         // most 2M (128 MiB of address space; beyond it the array grows as usual). Reserved

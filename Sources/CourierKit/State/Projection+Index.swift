@@ -209,7 +209,9 @@ extension Projection {
             if origins[o].parkedCount != parked[o, default: 0] {
                 return "origin \(o) counts its parked slots exactly"
             }
-            if origins[o].sending != sending[o, default: 0] { return "origin \(o) counts its deliveries exactly" }
+            if origins[o].governor.sending != sending[o, default: 0] {
+                return "origin \(o) counts its deliveries exactly"
+            }
         }
         for (p, i) in heap.enumerated() {
             guard slots[Int(i)].heapIndex == UInt32(p) else { return "heap entry \(p) is recorded in its slot" }

@@ -1,23 +1,22 @@
-/// Taking the next message to deliver: one selection for the engine's attempts and for
-/// background hand-off, which differ only in when the message starts (`Start`).
+/// Taking the next message to deliver, and telling its destination how it went: one selection
+/// for the engine's attempts and for background hand-off, which differ only in when the message
+/// starts (`Start`).
 ///
 /// In order: a down destination's probe (one per destination), then a message parked by its
-/// destination's limit or pace (the oldest), then the earliest due. Every taken message counts
-/// toward its destination's limit and moves its pace on (`startSending`); whether one more may
-/// start is one rule, `startTime(_:notBefore:)`. An engine attempt that is a retry or a probe
-/// also takes a token of its destination's retry budget (`paysForRetry`); one without waits in
-/// the heap for the next token, where first attempts pass it. Only lane heads are ever
-/// schedulable, so ordering keys hold either way.
+/// destination's limit or pace (the oldest), then the earliest due. Whether and when one more
+/// may start is its destination's `Governor` (`earliestStart`); a due message it holds back is
+/// *parked* in its origin's queue, out of the heap. An engine attempt that is a retry or a probe
+/// also takes a token of the destination's retry budget; one without waits in the heap for the
+/// next token, where first attempts pass it. Only lane heads are ever schedulable, so ordering
+/// keys hold either way.
 extension Projection {
     /// When a taken message starts.
     enum Start: Equatable {
-        /// Now, as an engine attempt: only what is due now, and what its destination's limit and
-        /// pace allow now.
+        /// Now, as an engine attempt: only what is due now, and what its destination allows now.
         case now
         /// When it may, as a background upload that the session begins later: whatever its due
         /// time; it begins at its due time, or its destination's pace, or its probe time,
-        /// whichever is latest. Its destination's concurrency limit holds it back only until
-        /// the destination has answered (see `startTime`).
+        /// whichever is latest (`Governor.earliestStart`, `handOff`).
         case whenAllowed
     }
 
@@ -25,6 +24,15 @@ extension Projection {
     struct Taken {
         var slot: Slot
         var beginMilliseconds: UInt64
+    }
+
+    /// What an answer changed at its destination, for the core to report as an event.
+    enum DestinationChange: Equatable {
+        case none
+        case wentDown(origin: String, consecutiveFailures: Int)
+        case recovered(origin: String, downMilliseconds: UInt64, released: Int)
+        /// Refused for load while answering: retried at the destination's pace.
+        case limited
     }
 
     /// Takes up to `limit` messages (see above). Messages for which `skip` is true stay where
@@ -52,77 +60,49 @@ extension Projection {
         take(start, limit: 1, nowMilliseconds: now).first
     }
 
-    /// When origin `o` (up) may start one more delivery, at the earliest `earliest`: then, or
-    /// at its pace's next start if later; nil while its limit is reached. The one rule of the
-    /// destination's limit and pace: the engine starts a message only if this is now.
-    ///
-    /// A hand-off (`.whenAllowed`) to a destination that has answered since this process opened
-    /// (a 2xx, or any answer `DestinationBackoff` counts as up: a 401 or 404 is the message's, not
-    /// the server's; and it has not been down since) keeps to its pace but not to its limit:
-    /// the session's bound (`maximumOutstandingTasks`) is its limit. The system runs a
-    /// background session's uploads, a few connections per host at a time, at times it picks,
-    /// so the count of tasks handed off is not the count in flight at the server; and the
-    /// limit is learned from answers that a suspended app hears only at its rare wakes, so it
-    /// would hold the hand-off to a handful of uploads per wake (a 50%-failing server: 226 of
-    /// 500 delivered in 30 suspended minutes, against 500 without it). Until the destination
-    /// has answered, its limit (4 at first) holds, and one at a time once it has failed: a
-    /// suspended app cannot take back what it handed off, so a server that is down costs a
-    /// handful of requests before it is known down, not a hundred.
+    /// When origin `o` may start one more delivery, at the earliest `earliest` (its governor).
     func startTime(_ o: UInt32, notBefore earliest: UInt64, _ start: Start = .now) -> UInt64? {
-        let entry = origins[o]
-        guard start == .whenAllowed else {
-            return origins.concurrency.nextStart(entry.flow, sending: entry.sending).map { max(earliest, $0) }
-        }
-        if entry.lastHealthyMilliseconds != nil { return max(earliest, origins.concurrency.paceStart(entry.flow)) }
-        if entry.consecutiveFailures > 0 && entry.sending >= 1 { return nil }
-        return origins.concurrency.nextStart(entry.flow, sending: entry.sending).map { max(earliest, $0) }
+        origins[o].governor.earliestStart(notBefore: earliest, handOff: start == .whenAllowed)
     }
 
-    /// Whether origin `o` (up) may start one more delivery now.
-    func mayStart(_ o: UInt32, nowMilliseconds now: UInt64) -> Bool { startTime(o, notBefore: now) == now }
-
-    /// `.now`: takes a token of origin `o`'s retry budget for slot `i` if its attempt is a
-    /// retry (not one its destination's limit paces after a 429 or 503: the server's pace
-    /// bounds those). False if there is none: the slot is then due at the next token (later
-    /// than now), for the caller to put in the heap. A first attempt and a hand-off pay nothing.
-    private mutating func paysForRetry(_ i: UInt32, origin o: UInt32, _ start: Start, nowMilliseconds now: UInt64)
-        -> Bool
-    {
-        guard start == .now, slots[Int(i)].attempts > 0, !slots[Int(i)].flags.contains(.pacedRetry) else {
-            return true
+    /// Starts slot `i`'s delivery at `begin` with its destination's governor. A retry or probe
+    /// the engine makes (not a first attempt, a retry the pace spaces after a 429 or 503, or a
+    /// hand-off) takes a token; false if there is none: a retry is then due at the next token
+    /// (later than now), for the caller to put in the heap.
+    private mutating func startDelivery(_ i: UInt32, origin o: UInt32, _ start: Start, at begin: UInt64) -> Bool {
+        let slot = slots[Int(i)]
+        let down = origins.isDown(o)
+        let charged = start == .now && (down || slot.attempts > 0 && !slot.flags.contains(.pacedRetry))
+        guard origins[o].governor.start(message: slot.order, charged: charged, at: begin) else {
+            if !down {
+                let token = origins[o].governor.nextTokenMilliseconds(at: begin)
+                slots[Int(i)].dueMilliseconds = max(slot.dueMilliseconds, token)
+                assert(slots[Int(i)].dueMilliseconds > begin, "a retry without a token is due later")
+            }
+            return false
         }
-        if origins.takeToken(o, nowMilliseconds: now) { return true }
-        let nextToken = origins.nextToken(o, nowMilliseconds: now)
-        slots[Int(i)].dueMilliseconds = NextDue.withoutRetryToken(
-            dueMilliseconds: slots[Int(i)].dueMilliseconds, nextTokenMilliseconds: nextToken)
-        assert(slots[Int(i)].dueMilliseconds > now, "a retry without a token is due later")
-        return false
+        slots[Int(i)].flags.formUnion([.inFlight, .sending])
+        slots[Int(i)].flags.remove(.pacedRetry)
+        return true
     }
 
     private func skips(_ i: UInt32, _ skip: (Slot, String) -> Bool) -> Bool {
         skip(slots[Int(i)], url(of: slots[Int(i)]))
     }
 
-    /// A down destination's next parked message, as its probe: one at a time, and (`.now`) only
-    /// once its probe time has come.
+    /// A down destination's oldest parked message, as its probe: one at a time, and (`.now`)
+    /// only once its probe time has come.
     private mutating func takeProbe(
         _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool
     ) -> Taken? {
         for o in origins.down {
-            guard let outage = origins[o].outage, outage.probe == nil, origins[o].parkedCount > 0,
-                start == .whenAllowed || outage.nextProbeMilliseconds <= now,
-                let first = firstParked(o), !skips(first, skip)
+            guard origins[o].parkedCount > 0, let begin = startTime(o, notBefore: now, start),
+                start == .whenAllowed || begin == now, let first = firstParked(o), !skips(first, skip),
+                startDelivery(first, origin: o, start, at: now)
             else { continue }
-            // A probe is a retry of the destination: it takes a token, or waits for the next.
-            if start == .now && !origins.takeToken(o, nowMilliseconds: now) {
-                origins[o].outage!.nextProbeMilliseconds = origins.nextToken(o, nowMilliseconds: now)
-                continue
-            }
-            guard let i = popParked(o) else { continue }
+            let i = popParked(o)
             assert(i == first, "the first parked entry is the one popped")
-            startSending(i, nowMilliseconds: now)
-            origins[o].outage!.probe = i
-            return Taken(slot: slots[Int(i)], beginMilliseconds: max(now, outage.nextProbeMilliseconds))
+            return Taken(slot: slots[Int(first)], beginMilliseconds: begin)
         }
         return nil
     }
@@ -131,9 +111,8 @@ extension Projection {
     /// pace) allows one more. The engine takes it now whatever its due time: a message parked
     /// by its destination's limit waits for that, not for its due time. (A hand-off pass parks
     /// one not yet due when the limit is reached, so that the heap is not walked again at every
-    /// pass; back in the foreground, where waiting messages are retried at once anyway
-    /// (`retryNow()`), the engine takes it as soon as the limit allows; no timer is armed for a
-    /// parked message's due time.) A hand-off begins it at its due time.
+    /// pass; back in the foreground the engine takes it as soon as the limit allows; no timer is
+    /// armed for a parked message's due time.) A hand-off begins it at its due time.
     private mutating func takeParked(
         _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool
     ) -> Taken? {
@@ -147,11 +126,10 @@ extension Projection {
                 start == .whenAllowed || begin == now, let i = popParked(o)
             {
                 assert(i == first, "the first parked entry is the one popped")
-                guard paysForRetry(i, origin: o, start, nowMilliseconds: begin) else {
+                guard startDelivery(i, origin: o, start, at: begin) else {
                     heapPush(i)
                     continue
                 }
-                startSending(i, nowMilliseconds: begin)
                 return Taken(slot: slots[Int(i)], beginMilliseconds: begin)
             }
         }
@@ -179,13 +157,116 @@ extension Projection {
                 continue
             }
             // Due at the next token: later than now, so this loop does not see it again.
-            guard paysForRetry(top, origin: o, start, nowMilliseconds: begin) else {
+            guard startDelivery(top, origin: o, start, at: begin) else {
                 heapPush(top)
                 continue
             }
-            startSending(top, nowMilliseconds: begin)
             return Taken(slot: slots[Int(top)], beginMilliseconds: begin)
         }
         return nil
+    }
+
+    // MARK: Answers
+
+    /// Tells slot `i`'s destination what its attempt said (`Governor.observe`). A recovery
+    /// makes every parked message of it due now at the latest (attempt counts kept), left in its
+    /// queue: `take` releases them oldest first, as the limit and pace allow (moving them into
+    /// the heap cost a push each, then a pop and a park again for all but the few the limit let
+    /// through, under the core's lock).
+    mutating func observe(
+        _ outcome: DeliveryOutcome, ofSlot i: UInt32, startedMilliseconds: UInt64?, retryAfter: Duration?,
+        random: UInt64, nowMilliseconds now: UInt64
+    ) -> DestinationChange {
+        let o = origin(ofSlot: i)
+        let answer = Governor.Answer(
+            outcome: outcome, message: slots[Int(i)].order, startedMilliseconds: startedMilliseconds,
+            retryAfter: retryAfter, random: random)
+        let change = origins[o].governor.observe(answer, at: now)
+        origins.note(change, of: o)
+        switch change {
+        case .none: return .none
+        case .limited: return .limited
+        case .wentDown(let failures): return .wentDown(origin: origins[o].name, consecutiveFailures: failures)
+        case .recovered(let downMilliseconds):
+            // Bounded by the queue's length; stale entries (no longer parked here) are skipped.
+            for p in origins[o].parked.entries where isParked(p, at: o) {
+                slots[Int(p)].dueMilliseconds = min(slots[Int(p)].dueMilliseconds, now)
+            }
+            if origins[o].parkedCount > 0 && !origins.holding.contains(o) { origins.holding.append(o) }
+            return .recovered(
+                origin: origins[o].name, downMilliseconds: downMilliseconds, released: origins[o].parkedCount)
+        }
+    }
+
+    /// An upload of `id` that ended while the app was dead, heard late (`Governor.heardLate`).
+    mutating func heardLate(of id: MessageID, status: UInt16?, nowMilliseconds now: UInt64) {
+        guard let i = slotIndex(of: id) else { return }
+        origins[origin(ofSlot: i)].governor.heardLate(status: status, at: now)
+    }
+
+    /// Slot `i`'s record could not be read: if it was its destination's probe, the next probe
+    /// waits until `dueMilliseconds` too (`Governor.unreadable`).
+    mutating func unreadable(slot i: UInt32, dueMilliseconds: UInt64) {
+        origins[origin(ofSlot: i)].governor.unreadable(message: slots[Int(i)].order, dueMilliseconds: dueMilliseconds)
+    }
+
+    // MARK: Parking
+
+    func origin(ofSlot i: UInt32) -> UInt32 { destinations.origin(slots[Int(i)].destination) }
+
+    /// Puts a slot that is not in the heap where it belongs: parked if its destination is
+    /// down, else in the heap.
+    mutating func makeSchedulable(_ i: UInt32) {
+        assert(slots[Int(i)].heapIndex == Self.notInHeap)
+        if origins.isDown(origin(ofSlot: i)) { park(i) } else { heapPush(i) }
+    }
+
+    /// Parks slot `i` (out of the heap) in its origin's queue.
+    mutating func park(_ i: UInt32) {
+        let o = origin(ofSlot: i)
+        assert(slots[Int(i)].heapIndex == Self.notInHeap && !slots[Int(i)].flags.contains(.parked))
+        slots[Int(i)].flags.insert(.parked)
+        origins[o].parked.append(i)
+        origins[o].parkedCount += 1
+        if !origins.isDown(o) && !origins.holding.contains(o) { origins.holding.append(o) }
+    }
+
+    /// Bookkeeping for a slot leaving the parked state other than by a pop (its message was
+    /// removed or held). The queue entry goes stale; pops skip it.
+    mutating func unparked(_ i: UInt32) {
+        slots[Int(i)].flags.remove(.parked)
+        origins[origin(ofSlot: i)].parkedCount -= 1
+    }
+
+    /// Whether an entry of origin `o`'s queue is live: slot `i` is still parked there (an entry
+    /// goes stale when its slot leaves other than by a pop, or is reused for another origin).
+    private func isParked(_ i: UInt32, at o: UInt32) -> Bool {
+        slots[Int(i)].flags.contains(.parked) && origin(ofSlot: i) == o
+    }
+
+    /// Pops origin `o`'s oldest parked slot (stale entries are skipped; bounded by the queue).
+    @discardableResult
+    mutating func popParked(_ o: UInt32) -> UInt32? {
+        while let i = origins[o].parked.popFirst() {
+            guard isParked(i, at: o) else { continue }
+            slots[Int(i)].flags.remove(.parked)
+            origins[o].parkedCount -= 1
+            return i
+        }
+        assert(origins[o].parkedCount == 0, "parkedCount said a slot was parked")
+        return nil
+    }
+
+    /// The oldest parked slot of origin `o`, left in place.
+    func firstParked(_ o: UInt32) -> UInt32? {
+        origins[o].parked.first { isParked($0, at: o) }
+    }
+
+    /// Slot `i`'s delivery is over (or it was never one): its destination's count drops, and
+    /// its probe ends if it was one.
+    mutating func stopSending(_ i: UInt32) {
+        guard slots[Int(i)].flags.contains(.sending) else { return }
+        slots[Int(i)].flags.remove(.sending)
+        origins[origin(ofSlot: i)].governor.stopped(message: slots[Int(i)].order)
     }
 }

@@ -71,7 +71,7 @@ struct Projection {
     /// A binary min-heap of slot indices by (due, order): exactly the schedulable slots.
     var heap: [UInt32] = []
     private(set) var destinations = DestinationTable()
-    /// Destination health: which origins are down, their probes and parked messages.
+    /// The destinations: their governors and parked messages.
     var origins = OriginTable()
     /// Ordering keys (and, in FIFO mode, URLs): one queue per key.
     private(set) var lanes = LaneTable()
@@ -170,15 +170,12 @@ struct Projection {
     /// the pace of a destination holding parked messages.
     var earliestDue: UInt64? {
         func earlier(_ a: UInt64?, _ b: UInt64?) -> UInt64? { a.map { min($0, b ?? $0) } ?? b }
-        return earlier(
-            earlier(heap.first.map { slots[Int($0)].dueMilliseconds }, origins.earliestProbe),
-            origins.earliestHeldStart)
+        return earlier(heap.first.map { slots[Int($0)].dueMilliseconds }, origins.earliestStart)
     }
 
     /// An attempt ended without resolving the message: record it and schedule the next one.
     mutating func retry(_ id: MessageID, attempts: UInt32, dueMilliseconds: UInt64) {
         guard let i = lookup(id) else { return }
-        endProbe(i)
         stopSending(i)
         slots[Int(i)].flags.remove(.inFlight)
         slots[Int(i)].attempts = attempts
@@ -207,7 +204,6 @@ struct Projection {
     /// An attempt was cancelled (close), or a hold ended: the message is schedulable again.
     mutating func release(_ id: MessageID) {
         guard let i = lookup(id) else { return }
-        endProbe(i)
         stopSending(i)
         slots[Int(i)].flags.remove(.inFlight)
         reschedule(i)
@@ -219,7 +215,6 @@ struct Projection {
         guard let i = lookup(id) else { return nil }
         let slot = slots[Int(i)]
         if slot.heapIndex != Self.notInHeap { heapRemove(i) }
-        endProbe(i)
         stopSending(i)
         if slot.flags.contains(.parked) { unparked(i) }
         removeFromIndex(id)

@@ -1,0 +1,303 @@
+import Foundation
+
+/// What a governor learns of its destination: the limit and pace (`ConcurrencyLimit`'s table),
+/// the retry budget's tokens (`RetryBudget`), and the latest answers (`AnswerWindow`). Times are
+/// wall milliseconds.
+extension Governor {
+    /// The limit and the pace.
+    struct Flow: Hashable {
+        var limit: Double
+        /// Below it, the limit grows by one per success (slow start); above, by one per round.
+        var slowStartThreshold: Double
+        /// When the last cut happened: outcomes of requests that started before say nothing new.
+        var lastCutMilliseconds: UInt64?
+        var shortLatencyMilliseconds = 0.0
+        var longLatencyMilliseconds = 0.0
+        var latencySamples = 0
+        /// Requests per second that may start; nil while not paced.
+        var ratePerSecond: Double?
+        /// Whether the pace is still doubling (no cut since pacing began).
+        var rateSlowStart = true
+        /// The pace when it was last cut: growth slows near it.
+        var rateAtLastCut: Double?
+        /// The earliest time the next request may start (pace, `Retry-After`).
+        var nextStartMilliseconds: Double = 0
+        /// Requests served (answered, other than a refusal for load) in the current and the
+        /// previous one-second window: the rate the server takes.
+        var windowStartMilliseconds: UInt64 = 0
+        var successesThisWindow = 0
+        var successesLastWindow = 0
+        /// Refusals for load in the same windows.
+        var refusedThisWindow = 0
+        var refusedLastWindow = 0
+
+        /// The limit as a count of requests.
+        var count: Int { Int(limit) }
+    }
+
+    /// A destination's retry-budget tokens.
+    struct Bucket: Equatable {
+        var tokens: Double
+        /// When `tokens` was counted; time refills from there.
+        var countedMilliseconds: UInt64?
+    }
+
+    // MARK: The limit and the pace
+
+    /// A 2xx: count it toward the accepted rate, grow, and watch latency.
+    mutating func succeeded(latencyMilliseconds: UInt64?, startedMilliseconds: UInt64, nowMilliseconds now: UInt64) {
+        countServed(at: now)
+        let policy = rules.concurrency
+        guard policy.isAdaptive else { return }
+        if let latency = latencyMilliseconds.map({ Double($0) }) {
+            flow.latencySamples += 1
+            if flow.latencySamples == 1 {
+                flow.shortLatencyMilliseconds = latency
+                flow.longLatencyMilliseconds = latency
+            } else {
+                flow.shortLatencyMilliseconds += (latency - flow.shortLatencyMilliseconds) * 0.2
+                flow.longLatencyMilliseconds += (latency - flow.longLatencyMilliseconds) * 0.02
+            }
+            if flow.latencySamples >= 20, isFresh(startedMilliseconds),
+                flow.shortLatencyMilliseconds > policy.latencyTolerance * max(1, flow.longLatencyMilliseconds)
+            {
+                cut(by: ConcurrencyLimit.latencyCutRatio, nowMilliseconds: now)
+                return
+            }
+        }
+        if let rate = flow.ratePerSecond { flow.ratePerSecond = grownRate(rate) }
+        // Grow only a limit in use (TCP's window validation): a trickle proves nothing.
+        guard Double(sending) * 2 >= flow.limit else { return }
+        let step = flow.limit < flow.slowStartThreshold ? 1 : 1 / flow.limit
+        flow.limit = min(Double(rules.maximumConcurrency), flow.limit + step)
+    }
+
+    /// A 429 or 503 from a destination that is answering: cut the limit and the pace (once per
+    /// round trip), and hold the destination for `Retry-After`.
+    mutating func refused(retryAfterMilliseconds: UInt64?, startedMilliseconds: UInt64, nowMilliseconds now: UInt64) {
+        guard rules.concurrency.isAdaptive else { return }
+        roll(now)
+        flow.refusedThisWindow += 1
+        if let wait = retryAfterMilliseconds {
+            flow.nextStartMilliseconds = max(flow.nextStartMilliseconds, Double(now + wait))
+        }
+        guard isFresh(startedMilliseconds) else { return }
+        // Without `Retry-After`, a refusal now and then (fewer than 1 in 10 answers over the
+        // last second or two) is not a limiter's: a server that refuses at random would
+        // otherwise ratchet the pace down, each cut deeper than the growth between refusals.
+        // A server that sends `Retry-After` asks for the wait itself: each refusal counts.
+        let refusals = flow.refusedThisWindow + flow.refusedLastWindow
+        let served = flow.successesThisWindow + flow.successesLastWindow
+        guard retryAfterMilliseconds != nil || refusals * 10 >= served else { return }
+        // What the server served over the last second: the first estimate of its pace, and a
+        // floor under later cuts (a pace far above it comes down at once, not 20 % per refusal).
+        let accepted = Double(max(flow.successesThisWindow, flow.successesLastWindow))
+        if let rate = flow.ratePerSecond {
+            flow.rateAtLastCut = rate
+            let cut = min(rate * ConcurrencyLimit.rateCutRatio, max(accepted, rate / 2))
+            flow.ratePerSecond = max(ConcurrencyLimit.minimumRatePerSecond, cut)
+            flow.rateSlowStart = false
+        } else {
+            // No 2xx in the last two seconds (a trickle of messages): one a second to start.
+            flow.ratePerSecond = max(1, accepted)
+        }
+        cut(by: rules.concurrency.backoffRatio, nowMilliseconds: now)
+        // The server's bucket is empty now: the next request waits one interval, or it would
+        // be refused at once and cut the pace again before the pace was ever tried.
+        if let rate = flow.ratePerSecond {
+            flow.nextStartMilliseconds = max(flow.nextStartMilliseconds, Double(now) + 1_000 / rate)
+        }
+    }
+
+    /// A timeout from a destination that is answering: too much in flight for it.
+    mutating func timedOut(startedMilliseconds: UInt64, nowMilliseconds now: UInt64) {
+        guard rules.concurrency.isAdaptive, isFresh(startedMilliseconds) else { return }
+        cut(by: rules.concurrency.backoffRatio, nowMilliseconds: now)
+    }
+
+    /// An answer other than a refusal for load (a 2xx, a 500): the server served it, so it
+    /// counts toward the rate the server takes.
+    mutating func countServed(at now: UInt64) {
+        roll(now)
+        flow.successesThisWindow += 1
+    }
+
+    /// The pace after one more success: +50 % a second until the first cut; then +4 % from the
+    /// cut up to 10 % past the pace where the server refused, +10 % a second beyond (CUBIC's
+    /// plateau: each overshoot costs a refusal, and with `Retry-After` a held second).
+    private func grownRate(_ rate: Double) -> Double? {
+        let step: Double
+        if flow.rateSlowStart {
+            step = 0.5
+        } else if let last = flow.rateAtLastCut, rate >= last * ConcurrencyLimit.rateCutRatio * 0.95,
+            rate <= last * 1.1
+        {
+            step = 0.04
+        } else {
+            step = 0.1
+        }
+        let grown = rate + step
+        return grown >= ConcurrencyLimit.unpacedRatePerSecond ? nil : grown
+    }
+
+    private func isFresh(_ startedMilliseconds: UInt64) -> Bool {
+        flow.lastCutMilliseconds.map { startedMilliseconds > $0 } ?? true
+    }
+
+    /// Cuts the limit by `ratio`, never below `minimumLimit` nor below what the pace needs in
+    /// flight (rate × latency, Little's law, with room for jitter).
+    private mutating func cut(by ratio: Double, nowMilliseconds now: UInt64) {
+        var floor = Double(rules.concurrency.minimumLimit)
+        if let rate = flow.ratePerSecond {
+            floor = max(floor, (rate * flow.shortLatencyMilliseconds / 1_000 * 2).rounded(.up))
+        }
+        flow.limit = min(Double(rules.maximumConcurrency), max(floor, flow.limit * ratio))
+        flow.slowStartThreshold = flow.limit
+        flow.lastCutMilliseconds = now
+    }
+
+    /// Moves the one-second windows on to `now`.
+    private mutating func roll(_ now: UInt64) {
+        if now >= flow.windowStartMilliseconds + 2_000 {
+            flow.windowStartMilliseconds = now
+            flow.successesLastWindow = 0
+            flow.successesThisWindow = 0
+            flow.refusedLastWindow = 0
+            flow.refusedThisWindow = 0
+        } else if now >= flow.windowStartMilliseconds + 1_000 {
+            flow.windowStartMilliseconds += 1_000
+            flow.successesLastWindow = flow.successesThisWindow
+            flow.successesThisWindow = 0
+            flow.refusedLastWindow = flow.refusedThisWindow
+            flow.refusedThisWindow = 0
+        }
+    }
+
+    // MARK: The retry budget
+
+    /// The tokens at `now`: refilled by the time passed, never past the capacity.
+    func tokens(at now: UInt64) -> Double {
+        let budget = rules.budget
+        guard let counted = tokens.countedMilliseconds else { return tokens.tokens }
+        let elapsedSeconds = Double(now - min(now, counted)) / 1000
+        return min(budget.capacity, tokens.tokens + elapsedSeconds * budget.tokensPerSecond)
+    }
+
+    /// Takes a token at `now` if there is one (always, with the budget off).
+    mutating func takeToken(at now: UInt64) -> Bool {
+        guard rules.budget.isEnabled else { return true }
+        tokens = Bucket(tokens: tokens(at: now), countedMilliseconds: now)
+        guard tokens.tokens >= 1 else { return false }
+        tokens.tokens -= 1
+        return true
+    }
+
+    /// A 2xx at `now` adds `tokensPerSuccess`.
+    mutating func paySuccess(at now: UInt64) {
+        guard rules.budget.isEnabled else { return }
+        let budget = rules.budget
+        tokens = Bucket(
+            tokens: min(budget.capacity, tokens(at: now) + budget.tokensPerSuccess), countedMilliseconds: now)
+    }
+
+    /// When the bucket next holds a whole token (now if it does).
+    func nextTokenMilliseconds(at now: UInt64) -> UInt64 {
+        let current = tokens(at: now)
+        guard rules.budget.isEnabled, current < 1 else { return now }
+        return now + UInt64(((1 - current) / rules.budget.tokensPerSecond * 1000).rounded(.up))
+    }
+}
+
+extension ConcurrencyLimit {
+    /// The flow of a destination not heard from yet.
+    func initialFlow(maximum: Int) -> Governor.Flow {
+        let start = Double(isAdaptive ? min(initialLimit, maximum) : maximum)
+        return Governor.Flow(limit: start, slowStartThreshold: Double(maximum))
+    }
+}
+
+/// A destination's latest answers, for its failure rate (`RetryPolicy.ExplainedFailures`): a
+/// ring of at most `capacity` entries, each the wall time, the message whose attempt got it (its
+/// arrival number, `Projection.Slot.order`, unique for the courier's life), and whether it
+/// failed. Pure data, part of a `Governor`, guarded by the core's lock.
+///
+/// A message's rate leaves out its own answers (all failures, or it would not be asking). By
+/// message, not by slot: slots are reused, and with few messages pending one slot index serves
+/// most of them, so leaving out a slot's answers left out most of the window (at one message
+/// every 4 s, p99 12.4 s against 3.5 s at one a second). Reading it scans the ring: at most
+/// `capacity` (128 by default) comparisons per failed attempt, under the lock.
+struct AnswerWindow {
+    struct Answer {
+        var milliseconds: UInt64
+        var message: UInt64
+        var failed: Bool
+    }
+
+    /// Fixed once the first answer comes; 0 keeps nothing (explained failures are off).
+    let capacity: Int
+    private var answers: [Answer] = []
+    /// Where the next answer goes once the ring is full.
+    private var next = 0
+
+    init(capacity: Int) {
+        precondition(capacity >= 0)
+        self.capacity = capacity
+    }
+
+    /// An answer to an attempt of message `message` (its arrival number), at wall time `now`.
+    mutating func record(message: UInt64, failed: Bool, nowMilliseconds now: UInt64) {
+        guard capacity > 0 else { return }
+        let answer = Answer(milliseconds: now, message: message, failed: failed)
+        if answers.count < capacity {
+            answers.append(answer)
+        } else {
+            answers[next] = answer
+            next = (next + 1) % capacity
+        }
+        assert(answers.count <= capacity)
+    }
+
+    /// The answers to messages other than `message` no older than `oldestMilliseconds`, and how
+    /// many of them failed.
+    func count(excluding message: UInt64, since oldestMilliseconds: UInt64) -> (answers: Int, failures: Int) {
+        var counted = 0, failures = 0
+        for answer in answers where answer.message != message && answer.milliseconds >= oldestMilliseconds {
+            counted += 1
+            if answer.failed { failures += 1 }
+        }
+        return (counted, failures)
+    }
+
+    /// How many failures in a row of the destination the rate before its latest `run` answers
+    /// (the run of failures under way) explains, at wall time `now`: 0 until the window holds
+    /// `minimumAnswers` answers before the run.
+    func explainedRun(
+        beforeLatest run: Int, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64
+    ) -> Int {
+        // No message is `.max`: every answer counts; the run is the newest ones, all failures.
+        explained(excluding: .max, droppingFailures: run, explanation, nowMilliseconds: now)
+    }
+
+    /// How many failures in a row of message `message` the rate of the others explains
+    /// (`explanation.explainedRun`), at wall time `now`: 0 until the window holds
+    /// `minimumAnswers` answers to others.
+    func explainedFailures(
+        of message: UInt64, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64
+    ) -> Int {
+        explained(excluding: message, droppingFailures: 0, explanation, nowMilliseconds: now)
+    }
+
+    /// The explained run at the rate of the window's answers not to `message`, less `dropped`
+    /// failures taken out of both counts.
+    private func explained(
+        excluding message: UInt64, droppingFailures dropped: Int, _ explanation: RetryPolicy.ExplainedFailures,
+        nowMilliseconds now: UInt64
+    ) -> Int {
+        guard explanation.isEnabled else { return 0 }
+        let age = NextDue.milliseconds(explanation.windowDuration)
+        let (counted, failures) = count(excluding: message, since: now - min(now, age))
+        let answers = counted - min(counted, dropped), failed = failures - min(failures, dropped)
+        guard answers >= explanation.minimumAnswers else { return 0 }
+        return explanation.explainedRun(failureRate: Double(failed) / Double(answers))
+    }
+}
