@@ -57,12 +57,10 @@ package final class Locked<Value> {
         }
     }
 
-    /// A copy of the value (one acquisition), or a replacement of it.
+    /// A copy of the value (one acquisition). No setter: `x.value += 1` would read and write in
+    /// two acquisitions; write with `withLock`.
     @inlinable
-    package var value: Value {
-        get { withLock { $0 } }
-        set { withLock { $0 = newValue } }
-    }
+    package var value: Value { withLock { $0 } }
 
     /// Whether the calling thread holds the lock, directly or around another.
     package var isHeldByCurrentThread: Bool {

@@ -56,7 +56,8 @@ import Testing
         box.withLock { _ in
             let done = DispatchSemaphore(value: 0)
             Thread {
-                seenElsewhere.value = box.isHeldByCurrentThread
+                let held = box.isHeldByCurrentThread
+                seenElsewhere.withLock { $0 = held }
                 done.signal()
             }.start()
             done.wait()

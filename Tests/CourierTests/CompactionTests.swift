@@ -87,14 +87,14 @@ import Testing
             try courier.send(["i": i, "pad": pad], to: down)
         }
         await courier.settle()
-        let checksBefore = courier.core.read { $0.compaction.checks }
+        let checksBefore = courier.core.diagnostics.compactionChecks
         let segmentsBefore = courier.log.segmentNames.count
         #expect(segmentsBefore >= 2, "the pinned records lie in sealed segments")
         for i in 0..<400 { try courier.send(["i": i], to: inbox) }
         await courier.settle()
         #expect(courier.pendingCount == 200)
         #expect(courier.compactionCount == 0)
-        let looks = courier.core.read { $0.compaction.checks } - checksBefore
+        let looks = courier.core.diagnostics.compactionChecks - checksBefore
         let rolls = courier.log.segmentNames.count - segmentsBefore  // nothing is forgotten: only rolls
         #expect(looks <= 400 / 20 + rolls + 1, "\(looks) looks for 400 deliveries and \(rolls) rolls")
         await courier.close()

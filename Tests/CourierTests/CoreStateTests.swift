@@ -13,7 +13,7 @@ import Testing
 
     @Test func aHandOffOfAMessageInFlightHoldsTheInvariants() {
         var core = Self.pendingState()
-        core.projection.hold(state(1).id)
+        core.projection.withhold(state(1).id)
         core.handOffs[state(1).id] = Self.handOff
         #expect(core.brokenInvariant() == nil)
     }

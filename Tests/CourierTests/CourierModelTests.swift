@@ -157,8 +157,8 @@ import Testing
             configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         courier.pause()
         let model = CourierModel(courier: courier, keepingResolved: 100, bufferCapacity: 4)
-        #expect(await eventually { model.messages.isEmpty && model.pendingCount == 0 })
-        try await Task.sleep(for: .milliseconds(20))  // the follower waits on its first stream
+        // Loaded: the follower subscribed (in the section that listed the pending messages).
+        #expect(await eventually { model.hasLoadedForTesting && model.messages.isEmpty && model.pendingCount == 0 })
         let ids = try (0..<40).map { try courier.send(["n": $0], to: inbox) }  // no suspension: it cannot read
         #expect(await eventually { model.messages.count == 40 }, "\(model.messages.count)")
         #expect(model.messages.map(\.id) == ids)

@@ -75,9 +75,9 @@ import Testing
         if always { config.durability = .always }
         let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
         for i in 0..<5 {
-            let before = courier.core.read(\.criticalSections)
+            let before = courier.core.diagnostics.criticalSections
             try courier.send(["n": i], to: inbox)
-            let sections = courier.core.read(\.criticalSections) - before - 1  // the read after
+            let sections = courier.core.diagnostics.criticalSections - before - 1  // the read after
 
             #expect(sections == (always ? 2 : 1), "send \(i): \(sections) critical sections")
         }
@@ -98,9 +98,9 @@ import Testing
             courier.appDidEnterForeground()
             courier.pause()
             for i in 0..<count { _ = try courier.send(["n": i], to: inbox) }
-            let before = courier.core.read(\.criticalSections)
+            let before = courier.core.diagnostics.criticalSections
             #expect(await courier.appDidEnterBackground() == count)
-            let taken = courier.core.read(\.criticalSections) - before - 1  // the read after
+            let taken = courier.core.diagnostics.criticalSections - before - 1  // the read after
             await courier.close()
             return taken
         }

@@ -134,10 +134,10 @@ import FoundationNetworking
                 clock: ManualClock(),
                 transport: ScriptedTransport()))
         let integration = FakeIntegration()
-        _ = courier.core.write { state, _ in state.lifecycle = integration }
+        _ = courier.core.replaceLifecycle(with: integration)
         await courier.close()
         #expect(await integration.stopped)
-        #expect(courier.core.read(\.lifecycle) == nil)
+        #expect(!courier.core.diagnostics.hasLifecycle)
     }
 }
 

@@ -76,7 +76,7 @@ import Testing
         let id = try #require(courier.core.pendingIDs.first)
         let idle = Task { await courier.waitUntilIdle() }
         let delivered = Task { try await courier.delivered(id) }
-        for _ in 0..<2_000 where courier.core.read({ $0.idleWaiters.count + $0.waiters.count }) < 2 {
+        for _ in 0..<2_000 where courier.core.diagnostics.waiters < 2 {
             try await Task.sleep(for: .milliseconds(1))
         }
         fs.inject(.error(5), on: .sync)

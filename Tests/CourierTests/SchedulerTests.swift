@@ -118,7 +118,7 @@ import Testing
         var core = Self.core(3, due: 90_000)
         core.scheduler.mode.place = .background
         core.handOffsStarting = 1
-        core.projection.hold(state(3).id)
+        core.projection.withhold(state(3).id)
         core.handOffs[state(3).id] = HandOff(attempt: 1, ticket: 1, taskIdentifier: 1, earliestBeginMilliseconds: 0)
         let plan = Scheduler.plan(&core, at: Self.at(1000), limits: Self.limits(handOffs: 3), handOffAsked: false)
         #expect(plan.uploads.count == 1)

@@ -71,15 +71,22 @@ func pendingAfterReopen(_ directory: URL, _ configuration: Courier.Configuration
     return (pending, recovery.isClean, recovery.summary)
 }
 
+extension Projection {
+    /// The next message, or nil: `take` of one.
+    mutating func takeNext(_ start: Start, nowMilliseconds now: UInt64) -> Taken? {
+        take(start, limit: 1, nowMilliseconds: now).first
+    }
+}
+
 extension Courier {
     /// Attempts in flight right now (for tests).
-    var inFlightCount: Int { core.read(\.scheduler.attempts.count) }
+    var inFlightCount: Int { core.diagnostics.attemptsUnderWay }
     /// Messages taken for a delivery (an attempt or an upload) and not yet ended.
-    var sendingCount: Int { core.read { $0.projection.slots.filter { $0.flags.contains(.sending) }.count } }
+    var sendingCount: Int { core.diagnostics.sending }
     /// Every pending message's full state: read back from the log, with the attempt count and
     /// due time the projection holds.
     var scheduledStates: [MessageID: MessageState] {
-        let ids = core.read { $0.projection.liveSlotsInOrder().map(\.id) }
+        let ids = core.pendingIDs
         return Dictionary(uniqueKeysWithValues: ids.compactMap { id in (try? core.loadState(id))?.map { (id, $0) } })
     }
 }

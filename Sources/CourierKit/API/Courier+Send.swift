@@ -220,7 +220,7 @@ extension Courier {
         if let last = lastTarget.value, last.url == url { return last.string }
         try Self.validate(url)
         let string = url.absoluteString
-        lastTarget.value = (url, string)
+        lastTarget.withLock { $0 = (url, string) }
         return string
     }
 

@@ -38,7 +38,7 @@ extension Courier {
     /// every stream begins with a `.storageFailed` saying so (details in `recovery`).
     public func events() -> AsyncStream<CourierEvent> {
         let buffer = EventBuffer()
-        guard let key = core.subscribe(buffer) else {
+        guard let key = core.subscribe(buffer).key else {
             buffer.finish()
             return buffer.stream
         }
@@ -46,16 +46,16 @@ extension Courier {
         return buffer.stream
     }
 
-    /// For tests (public as `settle()` in CourierTesting): returns once the engine has nothing
-    /// runnable (no attempt, hand-off pass or compaction under way, no timer past its deadline
-    /// waiting to run) and the log's roll work queued so far is done. With a manual clock,
-    /// "advance, then settle" makes every step of the engine observable without sleeping.
     /// For simulations that jump from one timer to the next: when the engine's timer fires, as
     /// time since the courier opened on its clock; nil if none is armed. After `settle()`, every
     /// message due later has it armed, so the next step of the engine is known, not raced for.
     @_spi(CourierTesting)
     public var nextTimerDeadlineForTesting: Duration? { core.timerDeadline }
 
+    /// For tests (public as `settle()` in CourierTesting): returns once the engine has nothing
+    /// runnable (no attempt, hand-off pass or compaction under way, no timer past its deadline
+    /// waiting to run) and the log's roll work queued so far is done. With a manual clock,
+    /// "advance, then settle" makes every step of the engine observable without sleeping.
     @_spi(CourierTesting)
     public func settleForTesting() async {
         await core.reconciliation?.value  // background hand-off: the engine starts after it

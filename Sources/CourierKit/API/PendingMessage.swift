@@ -67,7 +67,7 @@ extension Courier {
         bufferCapacity: Int
     ) async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
         let buffer = EventBuffer(capacity: bufferCapacity)
-        let (key, ids) = core.subscribeWithPendingIDs(buffer)
+        let (key, ids) = core.subscribe(buffer, pendingIDs: true)
         if let key {
             buffer.setOnTermination { [weak core] in core?.unsubscribe(key) }
         } else {

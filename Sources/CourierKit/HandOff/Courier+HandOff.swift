@@ -101,7 +101,7 @@ extension Courier {
         core.endReconciliation(at: currentInstant()).run()
     }
 
-    /// One hand-off pass, started by the pump with the messages the scheduler took: hands
+    /// One hand-off pass, started by a plan with the messages the scheduler took: hands
     /// them off, then, in one critical section, frees its place and carries out the next plan
     /// (a message taken and not handed off after all is the engine's again).
     func handOffPass(_ candidates: [Projection.Taken], token: UInt64) async -> Int {

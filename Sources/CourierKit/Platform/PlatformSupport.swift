@@ -75,7 +75,7 @@ struct BackgroundDeliveryRegistry: Sendable {
 
     var identifier: String? {
         get { identifierBox.value }
-        nonmutating set { identifierBox.value = newValue }
+        nonmutating set { identifierBox.withLock { $0 = newValue } }
     }
 
     /// Setting a courier resumes every task waiting for one.

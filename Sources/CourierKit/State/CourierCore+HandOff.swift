@@ -212,7 +212,7 @@ extension CourierCore {
                     result.stale.append(entry.task)
                     continue
                 }
-                state.projection.hold(id)
+                state.projection.withhold(id)
                 let handOff = HandOff(
                     attempt: entry.attempt, ticket: entry.ticket,
                     taskIdentifier: UInt64(bitPattern: Int64(entry.task.identifier)),

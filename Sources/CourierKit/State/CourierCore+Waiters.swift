@@ -86,25 +86,13 @@ extension CourierCore {
         }
     }
 
-    /// Adds a subscriber; nil if closed. Yields the opening damage first (yielding only
-    /// buffers, so it is safe under the lock, and it orders this event before any later one).
-    func subscribe(_ continuation: EventBuffer) -> Int? {
-        write { state, _ -> Int? in
-            guard !state.closed else { return nil }
-            if let damage = state.openingDamage { continuation.yield(.storageFailed(damage)) }
-            defer { state.nextSubscriber += 1 }
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }.0
-    }
-
-    /// Subscribes and lists the pending messages in one critical section: every event after
-    /// the list reaches `continuation`, and none before it.
-    func subscribeWithPendingIDs(_ continuation: EventBuffer) -> (
-        key: Int?, pending: [MessageID]
-    ) {
+    /// Adds a subscriber (a nil key if closed), with the pending messages' ids in arrival order
+    /// if `pendingIDs` (the same critical section: no event about them is missed or seen twice).
+    /// Yields the opening damage first (yielding only buffers, so it is safe under the lock, and
+    /// it orders this event before any later one).
+    func subscribe(_ continuation: EventBuffer, pendingIDs: Bool = false) -> (key: Int?, pending: [MessageID]) {
         write { state, _ -> (Int?, [MessageID]) in
-            let pending = state.projection.liveSlotsInOrder().map(\.id)
+            let pending = pendingIDs ? state.projection.liveSlotsInOrder().map(\.id) : []
             guard !state.closed else { return (nil, pending) }
             if let damage = state.openingDamage { continuation.yield(.storageFailed(damage)) }
             defer { state.nextSubscriber += 1 }
@@ -130,5 +118,32 @@ extension CourierCore {
             effects.finishStreams = Array(state.subscribers.values)
             state.subscribers.removeAll()
         }.1
+    }
+}
+
+extension CourierCore {
+    /// What tests and `courier-bench` read of the core's bookkeeping: one read of the lock, so
+    /// nothing outside `State/` reaches into `CoreState` (`make format-check`, Tests included).
+    struct Diagnostics {
+        /// Critical sections so far, this read included.
+        var criticalSections: UInt64
+        var attemptsUnderWay: Int
+        /// Messages taken for a delivery (an attempt or an upload) and not yet ended.
+        var sending: Int
+        /// Tasks in `delivered(_:)` and idle waiters.
+        var waiters: Int
+        /// How often an outcome looked for a compaction worth running.
+        var compactionChecks: Int
+        var hasLifecycle: Bool
+    }
+
+    var diagnostics: Diagnostics {
+        read { state in
+            Diagnostics(
+                criticalSections: state.criticalSections, attemptsUnderWay: state.scheduler.attempts.count,
+                sending: state.projection.slots.lazy.filter { $0.flags.contains(.sending) }.count,
+                waiters: state.idleWaiters.count + state.waiters.values.map(\.count).reduce(0, +),
+                compactionChecks: state.compaction.checks, hasLifecycle: state.lifecycle != nil)
+        }
     }
 }

@@ -1,6 +1,10 @@
 import CourierLog
 import Logging
 
+/// A task in `delivered(_:)`: resumed exactly once, with success, a `CourierError`, or
+/// `CancellationError`.
+typealias DeliveryWaiter = CheckedContinuation<Result<Void, any Error>, Never>
+
 /// The one owner of a courier's durable state: the projection, the log appends that change it,
 /// and everyone waiting on it (delivery waiters, idle waiters, event subscribers, callbacks).
 ///
@@ -15,10 +19,6 @@ import Logging
 /// owns the transport, and hands blocking file work to its own queue. It calls intents only:
 /// nothing outside `State/` reads or writes `CoreState` (`make format-check` enforces it), and
 /// the core carries out its own plans (`CourierCore+Plan.swift`).
-/// A task waiting in `delivered(_:)`: resumed exactly once, with how the message resolved.
-/// A task in `delivered(_:)`: resumed with success, a `CourierError`, or `CancellationError`.
-typealias DeliveryWaiter = CheckedContinuation<Result<Void, any Error>, Never>
-
 final class CourierCore {
     let log: MessageLog
     let limits: Limits

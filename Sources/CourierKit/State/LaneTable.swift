@@ -1,6 +1,6 @@
 /// Ordering lanes: messages with the same ordering key queue in one lane, in arrival order,
 /// and only a lane's head may be attempted. A lane's key is the message's `orderingKey`, or,
-/// in `.fifoPerDestination` mode, its URL's index in the `DestinationTable` for messages
+/// in `.fifoPerDestination` mode, its URL's index in the `URLTable` for messages
 /// without one (already interned: no bytes copied or hashed per message). Lanes are
 /// reference-counted: an index is reused once its lane is empty. (A URL index is reused only
 /// once no message goes there, so its lane is empty by then too.)
@@ -9,7 +9,7 @@ struct LaneTable {
 
     enum Key: Hashable {
         case ordering([UInt8])
-        case destination(UInt32)
+        case url(UInt32)
     }
 
     private struct Lane {
@@ -58,8 +58,8 @@ struct LaneTable {
 
     /// The lane key of a message: its ordering key, else its URL when every destination is one
     /// lane, else none.
-    static func key(orderingKey: UnsafeRawBufferPointer?, destination: UInt32, fifoPerDestination: Bool) -> Key? {
+    static func key(orderingKey: UnsafeRawBufferPointer?, url: UInt32, fifoPerDestination: Bool) -> Key? {
         if let orderingKey { return .ordering(Array(orderingKey)) }
-        return fifoPerDestination ? .destination(destination) : nil
+        return fifoPerDestination ? .url(url) : nil
     }
 }

@@ -130,7 +130,7 @@ final class Replayer {
         report.undecodableRecords = undecodable
         // A message handed off when the log was last written is in the session's hands until
         // reconciliation (`Courier.reconcileHandOffs`) finds its task or not.
-        for id in handOffs.keys { taken.hold(id) }
+        for id in handOffs.keys { taken.withhold(id) }
         var state = CoreState(projection: taken, resolved: resolved)
         state.wallMilliseconds = now
         state.handOffs = handOffs

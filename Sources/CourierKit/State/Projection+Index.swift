@@ -171,9 +171,6 @@ extension Projection {
     }
 
     #if DEBUG
-    /// Checks every invariant (tests call it after each step).
-    func checkInvariants() -> Bool { brokenInvariant() == nil }
-
     /// The first invariant that does not hold, by name and slot, or nil. O(pending): debug
     /// builds run it after the core's writes (see `CourierCore.write`), tests after every step.
     func brokenInvariant() -> String? {
@@ -187,9 +184,9 @@ extension Projection {
             }
             guard
                 !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i)))
-                    || origins.holding.contains(origin(ofSlot: UInt32(i)))
+                    || origins.throttled.contains(origin(ofSlot: UInt32(i)))
             else {
-                return "slot \(i) is parked only while its origin is down or holding"
+                return "slot \(i) is parked only while its origin is down or throttled"
             }
             guard !slot.flags.contains(.sending) || slot.flags.contains(.inFlight) else {
                 return "slot \(i) is sending only while in flight"

@@ -55,11 +55,6 @@ extension Projection {
         return taken
     }
 
-    /// The next message, or nil (`take` of one).
-    mutating func takeNext(_ start: Start, nowMilliseconds now: UInt64) -> Taken? {
-        take(start, limit: 1, nowMilliseconds: now).first
-    }
-
     /// When origin `o` may start one more delivery, at the earliest `earliest` (its governor).
     func startTime(_ o: UInt32, notBefore earliest: UInt64, _ start: Start = .now) -> UInt64? {
         origins[o].governor.earliestStart(notBefore: earliest, handOff: start == .whenAllowed)
@@ -116,9 +111,9 @@ extension Projection {
     private mutating func takeParked(
         _ start: Start, nowMilliseconds now: UInt64, skip: (Slot, String) -> Bool
     ) -> Taken? {
-        // Bounded by the few origins holding messages; emptied ones are dropped on the way.
-        origins.holding = origins.holding.filter { !origins.isDown($0) && origins[$0].parkedCount > 0 }
-        for o in origins.holding {
+        // Bounded by the few throttled origins; emptied ones are dropped on the way.
+        origins.throttled = origins.throttled.filter { !origins.isDown($0) && origins[$0].parkedCount > 0 }
+        for o in origins.throttled {
             // Bounded by the origin's parked queue: a retry without a token leaves it for the heap.
             while let first = firstParked(o), !skips(first, skip),
                 let begin = startTime(
@@ -192,7 +187,7 @@ extension Projection {
             for p in origins[o].parked.entries where isParked(p, at: o) {
                 slots[Int(p)].dueMilliseconds = min(slots[Int(p)].dueMilliseconds, now)
             }
-            if origins[o].parkedCount > 0 && !origins.holding.contains(o) { origins.holding.append(o) }
+            if origins[o].parkedCount > 0 && !origins.throttled.contains(o) { origins.throttled.append(o) }
             return .recovered(
                 origin: origins[o].name, downMilliseconds: downMilliseconds, released: origins[o].parkedCount)
         }
@@ -212,7 +207,7 @@ extension Projection {
 
     // MARK: Parking
 
-    func origin(ofSlot i: UInt32) -> UInt32 { destinations.origin(slots[Int(i)].destination) }
+    func origin(ofSlot i: UInt32) -> UInt32 { urls.origin(slots[Int(i)].urlIndex) }
 
     /// Puts a slot that is not in the heap where it belongs: parked if its destination is
     /// down, else in the heap.
@@ -228,7 +223,7 @@ extension Projection {
         slots[Int(i)].flags.insert(.parked)
         origins[o].parked.append(i)
         origins[o].parkedCount += 1
-        if !origins.isDown(o) && !origins.holding.contains(o) { origins.holding.append(o) }
+        if !origins.isDown(o) && !origins.throttled.contains(o) { origins.throttled.append(o) }
     }
 
     /// Bookkeeping for a slot leaving the parked state other than by a pop (its message was

@@ -22,11 +22,11 @@ struct Projection {
         /// Arrival order: lanes, stable ties, `pendingMessages` order.
         var order: UInt64
         var attempts: UInt32
-        /// Index into `destinations` (the URL).
-        var destination: UInt32
+        /// Index into `urls`.
+        var urlIndex: UInt32
         /// Index into `lanes`, or `LaneTable.none`: only a lane's head is schedulable.
         var lane: UInt32
-        /// Position in `heap`, or `notInHeap` (in flight, held, parked, waiting behind its lane's head, free).
+        /// Position in `heap`, or `notInHeap` (in flight, held by a tag, parked, behind its lane's head, free).
         var heapIndex: UInt32
         var flags: Flags
     }
@@ -35,7 +35,8 @@ struct Projection {
         let rawValue: UInt8
         /// In use (a free slot waits in `freeSlots`).
         static let live = Flags(rawValue: 1)
-        /// An attempt is under way, or the message is held (its `.always` fsync is pending).
+        /// An attempt or a background upload is under way (`withhold`: an upload of an earlier
+        /// process).
         static let inFlight = Flags(rawValue: 2)
         /// Due, but its destination is down or at its limit: waiting in the origin's parked
         /// queue, out of the heap.
@@ -43,7 +44,7 @@ struct Projection {
         /// Its due time may be a server's `Retry-After` (its last attempt was answered 429 or
         /// 503 with one): opening clamps it to `retryAfterLimit`, not `maximumDelay`.
         static let dueFromRetryAfter = Flags(rawValue: 8)
-        /// In flight as a delivery (an attempt or a background upload; not a hold): counted in
+        /// In flight as a delivery of this process (not `withhold`'s: an earlier one's upload): counted in
         /// its origin's `sending`.
         static let sending = Flags(rawValue: 16)
         /// Its next attempt is a retry its destination's limit paces after a 429 or 503 (the
@@ -56,7 +57,7 @@ struct Projection {
         /// What keeps a live slot out of the heap besides its lane.
         static let unschedulable: Flags = [.inFlight, .parked, .heldByTag]
 
-        /// Live, and neither in flight, parked nor held: waiting for its due time (if its lane's head).
+        /// Live, and neither in flight, parked nor held by a tag: waiting for its due time (if its lane's head).
         var isWaiting: Bool { contains(.live) && isDisjoint(with: Self.unschedulable) }
     }
 
@@ -70,7 +71,7 @@ struct Projection {
     var idTable: [UInt64] = []
     /// A binary min-heap of slot indices by (due, order): exactly the schedulable slots.
     var heap: [UInt32] = []
-    private(set) var destinations = DestinationTable()
+    private(set) var urls = URLTable()
     /// The destinations: their governors and parked messages.
     var origins = OriginTable()
     /// Ordering keys (and, in FIFO mode, URLs): one queue per key.
@@ -92,7 +93,7 @@ struct Projection {
     func slot(of id: MessageID) -> Slot? { lookup(id).map { slots[Int($0)] } }
 
     /// The URL a slot's message goes to.
-    func url(of slot: Slot) -> String { destinations.url(slot.destination) }
+    func url(of slot: Slot) -> String { urls.url(slot.urlIndex) }
 
     // MARK: Replay and appends
 
@@ -114,10 +115,10 @@ struct Projection {
             reschedule(i)
             return .updated
         }
-        let destination = destinations.intern(url, origins: &origins)
+        let urlIndex = urls.intern(url, origins: &origins)
         let slot = Slot(
             id: id, address: address, dueMilliseconds: dueMilliseconds, order: nextOrder, attempts: attempts,
-            destination: destination, lane: LaneTable.none, heapIndex: Self.notInHeap, flags: .live)
+            urlIndex: urlIndex, lane: LaneTable.none, heapIndex: Self.notInHeap, flags: .live)
         nextOrder += 1
         let i = allocate(slot)
         insertIntoIndex(i)
@@ -129,7 +130,7 @@ struct Projection {
             }
         }
         if let key = LaneTable.key(
-            orderingKey: orderingKey, destination: destination, fifoPerDestination: fifoPerDestination)
+            orderingKey: orderingKey, url: urlIndex, fifoPerDestination: fifoPerDestination)
         {
             slots[Int(i)].lane = lanes.join(i, key: key)
             guard lanes.head(of: slots[Int(i)].lane) == i else { return .added }
@@ -190,18 +191,20 @@ struct Projection {
         slots[Int(i)].flags.insert(.pacedRetry)
     }
 
-    /// Keeps a message out of delivery, as if in flight, until `release` (used while its
-    /// `.always` fsync is pending). It stays in the projection, so the compactor pins it.
-    mutating func hold(_ id: MessageID) {
+    /// Withholds a message from the engine, as in flight, until `release`: it is a background
+    /// upload's (handed off in an earlier process, found at open or adopted from the session).
+    /// It stays in the projection, so the compactor pins it.
+    mutating func withhold(_ id: MessageID) {
         guard let i = lookup(id) else { return }
-        // Out of the parked queue too (a down destination's), or it could go as a probe before
-        // its fsync; `release` parks it again if the destination is still down.
+        // Out of the parked queue too (a down destination's), or it could go as a probe while
+        // its upload runs; `release` parks it again if the destination is still down.
         if slots[Int(i)].flags.contains(.parked) { unparked(i) }
         slots[Int(i)].flags.insert(.inFlight)
         if slots[Int(i)].heapIndex != Self.notInHeap { heapRemove(i) }
     }
 
-    /// An attempt was cancelled (close), or a hold ended: the message is schedulable again.
+    /// An attempt was cancelled (close), or a withheld message is the engine's again: the
+    /// message is schedulable again.
     mutating func release(_ id: MessageID) {
         guard let i = lookup(id) else { return }
         stopSending(i)
@@ -228,7 +231,7 @@ struct Projection {
                 makeSchedulable(head)
             }
         }
-        destinations.release(slot.destination)
+        urls.release(slot.urlIndex)
         slots[Int(i)].flags = []
         freeSlots.append(i)
         count -= 1

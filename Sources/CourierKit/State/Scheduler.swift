@@ -59,8 +59,8 @@ struct SchedulerState {
     }
 }
 
-/// What the scheduler decided in one critical section, for the pump to carry out before it
-/// lets the lock go (making a task runs no app code).
+/// What the scheduler decided in one critical section, for the core to carry out before it
+/// lets the lock go (`CourierCore+Plan.swift`: making a task runs no app code).
 struct Plan {
     /// Messages to attempt now, taken (in flight in the projection).
     var attempts: [Attempt] = []
@@ -72,8 +72,9 @@ struct Plan {
 }
 
 /// The one place that decides what runs next, from the core's state and the time alone: no
-/// clock is read, no file touched, no task made. The pump (`Courier.pump`) calls it under the
-/// core's lock and carries the plan out. Tested on states built by hand (`SchedulerTests`).
+/// clock is read, no file touched, no task made. The core calls it when a critical section
+/// ends (`CourierCore.carryOutPlan`) and carries the plan out under its lock. Tested on states
+/// built by hand (`SchedulerTests`).
 enum Scheduler {
     struct Limits {
         var maximumConcurrentDeliveries: Int
@@ -120,7 +121,7 @@ enum Scheduler {
         else { return false }
         if !scheduler.mode.mayStartAttempts { return true }  // paused: nothing more will start
         if let timer = scheduler.timer { return timer.deadline > now.elapsed }
-        // A message may be due with no timer yet (the pump that arms it has not run).
+        // A message may be due with no timer yet (the plan that arms it has not run).
         if let due = state.projection.earliestDue, due <= now.wallMilliseconds { return false }
         return true
     }

@@ -4,7 +4,7 @@ import Foundation
 /// from every slot that goes there, with reference counts (an index is reused once no message
 /// goes there). Each URL also names its origin (for backoff per destination); ordering lives
 /// in `LaneTable`.
-struct DestinationTable {
+struct URLTable {
     struct Entry {
         var url: [UInt8]
         var references: Int
@@ -106,8 +106,9 @@ struct SlotQueue {
 }
 
 /// The destinations (origins: scheme, host and port) that messages go to, each with its
-/// `Governor` and the queue of its *parked* messages: due, but held back by an outage (until a
-/// probe is answered) or by the limit or pace (until a delivery ends or the pace allows).
+/// `Governor` and the queue of its *parked* messages: due, but kept back by an outage (until a
+/// probe is answered) or *throttled* by the limit or pace (until a delivery ends or the pace
+/// allows).
 /// Interned once per distinct URL, never freed (a few hundred bytes each).
 struct OriginTable {
     struct Entry {
@@ -124,9 +125,9 @@ struct OriginTable {
     private var indexByName: [String: UInt32] = [:]
     /// Origins with an outage, so scheduling never scans every origin. Few at any time.
     private(set) var down: [UInt32] = []
-    /// Origins that may have parked slots while up. May hold origins with none left; the
+    /// Throttled origins: up, and may have parked slots. May hold origins with none left; the
     /// selection drops them. Few at any time.
-    var holding: [UInt32] = []
+    var throttled: [UInt32] = []
     var rules = Governor.Rules()
 
     /// The index of the origin `url` belongs to, adding it if new. Called once per distinct URL
@@ -173,12 +174,12 @@ struct OriginTable {
         }
     }
 
-    /// The earliest time a probe or a held message may start: over origins that are down with
-    /// something parked, and origins up holding parked slots whose pace (not their limit)
+    /// The earliest time a probe or a throttled message may start: over origins that are down
+    /// with something parked, and throttled origins (up, with parked slots) whose pace (not limit)
     /// holds them back.
     var earliestStart: UInt64? {
-        // Bounded by the few origins down or holding.
-        [down, holding].joined().lazy.compactMap { o -> UInt64? in
+        // Bounded by the few origins down or throttled.
+        [down, throttled].joined().lazy.compactMap { o -> UInt64? in
             let entry = self.entries[Int(o)]
             return entry.parkedCount > 0 ? entry.governor.earliestStart(notBefore: 0) : nil
         }.min()
