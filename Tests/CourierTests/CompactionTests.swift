@@ -42,6 +42,32 @@ import Testing
 
     /// A log that is all delivered records is compacted at open, on the I/O queue; `settle()`
     /// waits for that compaction, so a test that settles and then looks at the log sees it done.
+    /// A compaction an outcome starts runs on the I/O queue, not in the delivery slot that
+    /// heard the outcome: with one slot, and a compaction stopped at its fsync, messages still go
+    /// (a slot held for it stalled delivery until its file work was done).
+    @Test(.timeLimit(.minutes(1))) func aCompactionUnderWayHoldsNoDeliverySlot() async throws {
+        let fs = SimulatedFileSystem()
+        var config = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        config.fileSystem = fs
+        config.useSmallestSegments()
+        config.concurrencyLimit = .fixed
+        config.maximumConcurrentDeliveries = 1
+        let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
+        fs.pauseSyncs()
+        // Bounded: 4 KiB segments roll every few dozen of these, and each delivered roll is
+        // worth compacting.
+        for i in 0..<2_000 where !courier.core.diagnostics.compacting {
+            _ = try courier.send(["n": i, "pad": String(repeating: "x", count: 100)], to: inbox)
+            await Task.yield()
+        }
+        #expect(courier.core.diagnostics.compacting, "a compaction started, and waits for its fsync")
+        let more = try (0..<5).map { try courier.send(["more": $0], to: inbox) }
+        for id in more { try await courier.delivered(id) }
+        #expect(courier.core.diagnostics.compacting, "delivered while the compaction waited")
+        fs.resumeSyncs()
+        await courier.close()
+    }
+
     @Test func settleWaitsForTheCompactionPlannedAtOpen() async throws {
         let scratch = TemporaryDirectory()
         let transport = ScriptedTransport { _ in .response(status: 200) }

@@ -111,7 +111,7 @@ public final class Courier {
         core.install(launcher)
         // Planned here, run on the I/O queue: from now on `settle()` waits for it.
         if configuration.isCompactionEnabled, let plan = core.planCompaction(force: false) {
-            ioQueue.async { [weak self] in self?.compact(plan) }
+            launcher.startCompaction(plan)
         }
         if let uploads = configuration.backgroundUploads { startBackgroundUploads(uploads) }
         BackgroundDeliveryRegistry.shared.offer(self)

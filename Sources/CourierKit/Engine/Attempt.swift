@@ -39,8 +39,6 @@ struct Ending: Sendable {
 
 /// What recording an outcome left to do.
 struct Recorded: Sendable {
-    /// A compaction now worth running (blocking file work: run it with `runCompaction`).
-    var compaction: CompactionPlan?
     /// The hand-off pass the plan started, if any.
     var pass: Task<Int, Never>?
     /// The attempt the engine's runner makes next, if the plan gave it one.

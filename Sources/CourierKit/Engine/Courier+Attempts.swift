@@ -177,13 +177,7 @@ extension Courier {
         let ending = Ending(
             attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
             runner: .engine(token: token), url: state.url)
-        let recorded = await recordWhereAllowed(ending, continuing: !Task.isCancelled)
-        // Its slot was kept for a compaction (blocking file work, on the I/O queue): freed now.
-        if let compaction = recorded.compaction {
-            await runCompaction(compaction)
-            return endAttempt(token)
-        }
-        return recorded.next
+        return await recordWhereAllowed(ending, continuing: !Task.isCancelled).next
     }
 
     /// An attempt ended without an outcome to record: its slot is free, and what the scheduler

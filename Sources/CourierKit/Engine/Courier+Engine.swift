@@ -36,6 +36,9 @@ extension Courier {
                     guard let self else { return }
                     core.timerFired(deadline: deadline, at: currentInstant()).run()
                 }
+            },
+            startCompaction: { [weak self] plan in
+                self?.ioQueue.async { [weak self] in self?.compact(plan) }
             })
     }
 
@@ -101,9 +104,4 @@ extension Courier {
         core.tellSettleWaiters(at: currentInstant()).run()
     }
 
-    /// Runs a compaction an outcome's critical section planned, on the I/O queue (`compact(_:)`
-    /// tells settle waiters, which the outcome did not: the compaction was still to run).
-    func runCompaction(_ plan: CompactionPlan) async {
-        await onIOQueue { [self] in compact(plan) }
-    }
 }

@@ -52,14 +52,10 @@ struct Effects {
     ///   - token: the runner of this delivery slot ended its attempt: the slot is free, and if
     ///     the plan starts attempts and the runner is `continuing`, it makes the first itself
     ///     (`Started.next`).
-    ///   - tellSettleWaiters: false when the caller has more to do first (a compaction to run).
     mutating func plan(
-        at instant: EngineInstant, handOffAsked: Bool = false, freeing token: UInt64? = nil,
-        continuing: Bool = true, tellSettleWaiters: Bool = true
+        at instant: EngineInstant, handOffAsked: Bool = false, freeing token: UInt64? = nil, continuing: Bool = true
     ) {
-        plan = PlanRequest(
-            instant: instant, handOffAsked: handOffAsked, freeing: token, continuing: continuing,
-            tellSettleWaiters: tellSettleWaiters)
+        plan = PlanRequest(instant: instant, handOffAsked: handOffAsked, freeing: token, continuing: continuing)
     }
 
     /// Under the lock: yields the events emitted so far to `subscribers` now (yielding only

@@ -23,7 +23,6 @@ extension Courier {
             if recorded.endedHandOff || body.always { log.removeBody(of: body.id, ticket: body.ticket) }
             return recorded
         }
-        if let compaction = recorded.compaction { await runCompaction(compaction) }
         // In the background the message (or the next of its ordering key) was handed off
         // again: the completion is heard once that pass has ended.
         _ = await recorded.pass?.value

@@ -68,8 +68,8 @@ extension CourierCore {
     /// Under the core's lock: whether to compact now and what to re-snapshot. Compacts only
     /// when dead records dominate: re-writing the live ones must cost at most half of what
     /// deleting the sealed segments frees. Marks a compaction under way (end it with
-    /// `endCompaction()`). Cheap (no file work): an outcome's critical section asks it, so the
-    /// attempt hops to the I/O queue only when there is a compaction to run.
+    /// `endCompaction()`). Cheap (no file work): an outcome's critical section asks it, and
+    /// starts one worth running on the I/O queue (`Launcher.startCompaction`).
     func planCompaction(_ state: inout CoreState, force: Bool) -> CompactionPlan? {
         guard !state.closed, !state.compaction.compacting else { return nil }
         let segments = log.segmentSummary

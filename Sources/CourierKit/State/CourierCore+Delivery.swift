@@ -30,10 +30,10 @@ extension CourierCore {
     }
 
     /// The one outcome path's critical section, for both runners: the outcome is logged and
-    /// applied (`record`), a compaction planned if one is worth it, the attempt's slot (or the
-    /// hand-off) freed and the next plan carried out (`Effects.started`; under `.always`, once
-    /// the record is durable: `write`). A runner with a compaction to run keeps its slot until
-    /// that is done (`endAttempt`), so `settle()` and `close()` wait for it too.
+    /// applied (`record`), a compaction started on the I/O queue if one is worth it (no slot
+    /// waits for it; `settle()` does, and `close()`'s last file work queues behind it), the
+    /// attempt's slot (or the hand-off) freed and the next plan carried out (`Effects.started`;
+    /// under `.always`, once the record is durable: `write`).
     func recordOutcome(_ judged: JudgedEnding) -> (Recorded, Effects) {
         let ending = judged.ending
         var token: UInt64?, ticket: UInt64?
@@ -46,12 +46,13 @@ extension CourierCore {
             let verdict = record(
                 judged.facts, of: ending.attempt, probeRandom: judged.probeRandom, at: judged.instant.wallMilliseconds,
                 handOff: ticket, in: &state, &effects)
-            let compaction = limits.compacts ? planCompaction(&state, force: false) : nil
-            let keepsSlot = compaction != nil
-            effects.plan(
-                at: judged.instant, handOffAsked: ticket != nil, freeing: keepsSlot ? nil : token,
-                continuing: judged.continuing, tellSettleWaiters: !keepsSlot)
-            return Recorded(compaction: compaction, verdict: verdict)
+            // A compaction now worth running is the core's to start, on the I/O queue: no
+            // delivery slot waits for it (`settle()` does: it is under way).
+            if limits.compacts, let plan = planCompaction(&state, force: false) {
+                state.launcher?.startCompaction(plan)
+            }
+            effects.plan(at: judged.instant, handOffAsked: ticket != nil, freeing: token, continuing: judged.continuing)
+            return Recorded(verdict: verdict)
         }
     }
 

@@ -18,6 +18,9 @@ struct Launcher: Sendable {
     /// The timer: a task that sleeps until `deadline` on the injected clock, then calls
     /// `timerFired(deadline:at:)`.
     var startTimer: @Sendable (_ deadline: Duration) -> Task<Void, Never>
+    /// A compaction the core planned (and marked under way): run on the I/O queue, then
+    /// `compact(_:)` ends it and tells settle waiters.
+    var startCompaction: @Sendable (CompactionPlan) -> Void
 }
 
 /// A plan an intent asked for (`Effects.plan(at:)`), carried out when its section ends.
@@ -26,10 +29,9 @@ struct PlanRequest {
     var handOffAsked = false
     var freeing: UInt64?
     var continuing = true
-    var tellSettleWaiters = true
 
     /// One plan for two requests: the later instant, hand-off if either asked for it. The
-    /// runner's slot and the settle waiters are the section's own (`self`).
+    /// runner's slot is the section's own (`self`).
     func merged(with waiting: PlanRequest?) -> PlanRequest {
         guard let waiting else { return self }
         var merged = self
@@ -110,7 +112,6 @@ extension CourierCore {
             guard var request = effects.plan else { return }
             if let token = request.freeing { state.scheduler.attempts[token] = nil }
             request.freeing = nil
-            request.tellSettleWaiters = true
             state.scheduler.waitingPlan = request.merged(with: state.scheduler.waitingPlan)
             return
         }
@@ -120,8 +121,7 @@ extension CourierCore {
     }
 
     /// Under the core's lock: asks the scheduler for a plan and carries it out in the same
-    /// critical section; then tells settle waiters if nothing is runnable, unless the caller
-    /// has more to do first (`tellSettleWaiters`: a compaction to run).
+    /// critical section; then tells settle waiters if nothing is runnable.
     ///
     /// With `freeing`, the runner of that token has ended its attempt: its slot is free, and if
     /// the plan starts attempts and the runner is `continuing` (its task was not cancelled), it
@@ -162,7 +162,7 @@ extension CourierCore {
             state.scheduler.timer?.task.cancel()
             state.scheduler.timer = (launcher.startTimer(deadline), deadline)
         }
-        if request.tellSettleWaiters { effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }
+        effects.idle += takeSettleWaitersIfSettled(&state, at: instant)
         // A message handed off in this plan's section can leave only handed-off ones pending.
         Self.tellIdleWaiters(&state, &effects)
         return started

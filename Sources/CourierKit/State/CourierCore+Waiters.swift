@@ -134,6 +134,7 @@ extension CourierCore {
         var waiters: Int
         /// How often an outcome looked for a compaction worth running.
         var compactionChecks: Int
+        var compacting: Bool
         var hasLifecycle: Bool
     }
 
@@ -143,7 +144,8 @@ extension CourierCore {
                 criticalSections: state.criticalSections, attemptsUnderWay: state.scheduler.attempts.count,
                 sending: state.projection.slots.lazy.filter { $0.flags.contains(.sending) }.count,
                 waiters: state.idleWaiters.count + state.waiters.values.map(\.count).reduce(0, +),
-                compactionChecks: state.compaction.checks, hasLifecycle: state.lifecycle != nil)
+                compactionChecks: state.compaction.checks, compacting: state.compaction.compacting,
+                hasLifecycle: state.lifecycle != nil)
         }
     }
 }
