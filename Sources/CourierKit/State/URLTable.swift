@@ -178,11 +178,17 @@ struct OriginTable {
     /// with something parked, and throttled origins (up, with parked slots) whose pace (not limit)
     /// holds them back.
     var earliestStart: UInt64? {
-        // Bounded by the few origins down or throttled.
-        [down, throttled].joined().lazy.compactMap { o -> UInt64? in
-            let entry = self.entries[Int(o)]
-            return entry.parkedCount > 0 ? entry.governor.earliestStart(notBefore: 0) : nil
-        }.min()
+        // Bounded by the few origins down or throttled (no array is made: every plan asks).
+        func earliest(_ origins: [UInt32]) -> UInt64? {
+            origins.lazy.compactMap { o -> UInt64? in
+                let entry = self.entries[Int(o)]
+                return entry.parkedCount > 0 ? entry.governor.earliestStart(notBefore: 0) : nil
+            }.min()
+        }
+        switch (earliest(down), earliest(throttled)) {
+        case (let a?, let b?): return min(a, b)
+        case (let a, let b): return a ?? b
+        }
     }
 
     /// Pulls every pending probe time after `limit` back to `limit`.
