@@ -58,22 +58,24 @@ extension Courier {
     /// next plan: call it where blocking is allowed then (`recordWhereAllowed`). `continuing`:
     /// whether the engine's runner may go on.
     func record(_ ending: Ending, continuing: Bool) -> Recorded {
-        record(.outcome(judge(ending, continuing: continuing)))
+        let (recorded, effects) = core.recordOutcome(judge(ending, continuing: continuing))
+        let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
+        configuration.logger.debug(
+            "\(what) ended: \(ending.outcome) → \(recorded.verdict.map { "\($0)" } ?? "dropped (message gone)")",
+            metadata: Self.metadata(ending.attempt, url: ending.url))
+        return carriedOn(recorded, effects)
     }
 
-    /// The one path every end of a delivery takes, an engine attempt's or a background
-    /// upload's (`CourierCore.Heard`): one critical section of the core records it and asks for
-    /// the next plan, which `CourierCore.write` carries out (under `.always`, once the record is
-    /// durable); then its effects run. Returns what is left to do, with what the plan started.
-    func record(_ heard: CourierCore.Heard) -> Recorded {
-        var (recorded, effects) = core.hear(heard, at: currentInstant())
-        if case .outcome(let judged) = heard {
-            let ending = judged.ending
-            let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
-            configuration.logger.debug(
-                "\(what) ended: \(ending.outcome) → \(recorded.verdict.map { "\($0)" } ?? "dropped (message gone)")",
-                metadata: Self.metadata(ending.attempt, url: ending.url))
-        }
+    /// A background upload that ended without an outcome to judge (`CourierCore.UploadEnd`).
+    func record(_ end: CourierCore.UploadEnd) -> Recorded {
+        let (recorded, effects) = core.uploadEnded(end, at: currentInstant())
+        return carriedOn(recorded, effects)
+    }
+
+    /// Runs a recording's effects (after the core's lock, and under `.always` once its record
+    /// is durable: `CourierCore.write`) and returns what is left, with what its plan started.
+    private func carriedOn(_ recorded: Recorded, _ effects: Effects) -> Recorded {
+        var recorded = recorded
         effects.run()
         recorded.pass = effects.started.pass
         recorded.next = effects.started.next

@@ -2,10 +2,12 @@ import CourierLog
 import Foundation
 
 /// Hearing how background uploads ended (`BackgroundUploadSession.deliverCompletions`): one
-/// path for every completion. It is classified (`CourierCore.Heard`: an outcome, a cancelled
-/// task, a message that cannot be read back, or a task that no longer carries its message),
-/// recorded with the next plan in one critical section of the core, the upload's body file is
-/// removed, and in the background the hand-off pass that follows is waited for.
+/// path for every completion. It is classified once, into its recording: an outcome, judged
+/// and recorded as an engine attempt's (`record(_:continuing:)`), or an end without one
+/// (`CourierCore.UploadEnd`: a cancelled task, a message that cannot be read back, a task that
+/// no longer carries its message); that is recorded with the next plan in one critical section
+/// of the core, the upload's body file is removed, and in the background the hand-off pass that
+/// follows is waited for.
 extension Courier {
     /// One upload ended. An outcome is logged as a foreground attempt's is, judged by the same
     /// rule (`NextDue`) and destination backoff. In the background a failed message is handed
@@ -15,11 +17,11 @@ extension Courier {
         // After reconciliation, which must not see a task whose end was heard meanwhile.
         await core.reconciliation?.value
         guard configuration.backgroundUploads != nil, !core.isClosed else { return }
-        guard let (heard, body) = await classify(completion) else { return }
+        guard let (recording, body) = await classify(completion) else { return }
         // Recording may wait for an fsync (`durability: .always`), and the body file's removal
         // is file work: the I/O queue has work to do anyway.
         let recorded = await onIOQueue { [self] in
-            let recorded = record(heard)
+            let recorded = recording()
             if recorded.endedHandOff || body.always { log.removeBody(of: body.id, ticket: body.ticket) }
             return recorded
         }
@@ -28,20 +30,24 @@ extension Courier {
         _ = await recorded.pass?.value
     }
 
-    /// What a completion comes to, and the body file it leaves (`always`: removed whatever
-    /// recording says, as a task that carries no message any more has no hand-off to end).
+    /// How a completion is to be recorded, and the body file it leaves (`always`: removed
+    /// whatever recording says, as a task that carries no message any more has no hand-off to
+    /// end).
     private func classify(
         _ completion: BackgroundUploadCompletion
-    ) async -> (CourierCore.Heard, body: (id: MessageID, ticket: UInt64, always: Bool))? {
+    ) async -> (@Sendable () -> Recorded, body: (id: MessageID, ticket: UInt64, always: Bool))? {
         guard let (id, handOff) = core.handOff(carriedBy: completion.task) else {
             guard let parsed = HandOff.parse(taskDescription: completion.task.taskDescription) else { return nil }
             var status: UInt16?
             if case .response(let s, _) = completion.outcome, (200..<300).contains(s) { status = UInt16(clamping: s) }
-            return (.late(parsed.id, attempt: parsed.attempt, status: status), (parsed.id, parsed.ticket, true))
+            let end = CourierCore.UploadEnd.late(parsed.id, attempt: parsed.attempt, status: status)
+            return ({ self.record(end) }, (parsed.id, parsed.ticket, true))
         }
         let body = (id: id, ticket: handOff.ticket, always: false)
         let outcome = completion.outcome
-        if case .failure(let failure) = outcome, failure.kind == .cancelled { return (.cancelled(id, handOff), body) }
+        if case .failure(let failure) = outcome, failure.kind == .cancelled {
+            return ({ self.record(.cancelled(id, handOff)) }, body)
+        }
         // A failure is judged by the message's age (`RetryPolicy.expiry`): known if this
         // process made the hand-off, read back otherwise; a 2xx is a delivery whatever its age.
         var created = handOff.createdMilliseconds ?? currentInstant().wallMilliseconds
@@ -49,12 +55,12 @@ extension Courier {
             switch await readState(of: id) {
             case .success(let state?): created = state.createdMilliseconds
             case .success(nil): break  // cancelled meanwhile: recording drops the outcome
-            case .failure(let error): return (.unreadable(id, handOff, error), body)
+            case .failure(let error): return ({ self.record(.unreadable(id, handOff, error)) }, body)
             }
         }
         let ending = Ending(
             attempt: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
             createdMilliseconds: created, runner: .upload(ticket: handOff.ticket))
-        return (.outcome(judge(ending, continuing: false)), body)
+        return ({ self.record(ending, continuing: false) }, body)
     }
 }

@@ -52,7 +52,7 @@ extension CourierCore {
                 state.launcher?.startCompaction(plan)
             }
             effects.plan(at: judged.instant, handOffAsked: ticket != nil, freeing: token, continuing: judged.continuing)
-            return Recorded(verdict: verdict)
+            return Recorded(verdict: verdict, endedHandOff: ticket != nil)
         }
     }
 

@@ -101,11 +101,9 @@ extension CourierCore {
         }
     }
 
-    /// How a delivery ended, in the one path every end takes (`hear`): an engine attempt's or a
-    /// background upload's outcome, or an upload that ended without one to judge.
-    enum Heard: Sendable {
-        /// An outcome, judged outside the lock (`NextDue` decides under it).
-        case outcome(JudgedEnding)
+    /// How a background upload ended without an outcome to judge (an outcome is recorded as an
+    /// engine attempt's: `recordOutcome`).
+    enum UploadEnd: Sendable {
         /// Cancelled (by `appDidEnterForeground()` or the system): not an attempt. The message is
         /// the engine's again, due now at the latest (not logged, as `retryNow()`).
         case cancelled(MessageID, HandOff)
@@ -118,22 +116,15 @@ extension CourierCore {
         case late(MessageID, attempt: UInt32, status: UInt16?)
     }
 
-    /// Records how an upload ended and asks for the next plan, in one critical section: in
-    /// the background (or before anything said where the app is) messages are handed off again
-    /// (a failed one, to begin after its backoff; the next of an ordering key after a
-    /// delivery). `Recorded.endedHandOff` says whether the upload's hand-off ended here (its
-    /// body file can go).
-    func hear(_ heard: Heard, at instant: EngineInstant) -> (Recorded, Effects) {
-        if case .outcome(let judged) = heard {
-            var (recorded, effects) = recordOutcome(judged)
-            recorded.endedHandOff = true
-            return (recorded, effects)
-        }
-        return write { state, effects -> Recorded in
+    /// Records how an upload ended without an outcome and asks for the next plan, in one
+    /// critical section: in the background (or before anything said where the app is) messages
+    /// are handed off again. `Recorded.endedHandOff` says whether the upload's hand-off ended
+    /// here (its body file can go).
+    func uploadEnded(_ end: UploadEnd, at instant: EngineInstant) -> (Recorded, Effects) {
+        write { state, effects -> Recorded in
             state.wallMilliseconds = max(state.wallMilliseconds, instant.wallMilliseconds)
             var ended = false, handOffAsked = true
-            switch heard {
-            case .outcome: preconditionFailure("recorded above")
+            switch end {
             case .cancelled(let id, let handOff):
                 ended = Self.endHandOff(id, handOff, dueAtLatest: instant.wallMilliseconds, &state)
             case .unreadable(let id, let handOff, let error):
