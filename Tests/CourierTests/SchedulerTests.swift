@@ -175,3 +175,50 @@ import Testing
         #expect(p.takeNext(.now, nowMilliseconds: 5000) == nil, "the engine keeps to the limit")
     }
 }
+
+/// The inputs that append nothing, fed to the core's state as a pure function: what each one
+/// changes, and the plan it asks for (`CoreState.handle`), with no courier, lock or clock.
+@Suite struct CoreInputTests {
+    @Test func pauseAndPlaceAskForNoPlanAndResumeAsksForOne() {
+        var core = SchedulerTests.core(1)
+        #expect(core.handle(.pause, at: SchedulerTests.at(1000)) == nil)
+        #expect(core.scheduler.mode.paused)
+        #expect(core.handle(.place(.background), at: SchedulerTests.at(1000)) == nil)
+        #expect(core.scheduler.mode.place == .background)
+        let plan = core.handle(.resume, at: SchedulerTests.at(2000))
+        #expect(!core.scheduler.mode.paused)
+        #expect(plan?.instant.wallMilliseconds == 2000 && plan?.freeing == nil && plan?.handOffAsked == false)
+    }
+
+    @Test func retryNowMakesEveryWaitingMessageDueNow() {
+        var core = SchedulerTests.core(2, due: 90_000)
+        #expect(core.handle(.retryNow, at: SchedulerTests.at(1000)) != nil)
+        #expect(core.projection.slot(of: state(2).id)?.dueMilliseconds == 1000)
+    }
+
+    @Test func aRunnerThatEndedFreesItsSlotInThePlanAndAWakeMayAskForAHandOff() {
+        var core = SchedulerTests.core(1)
+        let freed = core.handle(.runnerFree(token: 7, continuing: false), at: SchedulerTests.at(1000))
+        #expect(freed?.freeing == 7 && freed?.continuing == false)
+        #expect(core.handle(.wake(handOffAsked: true), at: SchedulerTests.at(1000))?.handOffAsked == true)
+    }
+
+    @Test func onlyTheArmedTimerIsForgottenAndOnlyAReconcilingPhaseStartsRunning() {
+        var core = SchedulerTests.core(1)
+        let timer = Task<Void, Never> {}
+        core.scheduler.timer = (timer, .seconds(30))
+        _ = core.handle(.timerFired(deadline: .seconds(20)), at: SchedulerTests.at(1000))
+        #expect(core.scheduler.timer?.deadline == .seconds(30), "a replaced timer's firing changes nothing")
+        _ = core.handle(.timerFired(deadline: .seconds(30)), at: SchedulerTests.at(1000))
+        #expect(core.scheduler.timer == nil)
+        core.scheduler.mode.phase = .closed
+        _ = core.handle(.reconciliationEnded, at: SchedulerTests.at(1000))
+        #expect(core.scheduler.mode.phase == .closed)
+        core.scheduler.mode.phase = .reconciling
+        _ = core.handle(.reconciliationEnded, at: SchedulerTests.at(1000))
+        #expect(core.scheduler.mode.phase == .running)
+        core.scheduler.passes[3] = Task { 0 }
+        #expect(core.handle(.passEnded(token: 3), at: SchedulerTests.at(1000)) != nil)
+        #expect(core.scheduler.passes.isEmpty)
+    }
+}

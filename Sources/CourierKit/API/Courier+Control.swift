@@ -45,7 +45,7 @@ extension Courier {
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
     /// usual. `send` still works: messages wait on disk.
     public func pause() {
-        core.pause()
+        core.handle(.pause, at: currentInstant()).run()
     }
 
     /// Whether `pause()` holds the engine now.
@@ -53,7 +53,7 @@ extension Courier {
 
     /// Undoes `pause()`: due messages start at once.
     public func resume() {
-        core.resume(at: currentInstant()).run()
+        core.handle(.resume, at: currentInstant()).run()
     }
 
     /// Makes every waiting message due now, keeping its attempt count: what to call when
@@ -61,7 +61,7 @@ extension Courier {
     /// out a long backoff does not wait for its timer. (Messages in flight are unaffected;
     /// the new due times are not logged, so after a restart the logged ones apply again.)
     public func retryNow() {
-        core.makeAllDue(at: currentInstant()).run()
+        core.handle(.retryNow, at: currentInstant()).run()
     }
 
     /// Delivers what it can within `budget` (on the configured clock), then stops cleanly:

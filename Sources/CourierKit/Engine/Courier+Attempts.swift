@@ -186,7 +186,8 @@ extension Courier {
     /// plans next starts, in one critical section (the first attempt in this runner, unless
     /// its task was cancelled).
     private func endAttempt(_ token: UInt64, continuing mayContinue: Bool = true) -> Attempt? {
-        let effects = core.endAttempt(token: token, continuing: mayContinue && !Task.isCancelled, at: currentInstant())
+        let effects = core.handle(
+            .runnerFree(token: token, continuing: mayContinue && !Task.isCancelled), at: currentInstant())
         effects.run()
         return effects.started.next
     }

@@ -4,8 +4,8 @@ import Logging
 
 /// The delivery engine, as the facade sees it. No thread polls: the core carries out the
 /// scheduler's plan (attempts to start, uploads to hand off, one timer for the earliest message
-/// not yet due) in every intent that can make something runnable; `pump` asks for it when
-/// nothing else did. **Only the engine sleeps**, and only on the injected clock. The tasks the
+/// not yet due) in every intent that can make something runnable; `pump` asks for it
+/// (`CoreInput.wake`) when nothing else did. **Only the engine sleeps**, and only on the injected clock. The tasks the
 /// plans start are made here (`launcher`): a runner per delivery slot, a hand-off pass, the timer.
 extension Courier {
     /// Starts what the scheduler says should start now and re-arms the timer. With
@@ -15,7 +15,7 @@ extension Courier {
     @discardableResult
     func pump(at now: EngineInstant? = nil, handOffAsked: Bool = false) -> Task<Int, Never>? {
         // Read the app's clock before taking a lock: no user code runs under one.
-        let effects = core.pump(at: now ?? currentInstant(), handOffAsked: handOffAsked)
+        let effects = core.handle(.wake(handOffAsked: handOffAsked), at: now ?? currentInstant())
         effects.run()
         return effects.started.pass
     }
@@ -34,7 +34,7 @@ extension Courier {
                 Task { [weak self] in
                     do { try await sleep(deadline) } catch { return }  // cancelled: a newer timer replaced it
                     guard let self else { return }
-                    core.timerFired(deadline: deadline, at: currentInstant()).run()
+                    core.handle(.timerFired(deadline: deadline), at: currentInstant()).run()
                 }
             },
             startCompaction: { [weak self] plan in

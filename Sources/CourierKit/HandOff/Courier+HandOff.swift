@@ -21,7 +21,7 @@ extension Courier {
     @discardableResult
     public func appDidEnterBackground() async -> Int {
         guard configuration.backgroundUploads != nil else { return 0 }
-        core.setPlace(.background)
+        core.handle(.place(.background), at: currentInstant()).run()
         await core.reconciliation?.value
         pump()
         // This call's pass, and any other under way (reconciliation's end may have started one).
@@ -40,7 +40,7 @@ extension Courier {
     public func appDidEnterForeground() {
         collectExtensionMessagesSoon()
         guard let uploads = configuration.backgroundUploads else { return }
-        core.setPlace(.foreground)
+        core.handle(.place(.foreground), at: currentInstant()).run()
         for (id, handOff) in core.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
     }
 
@@ -98,7 +98,7 @@ extension Courier {
                     "courier.stale-tasks": "\(result.stale.count)"
                 ])
         }
-        core.endReconciliation(at: currentInstant()).run()
+        core.handle(.reconciliationEnded, at: currentInstant()).run()
     }
 
     /// One hand-off pass, started by a plan with the messages the scheduler took: hands
@@ -107,7 +107,7 @@ extension Courier {
     func handOffPass(_ candidates: [Projection.Taken], token: UInt64) async -> Int {
         var handedOff = 0
         if let uploads = configuration.backgroundUploads { handedOff = await handOff(candidates, uploads) }
-        core.endPass(token: token, at: currentInstant()).run()
+        core.handle(.passEnded(token: token), at: currentInstant()).run()
         return handedOff
     }
 

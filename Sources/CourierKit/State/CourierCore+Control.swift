@@ -1,30 +1,71 @@
-/// The core's intents for the delivery mode and the courier's life: what `pause`, `resume`,
-/// `deliverPending`, hand-off's place, reconciliation, the lifecycle wiring and `close` ask of
-/// it. Each is one critical section; those that can make something runnable plan in it too.
-extension CourierCore {
+/// What the core is told that appends no record (the first inputs of the core as one state
+/// machine: issue 44). Each changes the state and says whether the scheduler plans next, as a
+/// pure function of the state and the time (`CoreState.handle`, fed by `CoreInputTests`);
+/// `CourierCore.handle` runs it in one critical section and carries the plan out as it ends.
+enum CoreInput: Sendable, Equatable {
     /// `pause()`: no new attempt until `resume`.
-    func pause() {
-        _ = write { state, _ in state.scheduler.mode.paused = true }
+    case pause
+    /// `resume()`: due messages start at once.
+    case resume
+    /// `retryNow()`: every waiting message due now at the latest.
+    case retryNow
+    /// Where the app is, as hand-off sees it.
+    case place(DeliveryMode.Place)
+    /// The timer for `deadline` fired: forgotten, unless a newer one replaced it.
+    case timerFired(deadline: Duration)
+    /// Hand-off pass `token` ended: its place is free.
+    case passEnded(token: UInt64)
+    /// The runner of slot `token` ended an attempt without an outcome to record: the slot is
+    /// free, and unless it is not `continuing` it makes the plan's first attempt itself.
+    case runnerFree(token: UInt64, continuing: Bool)
+    /// Reconciliation with the background session ended: the engine may start.
+    case reconciliationEnded
+    /// Something may have become runnable (an open, a cancel, a release, the app's place); with
+    /// `handOffAsked`, messages are handed off unless the app is known to be in the foreground.
+    case wake(handOffAsked: Bool)
+}
+
+extension CoreState {
+    /// Applies `input` at `instant`; the plan to carry out when the section ends, if any.
+    mutating func handle(_ input: CoreInput, at instant: EngineInstant) -> PlanRequest? {
+        switch input {
+        case .pause:
+            scheduler.mode.paused = true
+            return nil
+        case .place(let place):
+            scheduler.mode.place = place
+            return nil
+        case .resume:
+            scheduler.mode.paused = false
+        case .retryNow:
+            _ = projection.makeDue(atOrBefore: instant.wallMilliseconds)
+        case .timerFired(let deadline):
+            if scheduler.timer?.deadline == deadline { scheduler.timer = nil }
+        case .passEnded(let token):
+            scheduler.passes[token] = nil
+        case .runnerFree(let token, let continuing):
+            return PlanRequest(instant: instant, freeing: token, continuing: continuing)
+        case .reconciliationEnded:
+            if scheduler.mode.phase == .reconciling { scheduler.mode.phase = .running }
+        case .wake(let handOffAsked):
+            return PlanRequest(instant: instant, handOffAsked: handOffAsked)
+        }
+        return PlanRequest(instant: instant)
+    }
+}
+
+/// The core's intents for the delivery mode and the courier's life: what `deliverPending`,
+/// reconciliation, the lifecycle wiring and `close` ask of it, and the inputs above. Each is
+/// one critical section; those that can make something runnable plan in it too.
+extension CourierCore {
+    /// Tells the core `input`, in one critical section (`CoreState.handle`); `Effects.started`:
+    /// what its plan started (a runner's next attempt, a hand-off pass).
+    func handle(_ input: CoreInput, at instant: EngineInstant) -> Effects {
+        write { state, effects in effects.plan = state.handle(input, at: instant) }.1
     }
 
     /// Whether `pause()` holds the engine.
     var isPaused: Bool { read(\.scheduler.mode.paused) }
-
-    /// `resume()`: due messages start at once.
-    func resume(at instant: EngineInstant) -> Effects {
-        write { state, effects in
-            state.scheduler.mode.paused = false
-            effects.plan(at: instant)
-        }.1
-    }
-
-    /// `retryNow()`: every waiting message due at `instant` at the latest, then the plan.
-    func makeAllDue(at instant: EngineInstant) -> Effects {
-        write { state, effects in
-            _ = state.projection.makeDue(atOrBefore: instant.wallMilliseconds)
-            effects.plan(at: instant)
-        }.1
-    }
 
     /// `deliverPending(within:)` begins: delivers even while paused. Returns the count of
     /// messages delivered so far, for its summary.
@@ -57,15 +98,11 @@ extension CourierCore {
         return (delivered, pending, handedOff, effects)
     }
 
-    /// Where the app is, for hand-off (`appDidEnterBackground()`, `appDidEnterForeground()`).
-    func setPlace(_ place: DeliveryMode.Place) {
-        _ = write { state, _ in state.scheduler.mode.place = place }
-    }
-
     /// The hand-off passes under way.
     var passesUnderWay: [Task<Int, Never>] { read { Array($0.scheduler.passes.values) } }
 
-    /// At open with background hand-off: the engine starts no attempt until `endReconciliation`;
+    /// At open with background hand-off: the engine starts no attempt until
+    /// `.reconciliationEnded`;
     /// `makeTask` makes the task that reconciles (under the lock, with the gate closed, so
     /// nothing sees one without the other).
     func beginReconciliation(_ makeTask: () -> Task<Void, Never>) {
@@ -78,14 +115,6 @@ extension CourierCore {
     /// The reconciliation under way or done, if background hand-off is on (the engine, and
     /// completions, start after it).
     var reconciliation: Task<Void, Never>? { read(\.reconciliation) }
-
-    /// Reconciliation ended: the engine may start, and the plan runs.
-    func endReconciliation(at instant: EngineInstant) -> Effects {
-        write { state, effects in
-            if state.scheduler.mode.phase == .reconciling { state.scheduler.mode.phase = .running }
-            effects.plan(at: instant)
-        }.1
-    }
 
     /// Installs the app-lifecycle wiring (nil: none), returning the one it replaces.
     func replaceLifecycle(with integration: (any PlatformIntegration)?) -> (any PlatformIntegration)? {

@@ -12,11 +12,11 @@
 struct Launcher: Sendable {
     /// A runner for delivery slot `token` (a task), making `attempt` first.
     var startRunner: @Sendable (_ attempt: Attempt, _ token: UInt64) -> Task<Void, Never>
-    /// A hand-off pass over `taken` (a task; it ends with `endPass(token)`), returning how many
+    /// A hand-off pass over `taken` (a task; it ends with `.passEnded(token:)`), returning how many
     /// it handed off.
     var startPass: @Sendable (_ taken: [Projection.Taken], _ token: UInt64) -> Task<Int, Never>
     /// The timer: a task that sleeps until `deadline` on the injected clock, then calls
-    /// `timerFired(deadline:at:)`.
+    /// `handle(.timerFired(deadline:))`.
     var startTimer: @Sendable (_ deadline: Duration) -> Task<Void, Never>
     /// A compaction the core planned (and marked under way): run on the I/O queue, then
     /// `compact(_:)` ends it and tells settle waiters.
@@ -56,37 +56,6 @@ extension CourierCore {
             precondition(state.launcher == nil, "the launcher is given once")
             state.launcher = launcher
         }
-    }
-
-    /// Carries out the plan for `instant`: what should start now starts, the timer is re-armed.
-    /// With `handOffAsked` (after an upload's completion), messages are handed off unless the
-    /// app is known to be in the foreground. `Effects.started.pass`: the pass it started.
-    func pump(at instant: EngineInstant, handOffAsked: Bool = false) -> Effects {
-        write { _, effects in effects.plan(at: instant, handOffAsked: handOffAsked) }.1
-    }
-
-    /// The runner of slot `token` ended its attempt without an outcome to record, or after a
-    /// compaction it kept the slot for: the slot is free and the next plan runs.
-    /// `Effects.started.next`: the attempt the runner makes next (unless it is not `continuing`).
-    func endAttempt(token: UInt64, continuing: Bool, at instant: EngineInstant) -> Effects {
-        write { _, effects in effects.plan(at: instant, freeing: token, continuing: continuing) }.1
-    }
-
-    /// Hand-off pass `token` ended: its place is free and the next plan runs.
-    func endPass(token: UInt64, at instant: EngineInstant) -> Effects {
-        write { state, effects in
-            state.scheduler.passes[token] = nil
-            effects.plan(at: instant)
-        }.1
-    }
-
-    /// The timer for `deadline` fired: it is forgotten (unless a newer one replaced it) and the
-    /// next plan runs.
-    func timerFired(deadline: Duration, at instant: EngineInstant) -> Effects {
-        write { state, effects in
-            if state.scheduler.timer?.deadline == deadline { state.scheduler.timer = nil }
-            effects.plan(at: instant)
-        }.1
     }
 
     /// Resumes settle waiters if nothing is runnable at `instant` (after a compaction).
