@@ -153,7 +153,7 @@ import Testing
         let plan = try #require(courier.core.planCompaction(force: true))
         #expect(Set(plan.pinned.map(\.id)).isSuperset(of: big))
         let written = Result { () throws(LogError) in try courier.core.writeSnapshots(plan) }
-        courier.core.endCompaction(succeeded: true)
+        courier.core.handle(.compactionEnded(error: nil), at: courier.currentInstant()).run()
         #expect((try? written.get()) != nil, "\(written)")
         if (try? written.get()) != nil {  // as the compactor does: forget only after the snapshots
             try courier.log.sync()

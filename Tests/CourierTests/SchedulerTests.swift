@@ -1,4 +1,5 @@
 @testable @_spi(CourierTesting) import CourierKit
+import CourierLog
 import Testing
 
 /// The scheduler decides from the core's state and the time alone: these build states by hand
@@ -179,46 +180,90 @@ import Testing
 /// The inputs that append nothing, fed to the core's state as a pure function: what each one
 /// changes, and the plan it asks for (`CoreState.handle`), with no courier, lock or clock.
 @Suite struct CoreInputTests {
+    /// `input` applied to `core` at wall time `ms`: the plan it asks for.
+    static func plan(_ core: inout CoreState, _ input: CoreInput, at ms: UInt64) -> PlanRequest? {
+        effects(&core, input, at: ms).plan
+    }
+
+    static func effects(_ core: inout CoreState, _ input: CoreInput, at ms: UInt64) -> Effects {
+        var effects = Effects()
+        core.handle(input, at: SchedulerTests.at(ms), &effects)
+        return effects
+    }
+
     @Test func pauseAndPlaceAskForNoPlanAndResumeAsksForOne() {
         var core = SchedulerTests.core(1)
-        #expect(core.handle(.pause, at: SchedulerTests.at(1000)) == nil)
+        #expect(Self.plan(&core, .pause, at: 1000) == nil)
         #expect(core.scheduler.mode.paused)
-        #expect(core.handle(.place(.background), at: SchedulerTests.at(1000)) == nil)
+        #expect(Self.plan(&core, .place(.background), at: 1000) == nil)
         #expect(core.scheduler.mode.place == .background)
-        let plan = core.handle(.resume, at: SchedulerTests.at(2000))
+        let plan = Self.plan(&core, .resume, at: 2000)
         #expect(!core.scheduler.mode.paused)
         #expect(plan?.instant.wallMilliseconds == 2000 && plan?.freeing == nil && plan?.handOffAsked == false)
     }
 
     @Test func retryNowMakesEveryWaitingMessageDueNow() {
         var core = SchedulerTests.core(2, due: 90_000)
-        #expect(core.handle(.retryNow, at: SchedulerTests.at(1000)) != nil)
+        #expect(Self.plan(&core, .retryNow, at: 1000) != nil)
         #expect(core.projection.slot(of: state(2).id)?.dueMilliseconds == 1000)
     }
 
     @Test func aRunnerThatEndedFreesItsSlotInThePlanAndAWakeMayAskForAHandOff() {
         var core = SchedulerTests.core(1)
-        let freed = core.handle(.runnerFree(token: 7, continuing: false), at: SchedulerTests.at(1000))
+        let freed = Self.plan(&core, .runnerFree(token: 7, continuing: false), at: 1000)
         #expect(freed?.freeing == 7 && freed?.continuing == false)
-        #expect(core.handle(.wake(handOffAsked: true), at: SchedulerTests.at(1000))?.handOffAsked == true)
+        #expect(Self.plan(&core, .wake(handOffAsked: true), at: 1000)?.handOffAsked == true)
     }
 
     @Test func onlyTheArmedTimerIsForgottenAndOnlyAReconcilingPhaseStartsRunning() {
         var core = SchedulerTests.core(1)
         let timer = Task<Void, Never> {}
         core.scheduler.timer = (timer, .seconds(30))
-        _ = core.handle(.timerFired(deadline: .seconds(20)), at: SchedulerTests.at(1000))
+        _ = Self.plan(&core, .timerFired(deadline: .seconds(20)), at: 1000)
         #expect(core.scheduler.timer?.deadline == .seconds(30), "a replaced timer's firing changes nothing")
-        _ = core.handle(.timerFired(deadline: .seconds(30)), at: SchedulerTests.at(1000))
+        _ = Self.plan(&core, .timerFired(deadline: .seconds(30)), at: 1000)
         #expect(core.scheduler.timer == nil)
         core.scheduler.mode.phase = .closed
-        _ = core.handle(.reconciliationEnded, at: SchedulerTests.at(1000))
+        _ = Self.plan(&core, .reconciliationEnded, at: 1000)
         #expect(core.scheduler.mode.phase == .closed)
         core.scheduler.mode.phase = .reconciling
-        _ = core.handle(.reconciliationEnded, at: SchedulerTests.at(1000))
+        _ = Self.plan(&core, .reconciliationEnded, at: 1000)
         #expect(core.scheduler.mode.phase == .running)
         core.scheduler.passes[3] = Task { 0 }
-        #expect(core.handle(.passEnded(token: 3), at: SchedulerTests.at(1000)) != nil)
+        #expect(Self.plan(&core, .passEnded(token: 3), at: 1000) != nil)
         #expect(core.scheduler.passes.isEmpty)
+    }
+
+    @Test func aCancelledAttemptIsNoAttemptAndItsRunnerEnds() {
+        var core = SchedulerTests.core(1)
+        let limits = SchedulerTests.limits()
+        let plan = Scheduler.plan(&core, at: SchedulerTests.at(1000), limits: limits, handOffAsked: false)
+        #expect(plan.attempts.map(\.id) == [state(1).id])
+        let freed = Self.plan(&core, .attemptCancelled(state(1).id, token: 4), at: 1000)
+        #expect(freed?.freeing == 4 && freed?.continuing == false)
+        #expect(core.projection.slot(of: state(1).id)?.flags.contains(.inFlight) == false)
+        #expect(core.projection.slot(of: state(1).id)?.attempts == 0, "as on disk")
+    }
+
+    @Test func anUnreadableMessageIsSaidAndDueAgainLater() {
+        var core = SchedulerTests.core(1)
+        _ = Scheduler.plan(&core, at: SchedulerTests.at(1000), limits: SchedulerTests.limits(), handOffAsked: false)
+        let input = CoreInput.unreadable(
+            state(1).id, LogError(.io, "disk"), dueMilliseconds: 301_000, token: 2, continuing: true)
+        let effects = Self.effects(&core, input, at: 1000)
+        #expect(effects.plan?.freeing == 2 && effects.plan?.continuing == true)
+        #expect(effects.events.contains { if case .storageFailed = $0 { true } else { false } })
+        #expect(core.projection.slot(of: state(1).id)?.dueMilliseconds == 301_000)
+    }
+
+    @Test func anEndedCompactionCountsOnlyIfItSucceededAndAFailedOneIsSaid() {
+        var core = SchedulerTests.core(1)
+        core.compaction.compacting = true
+        let failed = Self.effects(&core, .compactionEnded(error: CourierError(.storageFailed, "full")), at: 1000)
+        #expect(!core.compaction.compacting && core.compaction.compactions == 0)
+        #expect(failed.events.count == 1 && failed.plan != nil)
+        core.compaction.compacting = true
+        #expect(Self.effects(&core, .compactionEnded(error: nil), at: 1000).events.isEmpty)
+        #expect(!core.compaction.compacting && core.compaction.compactions == 1)
     }
 }

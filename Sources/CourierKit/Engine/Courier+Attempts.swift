@@ -159,8 +159,8 @@ extension Courier {
         case .failure(let error):
             let due = NextDue.afterUnreadableRecord(
                 policy: configuration.retry, nowMilliseconds: currentInstant().wallMilliseconds)
-            core.recordUnreadable(attempt.id, error: error, dueMilliseconds: due).run()
-            return endAttempt(token)
+            return carryOn(
+                .unreadable(attempt.id, error, dueMilliseconds: due, token: token, continuing: !Task.isCancelled))
         }
         configuration.logger.debug("attempt starting", metadata: Self.metadata(attempt, url: state.url))
         let outcome: DeliveryOutcome
@@ -173,8 +173,7 @@ extension Courier {
             // message is pending, exactly as on disk. The runner ends: a transport that says
             // "cancelled" of its own accord (a dead process's, in the simulation) would have
             // it take the same message again at once, in a loop.
-            core.release(attempt.id)
-            return endAttempt(token, continuing: false)
+            return carryOn(.attemptCancelled(attempt.id, token: token))
         }
         let ending = Ending(
             attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
@@ -185,9 +184,13 @@ extension Courier {
     /// An attempt ended without an outcome to record: its slot is free, and what the scheduler
     /// plans next starts, in one critical section (the first attempt in this runner, unless
     /// its task was cancelled).
-    private func endAttempt(_ token: UInt64, continuing mayContinue: Bool = true) -> Attempt? {
-        let effects = core.handle(
-            .runnerFree(token: token, continuing: mayContinue && !Task.isCancelled), at: currentInstant())
+    private func endAttempt(_ token: UInt64) -> Attempt? {
+        carryOn(.runnerFree(token: token, continuing: !Task.isCancelled))
+    }
+
+    /// Tells the core `input` about this runner's slot; the attempt it makes next, if any.
+    private func carryOn(_ input: CoreInput) -> Attempt? {
+        let effects = core.handle(input, at: currentInstant())
         effects.run()
         return effects.started.next
     }

@@ -85,23 +85,17 @@ extension Courier {
     @_spi(CourierTesting)
     public func compactNowForTesting() { compact(force: true) }
 
-    /// One compaction; `force` skips the "is it worth it" test (for tests).
+    /// One compaction if it is worth it; `force` skips that test (for tests).
     func compact(force: Bool) {
-        core.compact(force: force).run()
-        tellSettleWaiters()
+        if let plan = core.planCompaction(force: force) { compact(plan) }
     }
 
     /// Carries out a compaction planned (and marked under way) by `planCompaction`, on the
-    /// calling thread (blocking file work: the I/O queue), then tells settle waiters: `settle()`
-    /// waits for a compaction under way.
+    /// calling thread (blocking file work: the I/O queue), then ends it, which tells settle
+    /// waiters (`settle()` waits for a compaction under way) and subscribers of a failure.
     func compact(_ plan: CompactionPlan) {
-        core.compact(plan).run()
-        tellSettleWaiters()
-    }
-
-    /// Resumes settle waiters if nothing is runnable now.
-    private func tellSettleWaiters() {
-        core.tellSettleWaiters(at: currentInstant()).run()
+        let failure = core.compact(plan)
+        core.handle(.compactionEnded(error: failure), at: currentInstant()).run()
     }
 
 }

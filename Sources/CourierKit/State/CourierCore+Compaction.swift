@@ -36,27 +36,18 @@ struct CompactionPlan: Sendable {
 }
 
 extension CourierCore {
-    /// One compaction, if it is worth it (always, with `force`): the three steps above.
-    /// Blocking file work: run it on the I/O queue. A failure is reported to subscribers and
-    /// forgets nothing.
-    func compact(force: Bool) -> Effects {
-        guard let plan = planCompaction(force: force) else { return Effects() }
-        return compact(plan)
-    }
-
-    /// Carries out a compaction planned (and marked under way) by `planCompaction`.
-    /// Blocking file work: run it on the I/O queue.
-    func compact(_ plan: CompactionPlan) -> Effects {
+    /// Carries out a compaction planned (and marked under way) by `planCompaction`: the three
+    /// steps above. Blocking file work: run it on the I/O queue. Returns why it failed, if it
+    /// did (it then forgot nothing); either way, end it with `CoreInput.compactionEnded`.
+    func compact(_ plan: CompactionPlan) -> CourierError? {
         do throws(LogError) {
             try writeSnapshots(plan)
             try appendHolds()
             try log.sync()
             try log.forget(below: plan.floor)
-            endCompaction(succeeded: true)
-            return Effects()
+            return nil
         } catch {
-            endCompaction(succeeded: false)
-            return report(CourierError(error, while: "compaction"))
+            return CourierError(error, while: "compaction")
         }
     }
 
@@ -142,20 +133,5 @@ extension CourierCore {
         }
     }
 
-    func endCompaction(succeeded: Bool) {
-        _ = write { state, _ in
-            state.compaction.compacting = false
-            if succeeded {
-                state.compaction.compactions += 1
-                state.compaction.segmentsAtLastCheck = 0  // the forget changes the count: look again next time
-            }
-        }
-    }
-
     var compactionCount: Int { read(\.compaction.compactions) }
-
-    /// Tells every subscriber that storage failed.
-    func report(_ error: CourierError) -> Effects {
-        write { _, effects in effects.emit(.storageFailed(error)) }.1
-    }
 }

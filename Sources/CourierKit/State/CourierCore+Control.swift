@@ -1,8 +1,10 @@
+import CourierLog
+
 /// What the core is told that appends no record (the first inputs of the core as one state
 /// machine: issue 44). Each changes the state and says whether the scheduler plans next, as a
 /// pure function of the state and the time (`CoreState.handle`, fed by `CoreInputTests`);
 /// `CourierCore.handle` runs it in one critical section and carries the plan out as it ends.
-enum CoreInput: Sendable, Equatable {
+enum CoreInput: Sendable {
     /// `pause()`: no new attempt until `resume`.
     case pause
     /// `resume()`: due messages start at once.
@@ -18,6 +20,17 @@ enum CoreInput: Sendable, Equatable {
     /// The runner of slot `token` ended an attempt without an outcome to record: the slot is
     /// free, and unless it is not `continuing` it makes the plan's first attempt itself.
     case runnerFree(token: UInt64, continuing: Bool)
+    /// The attempt of message `id` in slot `token` was cancelled (close, the end of
+    /// `deliverPending`): not an attempt. The message is pending again, exactly as on disk; the
+    /// slot is free and its runner ends.
+    case attemptCancelled(MessageID, token: UInt64)
+    /// The attempt in slot `token` could not read message `id` back: it is said, and tried again
+    /// at `dueMilliseconds` (`NextDue.afterUnreadableRecord`); the slot is free, as for
+    /// `runnerFree`.
+    case unreadable(MessageID, LogError, dueMilliseconds: UInt64, token: UInt64, continuing: Bool)
+    /// A compaction ended, having forgotten what it planned to, or failing with `error` (then it
+    /// forgot nothing, and subscribers are told): settle waiters may go.
+    case compactionEnded(error: CourierError?)
     /// Reconciliation with the background session ended: the engine may start.
     case reconciliationEnded
     /// Something may have become runnable (an open, a cancel, a release, the app's place); with
@@ -26,8 +39,15 @@ enum CoreInput: Sendable, Equatable {
 }
 
 extension CoreState {
-    /// Applies `input` at `instant`; the plan to carry out when the section ends, if any.
-    mutating func handle(_ input: CoreInput, at instant: EngineInstant) -> PlanRequest? {
+    /// Applies `input` at `instant`: what it emits goes into `effects`, and the plan to carry
+    /// out when the section ends (if any) into `effects.plan`.
+    mutating func handle(_ input: CoreInput, at instant: EngineInstant, _ effects: inout Effects) {
+        effects.plan = handle(input, at: instant, emitting: &effects)
+    }
+
+    private mutating func handle(
+        _ input: CoreInput, at instant: EngineInstant, emitting effects: inout Effects
+    ) -> PlanRequest? {
         switch input {
         case .pause:
             scheduler.mode.paused = true
@@ -35,6 +55,20 @@ extension CoreState {
         case .place(let place):
             scheduler.mode.place = place
             return nil
+        case .attemptCancelled(let id, let token):
+            projection.release(id)
+            return PlanRequest(instant: instant, freeing: token, continuing: false)
+        case .unreadable(let id, let error, let due, let token, let continuing):
+            recordUnreadable(id, error: error, dueMilliseconds: due, &effects)
+            return PlanRequest(instant: instant, freeing: token, continuing: continuing)
+        case .compactionEnded(let error):
+            compaction.compacting = false
+            if let error {
+                effects.emit(.storageFailed(error))
+            } else {
+                compaction.compactions += 1
+                compaction.segmentsAtLastCheck = 0  // the forget changes the count: look again next time
+            }
         case .resume:
             scheduler.mode.paused = false
         case .retryNow:
@@ -52,6 +86,20 @@ extension CoreState {
         }
         return PlanRequest(instant: instant)
     }
+
+    /// An attempt could not read message `id` back: says so, and it is due again at
+    /// `dueMilliseconds`. The record says nothing about its destination; but if it was a down
+    /// destination's probe, the next probe waits too (or an unreadable probe would be taken
+    /// again at once, forever: found by the hand-off property test, a disk failing under a down
+    /// destination).
+    mutating func recordUnreadable(
+        _ id: MessageID, error: LogError, dueMilliseconds: UInt64, _ effects: inout Effects
+    ) {
+        guard let i = projection.slotIndex(of: id), let slot = projection.slot(of: id) else { return }
+        projection.unreadable(slot: i, dueMilliseconds: dueMilliseconds)
+        projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
+        effects.emit(.storageFailed(CourierError(error, while: "reading message \(id) back from the log")))
+    }
 }
 
 /// The core's intents for the delivery mode and the courier's life: what `deliverPending`,
@@ -61,7 +109,7 @@ extension CourierCore {
     /// Tells the core `input`, in one critical section (`CoreState.handle`); `Effects.started`:
     /// what its plan started (a runner's next attempt, a hand-off pass).
     func handle(_ input: CoreInput, at instant: EngineInstant) -> Effects {
-        write { state, effects in effects.plan = state.handle(input, at: instant) }.1
+        write { state, effects in state.handle(input, at: instant, &effects) }.1
     }
 
     /// Whether `pause()` holds the engine.

@@ -127,32 +127,6 @@ extension CourierCore {
         }
     }
 
-    /// An attempt was cancelled (close, or the end of `deliverPending`): not an attempt. The
-    /// message is pending again, exactly as on disk.
-    func release(_ id: MessageID) {
-        _ = write { state, _ in state.projection.release(id) }
-    }
-
-    /// An attempt could not read its message back: says so and tries again at `dueMilliseconds`.
-    func recordUnreadable(_ id: MessageID, error: LogError, dueMilliseconds: UInt64) -> Effects {
-        write { state, effects in recordUnreadable(id, error: error, dueMilliseconds: dueMilliseconds, &state, &effects)
-        }
-        .1
-    }
-
-    /// Under the lock: `recordUnreadable`. The record says nothing about its destination; but
-    /// if it was a down destination's probe, the next probe waits too (or an unreadable probe
-    /// would be taken again at once, forever: found by the hand-off property test, a disk
-    /// failing under a down destination).
-    func recordUnreadable(
-        _ id: MessageID, error: LogError, dueMilliseconds: UInt64, _ state: inout CoreState, _ effects: inout Effects
-    ) {
-        guard let i = state.projection.slotIndex(of: id), let slot = state.projection.slot(of: id) else { return }
-        state.projection.unreadable(slot: i, dueMilliseconds: dueMilliseconds)
-        state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
-        effects.emit(.storageFailed(CourierError(error, while: "reading message \(id) back from the log")))
-    }
-
     /// Under `lock`: appends an event, stamped with the latest wall time the core has seen
     /// (`CoreState.wallMilliseconds`: the log never calls the app's clock). A failure to log is
     /// reported, and delivery goes on in memory (the worst case is a duplicate POST after a

@@ -130,7 +130,7 @@ extension CourierCore {
             case .unreadable(let id, let handOff, let error):
                 ended = Self.endHandOff(id, handOff, dueAtLatest: instant.wallMilliseconds, &state)
                 let due = NextDue.afterUnreadableRecord(policy: limits.retry, nowMilliseconds: instant.wallMilliseconds)
-                if ended { recordUnreadable(id, error: error, dueMilliseconds: due, &state, &effects) }
+                if ended { state.recordUnreadable(id, error: error, dueMilliseconds: due, &effects) }
             case .late(let id, let attempt, let status):
                 handOffAsked = false
                 // Still an answer from its destination (or a failure to reach it): after a

@@ -58,11 +58,6 @@ extension CourierCore {
         }
     }
 
-    /// Resumes settle waiters if nothing is runnable at `instant` (after a compaction).
-    func tellSettleWaiters(at instant: EngineInstant) -> Effects {
-        write { state, effects in effects.idle += takeSettleWaitersIfSettled(&state, at: instant) }.1
-    }
-
     /// Registers a settle waiter; false (not registered: resume it at once) if nothing is
     /// runnable at `instant` already.
     func addSettleWaiter(_ continuation: CheckedContinuation<Void, Never>, at instant: EngineInstant) -> Bool {

@@ -138,6 +138,12 @@ extension CourierCore {
         var hasLifecycle: Bool
     }
 
+    /// Emits `.storageFailed(error)` to every subscriber, in order with everything else the core
+    /// emits: `DurabilityTableTests` marks moments in the event stream with it.
+    func report(_ error: CourierError) -> Effects {
+        write { _, effects in effects.emit(.storageFailed(error)) }.1
+    }
+
     var diagnostics: Diagnostics {
         read { state in
             Diagnostics(
