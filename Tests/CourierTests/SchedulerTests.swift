@@ -266,4 +266,12 @@ import Testing
         #expect(Self.effects(&core, .compactionEnded(error: nil), at: 1000).events.isEmpty)
         #expect(!core.compaction.compacting && core.compaction.compactions == 1)
     }
+
+    @Test func theEndOfCloseFinishesEveryStreamAndPlansNothing() {
+        var core = SchedulerTests.core(1)
+        core.subscribers[0] = EventBuffer()
+        let effects = Self.effects(&core, .closeEnded, at: 1000)
+        #expect(effects.finishStreams.count == 1 && core.subscribers.isEmpty)
+        #expect(effects.plan == nil)
+    }
 }

@@ -144,7 +144,7 @@ public final class Courier {
         for task in closing.passes { _ = await task.value }
         if ownsTransport { await transport.shutdown() }
         await onIOQueue { [log] in try? log.close() }
-        core.releaseEveryone().run()
+        core.handle(.closeEnded, at: currentInstant()).run()
     }
 
     /// Runs blocking file work on `queue` (the I/O queue unless told) and waits for it without

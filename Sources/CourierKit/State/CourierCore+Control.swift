@@ -31,6 +31,9 @@ enum CoreInput: Sendable {
     /// A compaction ended, having forgotten what it planned to, or failing with `error` (then it
     /// forgot nothing, and subscribers are told): settle waiters may go.
     case compactionEnded(error: CourierError?)
+    /// `close()` closed the log: every waiter is released (`delivered(_:)` throws `.closed`),
+    /// every event stream finished.
+    case closeEnded
     /// Reconciliation with the background session ended: the engine may start.
     case reconciliationEnded
     /// Something may have become runnable (an open, a cancel, a release, the app's place); with
@@ -61,6 +64,17 @@ extension CoreState {
         case .unreadable(let id, let error, let due, let token, let continuing):
             recordUnreadable(id, error: error, dueMilliseconds: due, &effects)
             return PlanRequest(instant: instant, freeing: token, continuing: continuing)
+        case .closeEnded:
+            for (_, waiters) in waiters {
+                effects.failures += waiters.values.map { ($0, CourierError(.closed, "the courier was closed")) }
+            }
+            waiters.removeAll()
+            effects.idle = idleWaiters.values.map(\.continuation) + scheduler.settleWaiters
+            idleWaiters.removeAll()
+            scheduler.settleWaiters.removeAll()
+            effects.finishStreams = Array(subscribers.values)
+            subscribers.removeAll()
+            return nil
         case .compactionEnded(let error):
             compaction.compacting = false
             if let error {

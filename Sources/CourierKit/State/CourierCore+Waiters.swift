@@ -104,21 +104,6 @@ extension CourierCore {
     func unsubscribe(_ key: Int) {
         _ = write { state, _ in state.subscribers.removeValue(forKey: key) }
     }
-
-    /// After the log closed: every waiter is released, every stream finished.
-    func releaseEveryone() -> Effects {
-        write { state, effects in
-            for (_, waiters) in state.waiters {
-                effects.failures += waiters.values.map { ($0, CourierError(.closed, "the courier was closed")) }
-            }
-            state.waiters.removeAll()
-            effects.idle = state.idleWaiters.values.map(\.continuation) + state.scheduler.settleWaiters
-            state.idleWaiters.removeAll()
-            state.scheduler.settleWaiters.removeAll()
-            effects.finishStreams = Array(state.subscribers.values)
-            state.subscribers.removeAll()
-        }.1
-    }
 }
 
 extension CourierCore {
