@@ -5,8 +5,9 @@ import Logging
 /// The delivery engine, as the facade sees it. No thread polls: the core carries out the
 /// scheduler's plan (attempts to start, uploads to hand off, one timer for the earliest message
 /// not yet due) in every intent that can make something runnable; `pump` asks for it
-/// (`CoreInput.wake`) when nothing else did. **Only the engine sleeps**, and only on the injected clock. The tasks the
-/// plans start are made here (`launcher`): a runner per delivery slot, a hand-off pass, the timer.
+/// (`CoreInput.wake`) when nothing else did. **Only the engine sleeps**, and only on the injected
+/// clock. The tasks the plans start are made here (`launcher`): a runner per delivery slot, a
+/// hand-off pass, the timer, a compaction.
 extension Courier {
     /// Starts what the scheduler says should start now and re-arms the timer. With
     /// `handOffAsked` (after an upload's completion), messages are handed off unless the app is
@@ -97,5 +98,4 @@ extension Courier {
         let failure = core.compact(plan)
         core.handle(.compactionEnded(error: failure), at: currentInstant()).run()
     }
-
 }

@@ -79,11 +79,9 @@ extension CourierCore {
         let change = state.projection.observe(
             outcome, ofSlot: slot, startedMilliseconds: facts.byUpload ? nil : attempt.startedMilliseconds,
             retryAfter: facts.retryAfter, random: probeRandom, nowMilliseconds: now)
+        let order = state.projection.slots[Int(slot)].order
         let explained =
-            outcome.isSuccess
-            ? 0
-            : state.projection.origins[state.projection.origin(ofSlot: slot)].governor.explainedFailures(
-                of: state.projection.slots[Int(slot)].order, at: now)
+            outcome.isSuccess ? 0 : state.projection.governor(ofSlot: slot).explainedFailures(of: order, at: now)
         let verdict = NextDue.after(
             facts, destinationLimited: change == .limited, explainedFailures: explained, policy: limits.retry,
             nowMilliseconds: now)

@@ -96,7 +96,7 @@ extension CourierCore {
                 guard handOff.earliestBeginMilliseconds <= now, let i = state.projection.slotIndex(of: id) else {
                     return false
                 }
-                return !state.projection.origins[state.projection.origin(ofSlot: i)].governor.hasReported
+                return !state.projection.governor(ofSlot: i).hasReported
             }
         }
     }

@@ -209,6 +209,9 @@ extension Projection {
 
     func origin(ofSlot i: UInt32) -> UInt32 { urls.origin(slots[Int(i)].urlIndex) }
 
+    /// The governor of slot `i`'s destination.
+    func governor(ofSlot i: UInt32) -> Governor { origins[origin(ofSlot: i)].governor }
+
     /// Puts a slot that is not in the heap where it belongs: parked if its destination is
     /// down, else in the heap.
     mutating func makeSchedulable(_ i: UInt32) {
