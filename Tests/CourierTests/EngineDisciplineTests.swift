@@ -94,7 +94,7 @@ import Testing
             config.concurrencyLimit = .fixed
             config.backgroundUploads = Courier.BackgroundUploads(session: session)
             let courier = try Courier(directory: URL(fileURLWithPath: "/c"), configuration: config)
-            await courier.core.reconciliation?.value
+            await courier.core.status.reconciliation?.value
             courier.appDidEnterForeground()
             courier.pause()
             for i in 0..<count { _ = try courier.send(["n": i], to: inbox) }

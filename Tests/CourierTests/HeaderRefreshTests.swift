@@ -107,7 +107,7 @@ import Testing
         configuration.backgroundUploads = Courier.BackgroundUploads(session: session)
         let scratch = TemporaryDirectory()
         let courier = try Courier(directory: scratch.url, configuration: configuration)
-        await courier.core.reconciliation?.value
+        await courier.core.status.reconciliation?.value
         courier.pause()
         _ = try courier.send(["n": 1], to: inbox, tags: ["account:2"])
         #expect(await courier.appDidEnterBackground() == 1)

@@ -72,7 +72,7 @@ import FoundationNetworking
         configuration.backgroundUploads = Courier.BackgroundUploads(session: session)
         let scratch = TemporaryDirectory()
         let courier = try Courier(directory: scratch.url, configuration: configuration)
-        await courier.core.reconciliation?.value
+        await courier.core.status.reconciliation?.value
         courier.appDidEnterForeground()
         let typed = try courier.send(["n": 1], to: inbox)
         let failing = try courier.send(["n": 2], to: inbox)
@@ -134,7 +134,7 @@ import FoundationNetworking
                 clock: ManualClock(),
                 transport: ScriptedTransport()))
         let integration = FakeIntegration()
-        _ = courier.core.replaceLifecycle(with: integration)
+        courier.core.handle(.lifecycle(integration))
         await courier.close()
         #expect(await integration.stopped)
         #expect(!courier.core.diagnostics.hasLifecycle)

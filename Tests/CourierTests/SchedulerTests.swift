@@ -269,7 +269,8 @@ import Testing
 
     @Test func theEndOfCloseFinishesEveryStreamAndPlansNothing() {
         var core = SchedulerTests.core(1)
-        core.subscribers[0] = EventBuffer()
+        let buffer = EventBuffer()
+        core.subscribers[ObjectIdentifier(buffer)] = buffer
         let effects = Self.effects(&core, .closeEnded, at: 1000)
         #expect(effects.finishStreams.count == 1 && core.subscribers.isEmpty)
         #expect(effects.plan == nil)

@@ -36,10 +36,10 @@ extension Courier {
         // A handed-off message: the effects cancel its task too and remove its body file (on
         // the I/O queue). `cancel` appends its record on the caller's thread, as `send` does,
         // and under `.always` waits there for its fsync, as `send` does too.
-        let (cancelled, effects) = core.cancel(id)
+        let effects = core.handle(.cancel(id))
         effects.run()
-        if cancelled { pump() }
-        return cancelled
+        if effects.reply.count > 0 { pump() }
+        return effects.reply.count > 0
     }
 
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
@@ -49,7 +49,7 @@ extension Courier {
     }
 
     /// Whether `pause()` holds the engine now.
-    @_spi(CourierTesting) public var isPaused: Bool { core.isPaused }
+    @_spi(CourierTesting) public var isPaused: Bool { core.status.isPaused }
 
     /// Undoes `pause()`: due messages start at once.
     public func resume() {
@@ -76,7 +76,7 @@ extension Courier {
     /// after the same clean stop. Afterwards the courier carries on as before the call
     /// (delivering, or paused if it was).
     public func deliverPending(within budget: Duration) async -> DeliverySummary {
-        let before = core.beginForcedRun()
+        let before = core.handle(.forcedRun(.begin)).reply.count
         retryNow()
         let deadline = currentInstant().elapsed + budget
         let sleep = clock.sleep
@@ -87,27 +87,27 @@ extension Courier {
             _ = await group.next()
             group.cancelAll()
         }
-        let inFlight = core.stopForcedRun()
+        let inFlight = core.handle(.forcedRun(.stop)).reply.attempts
         for task in inFlight { task.cancel() }
         for task in inFlight { await task.value }
         await onIOQueue { [log] in try? log.sync() }
-        let (delivered, pending, handedOff, effects) = core.endForcedRun(at: currentInstant())
+        let effects = core.handle(.forcedRun(.end), at: currentInstant())
         effects.run()
-        return DeliverySummary(delivered: delivered - before, remaining: pending, handedOff: handedOff)
+        let reply = effects.reply
+        return DeliverySummary(delivered: reply.count - before, remaining: reply.pending, handedOff: reply.handedOff)
     }
 
     /// `waitUntilIdle()` that also ends when the calling task is cancelled (and, with
     /// `exceptHandedOff`, when only handed-off messages are left).
     func waitUntilIdleOrCancelled(exceptHandedOff: Bool = false) async {
-        let key = core.makeWaiterKey()
+        let key = WaitKey()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let added = core.addIdleWaiter(
-                    key, continuation, exceptHandedOff: exceptHandedOff, cancelled: { Task.isCancelled })
-                if !added { continuation.resume() }
+                let waiter = IdleWaiter(continuation: continuation, exceptHandedOff: exceptHandedOff)
+                core.handle(.waitUntilIdle(key: key.id, waiter, cancelled: { Task.isCancelled })).run()
             }
         } onCancel: {
-            core.removeIdleWaiter(key)?.resume()
+            core.handle(.stopWaiting(key: key.id, for: nil)).run()
         }
     }
 }

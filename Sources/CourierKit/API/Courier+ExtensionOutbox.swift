@@ -66,7 +66,7 @@ extension Courier {
     /// stored (a full disk, a failing log, a closed courier) stays for the next one; a file an
     /// extension was appending to is claimed by another collection, a moment later.
     private func collectNow(_ directory: URL) -> Int {
-        guard !core.isClosed else { return 0 }
+        guard !core.status.isClosed else { return 0 }
         let fileSystem = configuration.fileSystem
         let refused = LogError(.io, "the system is suspending the app")
         let claimed: Result<OutboxFiles.Claims, LogError> = configuration.suspensionGuard.run(

@@ -16,10 +16,10 @@ extension Courier {
     @discardableResult
     public func cancel(tagged tag: String) -> Int {
         guard Self.isValid(tag: tag) else { return 0 }
-        let (count, effects) = core.cancel(tagged: tag)
+        let effects = core.handle(.cancelTagged(tag))
         effects.run()
-        if count > 0 { pump() }
-        return count
+        if effects.reply.count > 0 { pump() }
+        return effects.reply.count
     }
 
     /// Keeps every message tagged `tag`, pending now or sent later, from any attempt and any
@@ -36,9 +36,9 @@ extension Courier {
             configuration.logger.warning("hold(tagged:) ignored an invalid tag (empty, or over 256 bytes)")
             return 0
         }
-        let (count, effects) = core.holdTag(tag)
+        let effects = core.handle(.hold(tag: tag))
         effects.run()
-        return count
+        return effects.reply.count
     }
 
     /// Ends `hold(tagged: tag)`: its messages are attempted again at their own due times, unless
@@ -47,11 +47,11 @@ extension Courier {
     @discardableResult
     public func release(tagged tag: String) -> Int {
         guard Self.isValid(tag: tag) else { return 0 }
-        let (count, effects) = core.releaseTag(tag, at: currentInstant())
+        let effects = core.handle(.release(tag: tag), at: currentInstant())
         effects.run()
-        return count
+        return effects.reply.count
     }
 
     /// The tags held now (`hold(tagged:)`), sorted: after a restart, what the log says.
-    public var heldTags: [String] { core.heldTags }
+    public var heldTags: [String] { core.status.heldTags.sorted() }
 }

@@ -8,26 +8,23 @@ extension Courier {
     ///   the calling task is cancelled (a SwiftUI `.task` that ends, say): the message itself is
     ///   unaffected and still pending.
     public func delivered(_ id: MessageID) async throws {
-        let key = core.makeWaiterKey()
+        let key = WaitKey()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: DeliveryWaiter) in
-                if let immediate = core.waitForResolution(
-                    of: id, key: key, continuation, cancelled: { Task.isCancelled })
-                {
-                    continuation.resume(returning: immediate)
-                }
+                core.handle(.waitForDelivery(id, key: key.id, continuation, cancelled: { Task.isCancelled })).run()
             }
         } onCancel: {
-            core.removeWaiter(of: id, key: key)?.resume(returning: .failure(CancellationError()))
+            core.handle(.stopWaiting(key: key.id, for: id)).run()
         }
         try result.get()
     }
 
     /// Returns when no message is pending (or the courier is closed).
     public func waitUntilIdle() async {
-        let key = core.makeWaiterKey()
+        let key = WaitKey()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if !core.addIdleWaiter(key, continuation, cancelled: { false }) { continuation.resume() }
+            let waiter = IdleWaiter(continuation: continuation, exceptHandedOff: false)
+            core.handle(.waitUntilIdle(key: key.id, waiter, cancelled: { false })).run()
         }
     }
 
@@ -38,11 +35,9 @@ extension Courier {
     /// every stream begins with a `.storageFailed` saying so (details in `recovery`).
     public func events() -> AsyncStream<CourierEvent> {
         let buffer = EventBuffer()
-        guard let key = core.subscribe(buffer).key else {
-            buffer.finish()
-            return buffer.stream
-        }
-        buffer.setOnTermination { [weak core] in core?.unsubscribe(key) }
+        core.handle(.subscribe(buffer, pendingIDs: false)).run()
+        let key = ObjectIdentifier(buffer)
+        buffer.setOnTermination { [weak core] in core?.handle(.unsubscribe(key)) }
         return buffer.stream
     }
 
@@ -50,7 +45,7 @@ extension Courier {
     /// time since the courier opened on its clock; nil if none is armed. After `settle()`, every
     /// message due later has it armed, so the next step of the engine is known, not raced for.
     @_spi(CourierTesting)
-    public var nextTimerDeadlineForTesting: Duration? { core.timerDeadline }
+    public var nextTimerDeadlineForTesting: Duration? { core.status.timerDeadline }
 
     /// For tests (public as `settle()` in CourierTesting): returns once the engine has nothing
     /// runnable (no attempt, hand-off pass or compaction under way, no timer past its deadline
@@ -58,10 +53,10 @@ extension Courier {
     /// "advance, then settle" makes every step of the engine observable without sleeping.
     @_spi(CourierTesting)
     public func settleForTesting() async {
-        await core.reconciliation?.value  // background hand-off: the engine starts after it
+        await core.status.reconciliation?.value  // background hand-off: the engine starts after it
         let instant = currentInstant()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if !core.addSettleWaiter(continuation, at: instant) { continuation.resume() }
+            core.handle(.settle(continuation), at: instant).run()
         }
         // And the log's own work after a segment roll (made ahead, off the core's lock).
         await onIOQueue(readQueue) { [log] in log.waitForRollWork() }

@@ -108,7 +108,7 @@ public final class Courier {
         // earlier never has to.
         self.ownsTransport = configuration.transport == nil
         self.transport = configuration.transport ?? configuration.makeDefaultTransport()
-        core.install(launcher)
+        core.handle(.install(launcher))
         // Planned here, run on the I/O queue: from now on `settle()` waits for it.
         if configuration.isCompactionEnabled, let plan = core.planCompaction(force: false) {
             launcher.startCompaction(plan)
@@ -120,12 +120,15 @@ public final class Courier {
     }
 
     deinit {
-        core.cancelTasks()
+        let tasks = core.handle(.released).reply
+        tasks.timer?.cancel()
+        for task in tasks.attempts { task.cancel() }
+        for task in tasks.passes { task.cancel() }
         stopExtensionCollection()
     }
 
     /// Messages sent and not yet delivered or abandoned (in flight included).
-    public var pendingCount: Int { core.pendingCount }
+    public var pendingCount: Int { core.status.pendingCount }
 
     /// Stops delivery (attempts in flight are cancelled and will run again after the next
     /// open), syncs the log and releases the directory. Waiters on `delivered(_:)` throw
@@ -135,7 +138,7 @@ public final class Courier {
     public func close() async {
         stopExtensionCollection()
         if let collection = extensionCollection { await onIOQueue(collection.queue) {} }  // one under way ends
-        let closing = core.close()
+        let closing = core.handle(.close).reply
         closing.timer?.cancel()
         if let integration = closing.lifecycle { await integration.stop() }
         for task in closing.attempts { task.cancel() }

@@ -67,28 +67,25 @@ extension Courier {
         bufferCapacity: Int
     ) async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
         let buffer = EventBuffer(capacity: bufferCapacity)
-        let (key, ids) = core.subscribe(buffer, pendingIDs: true)
-        if let key {
-            buffer.setOnTermination { [weak core] in core?.unsubscribe(key) }
-        } else {
-            buffer.finish()
-        }
+        let subscribed = core.handle(.subscribe(buffer, pendingIDs: true))
+        subscribed.run()
+        let key = ObjectIdentifier(buffer), ids = subscribed.reply.pendingIDs
+        buffer.setOnTermination { [weak core] in core?.handle(.unsubscribe(key)) }
         let pending = await onIOQueue(readQueue) { [self] in loadPendingMessages(ids) }
         return (pending, buffer.stream)
     }
 
     /// The pending messages among `ids`, read back from the log, in that order.
     private func loadPendingMessages(_ ids: [MessageID]) -> [PendingMessage] {
-        let handedOff = core.handOffs
-        let held = core.heldIDs
+        let status = core.status
         return ids.compactMap { id in
             guard let s = try? core.loadState(id), let url = URL(string: s.url) else { return nil }
             return PendingMessage(
                 id: s.id, url: url, body: Data(s.body), attempts: Int(s.attempts),
                 sentAt: Date(timeIntervalSince1970: Double(s.createdMilliseconds) / 1000),
                 nextAttemptAt: Date(timeIntervalSince1970: Double(s.nextDueMilliseconds) / 1000),
-                orderingKey: s.orderingKey, isHandedOff: handedOff[id] != nil, tags: Set(s.tags),
-                isHeld: held.contains(id))
+                orderingKey: s.orderingKey, isHandedOff: status.handOffs[id] != nil, tags: Set(s.tags),
+                isHeld: !status.heldTags.isDisjoint(with: s.tags))
         }
     }
 }

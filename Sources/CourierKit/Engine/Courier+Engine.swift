@@ -74,7 +74,7 @@ struct EngineInstant {
 extension Courier {
     /// Compactions run since open (public as `compactionCount` in CourierTesting).
     @_spi(CourierTesting)
-    public var compactionCountForTesting: Int { core.compactionCount }
+    public var compactionCountForTesting: Int { core.status.compactions }
 
     /// Appends that found the active segment full and the next one not prepared yet, so grew
     /// it (`make lock-hold` reports it).

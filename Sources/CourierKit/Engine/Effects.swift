@@ -12,7 +12,7 @@ struct Effects {
     var delivered: [(@Sendable (MessageID) -> Void, MessageID)] = []
     var abandoned: [(@Sendable (MessageID, CourierError) -> Void, MessageID, CourierError)] = []
     var successes: [DeliveryWaiter] = []
-    var failures: [(DeliveryWaiter, CourierError)] = []
+    var failures: [(DeliveryWaiter, any Error)] = []
     var idle: [CheckedContinuation<Void, Never>] = []
     var finishStreams: [EventBuffer] = []
     /// Hand-offs that ended with their message (cancelled, or delivered by a late completion):
@@ -35,6 +35,11 @@ struct Effects {
     /// (no attempt, no event, no callback) and `syncFailure` says why, for `send` to throw.
     var enqueued: MessageID?
     var syncFailure: CourierError?
+    /// The records the section asks to append (`append`), each batch with the count of events
+    /// emitted before it: `CourierCore.write` appends them as the body returns.
+    var appends: [(batch: [Event], position: Int)] = []
+    /// What the input answers its caller (`CoreInput`).
+    var reply = Reply()
     /// Whether anyone subscribes: without subscribers, events are not even collected (an
     /// array per `send` for nobody showed in the send path's profile).
     var listening = true
@@ -43,6 +48,15 @@ struct Effects {
 
     mutating func emit(_ event: CourierEvent) {
         if listening { events.append(event) }
+    }
+
+    /// Asks for `event`'s record, appended in this section before anyone sees it.
+    mutating func append(_ event: Event) { appends.append(([event], events.count)) }
+
+    /// Asks for `batch`'s records, in as few batches as fit a segment, each landing whole or
+    /// not at all.
+    mutating func append(batch: [Event]) {
+        if !batch.isEmpty { appends.append((batch, events.count)) }
     }
 
     /// Asks for a plan when the critical section ends (see `CourierCore.write`).

@@ -22,11 +22,11 @@ extension Courier {
     public func appDidEnterBackground() async -> Int {
         guard configuration.backgroundUploads != nil else { return 0 }
         core.handle(.place(.background), at: currentInstant()).run()
-        await core.reconciliation?.value
+        await core.status.reconciliation?.value
         pump()
         // This call's pass, and any other under way (reconciliation's end may have started one).
         var handedOff = 0
-        for pass in core.passesUnderWay { handedOff += await pass.value }
+        for pass in core.status.passes { handedOff += await pass.value }
         return handedOff
     }
 
@@ -41,11 +41,11 @@ extension Courier {
         collectExtensionMessagesSoon()
         guard let uploads = configuration.backgroundUploads else { return }
         core.handle(.place(.foreground), at: currentInstant()).run()
-        for (id, handOff) in core.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
+        for (id, handOff) in core.status.handOffs { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
     }
 
     /// Messages handed off now (`appDidEnterBackground()`), whose uploads have not ended.
-    public var handedOffCount: Int { core.handOffs.count }
+    public var handedOffCount: Int { core.status.handOffs.count }
 
     /// Whether a handed-off message goes to a destination that has said nothing yet since the
     /// courier opened. Such a hand-off is blind, so it sends only the destination's first limit's
@@ -76,7 +76,7 @@ extension Courier {
         // Reconciliation first: completions wait for it (`hear`), or one heard while it runs
         // could make it adopt a task that has already ended. The task is made under the lock,
         // with the engine's gate closed, so nothing sees one without the other.
-        core.beginReconciliation { Task { [weak self] in await self?.reconcileHandOffs(uploads) } }
+        core.handle(.beginReconciliation({ Task { [weak self] in await self?.reconcileHandOffs(uploads) } }))
         uploads.session.deliverCompletions { [weak self] completion in await self?.hear(completion) }
     }
 
@@ -86,7 +86,7 @@ extension Courier {
         let result = await onIOQueue { [self] () -> CourierCore.Reconciliation in
             let (result, effects) = core.reconcile(with: tasks)
             effects.run()
-            log.sweepBodies(keeping: core.handOffs)
+            log.sweepBodies(keeping: core.status.handOffs)
             return result
         }
         for task in result.stale { uploads.session.cancel(task) }

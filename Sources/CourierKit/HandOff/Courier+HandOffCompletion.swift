@@ -15,8 +15,8 @@ extension Courier {
     /// follows a delivery); in the foreground it is the engine's. Returns once that is done.
     func hear(_ completion: BackgroundUploadCompletion) async {
         // After reconciliation, which must not see a task whose end was heard meanwhile.
-        await core.reconciliation?.value
-        guard configuration.backgroundUploads != nil, !core.isClosed else { return }
+        await core.status.reconciliation?.value
+        guard configuration.backgroundUploads != nil, !core.status.isClosed else { return }
         guard let (recording, body) = await classify(completion) else { return }
         // Recording may wait for an fsync (`durability: .always`), and the body file's removal
         // is file work: the I/O queue has work to do anyway.

@@ -142,11 +142,11 @@ extension Courier {
     @MainActor
     func enableAppLifecycleIntegration() {
         // Called twice: one set of observers, not two.
-        core.replaceLifecycle(with: nil)?.stop()
+        core.handle(.lifecycle(nil)).reply.lifecycle?.stop()
         BackgroundDeliveryRegistry.shared.courier = self
         let integration = AppLifecycleIntegration(courier: self)
         integration.start()
-        _ = core.replaceLifecycle(with: integration)
+        core.handle(.lifecycle(integration))
     }
 }
 

@@ -99,7 +99,7 @@ struct BackgroundDeliveryRegistry: Sendable {
     func offer(_ courier: Courier) {
         let taken = state.withLock { state -> Bool in
             guard let current = state.courier else { return false }
-            return !current.core.isClosed
+            return !current.core.status.isClosed
         }
         if !taken { self.courier = courier }
     }
@@ -158,7 +158,7 @@ extension Courier {
         let start = clock.elapsed()
         let handsOff = configuration.backgroundUploads != nil
         let engine = window - (handsOff ? Self.handOffReserve : .zero)
-        if engine > .zero, !core.isPaused { _ = await deliverPending(within: engine) }
+        if engine > .zero, !core.status.isPaused { _ = await deliverPending(within: engine) }
         if handsOff, await stillInBackground() {
             await appDidEnterBackground()
             let left = window - (clock.elapsed() - start)

@@ -7,12 +7,10 @@ struct CoreState {
     var resolved: ResolvedMemory
     var callbacks: [MessageID: Callbacks] = [:]
     /// Tasks in `delivered(_:)`, by message and then by key (so a cancelled wait removes its own).
-    var waiters: [MessageID: [Int: DeliveryWaiter]] = [:]
+    var waiters: [MessageID: [ObjectIdentifier: DeliveryWaiter]] = [:]
     /// Waiters for "nothing pending", by key (so a cancelled wait can remove its own).
-    var idleWaiters: [Int: IdleWaiter] = [:]
-    var nextWaiterKey = 0
-    var subscribers: [Int: EventBuffer] = [:]
-    var nextSubscriber = 0
+    var idleWaiters: [ObjectIdentifier: IdleWaiter] = [:]
+    var subscribers: [ObjectIdentifier: EventBuffer] = [:]
     /// The latest wall time (ms since 1970) the engine and `send` have read: what the log stamps
     /// records with, so it never calls the app's clock under the core's lock.
     var wallMilliseconds: UInt64 = 0
@@ -167,4 +165,10 @@ struct ResolvedMemory {
 struct IdleWaiter {
     var continuation: CheckedContinuation<Void, Never>
     var exceptHandedOff: Bool
+}
+
+/// A waiting call's key (`CoreInput.waitForDelivery`, `waitUntilIdle`): the identity of an
+/// object the call keeps alive while it waits.
+final class WaitKey: Sendable {
+    var id: ObjectIdentifier { ObjectIdentifier(self) }
 }

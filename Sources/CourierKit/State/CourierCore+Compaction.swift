@@ -42,7 +42,12 @@ extension CourierCore {
     func compact(_ plan: CompactionPlan) -> CourierError? {
         do throws(LogError) {
             try writeSnapshots(plan)
-            try appendHolds()
+            // A `held` record for every tag held now, above the segments about to be
+            // forgotten, so a hold outlives its record.
+            _ = try write { (state, _) throws(LogError) in
+                let held = state.projection.tags.held.sorted()
+                _ = try appendInBatches(held.map { LogEntry(kind: .held, body: Event.held(tag: $0).encoded()) }, state)
+            }
             try log.sync()
             try log.forget(below: plan.floor)
             return nil
@@ -132,6 +137,4 @@ extension CourierCore {
             for (id, entry) in snapshots { state.projection.moveFullState(id, to: addresses[entry]) }
         }
     }
-
-    var compactionCount: Int { read(\.compaction.compactions) }
 }

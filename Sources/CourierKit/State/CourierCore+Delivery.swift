@@ -96,80 +96,21 @@ extension CourierCore {
         }
         switch verdict {
         case .delivered(let status):
-            append(.delivered(id, attempt: number, status: status), state, &effects)
-            Self.resolve(id, .delivered, attempts: attempt.number, &state, &effects)
+            effects.append(.delivered(id, attempt: number, status: status))
+            state.resolve(id, .delivered, attempts: attempt.number, &effects)
         case .retry(let due, _, let foregroundOnly):
-            append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due), state, &effects)
+            effects.append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due))
             state.projection.retry(id, attempts: number, dueMilliseconds: due)
             if change == .limited { state.projection.notePacedRetry(id) }
             let next = Date(timeIntervalSince1970: Double(due) / 1000)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: next))
             if foregroundOnly { state.foregroundOnly.insert(id) }  // no hand-off takes it again
         case .giveUp(let reason):
-            append(.abandoned(id, attempt: number, reason: reason.description), state, &effects)
+            effects.append(.abandoned(id, attempt: number, reason: reason.description))
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: nil))
-            Self.resolve(id, .abandoned(reason), attempts: attempt.number, &state, &effects)
+            state.resolve(id, .abandoned(reason), attempts: attempt.number, &effects)
         }
         return verdict
-    }
-
-    /// The app withdraws message `id` for good: a `cancelled` record, then it resolves as
-    /// cancelled. False if it is not pending (unknown, or already delivered, abandoned or
-    /// cancelled). An attempt in flight is left to finish; its outcome is dropped.
-    func cancel(_ id: MessageID) -> (Bool, Effects) {
-        write { state, effects -> Bool in
-            guard !state.closed, let slot = state.projection.slot(of: id) else { return false }
-            append(.cancelled(id), state, &effects)
-            Self.resolve(id, .cancelled, attempts: Int(slot.attempts), &state, &effects)
-            return true
-        }
-    }
-
-    /// Under `lock`: appends an event, stamped with the latest wall time the core has seen
-    /// (`CoreState.wallMilliseconds`: the log never calls the app's clock). A failure to log is
-    /// reported, and delivery goes on in memory (the worst case is a duplicate POST after a
-    /// restart, which the key dedupes).
-    func append(_ event: Event, _ state: CoreState, _ effects: inout Effects) {
-        do {
-            effects.appendedThrough = try log.append(event, at: state.wallMilliseconds)
-        } catch {
-            let subject = event.id.map { "message \($0)" } ?? "a tag"
-            effects.emit(.storageFailed(CourierError(error, while: "logging \(event.kind) of \(subject)")))
-        }
-    }
-
-    /// Under `lock`: the message is done; release everyone waiting for it.
-    static func resolve(
-        _ id: MessageID, _ resolution: Resolution, attempts: Int, _ state: inout CoreState,
-        _ effects: inout Effects
-    ) {
-        if let removed = state.projection.remove(id) { state.recent.remove(id, order: removed.order) }
-        state.foregroundOnly.remove(id)
-        if let handOff = state.handOffs.removeValue(forKey: id) { effects.endedHandOffs.append((id, handOff)) }
-        state.resolved.record(id, resolution)
-        state.compaction.resolvedSinceCompaction += 1
-        let callbacks = state.callbacks.removeValue(forKey: id)
-        let waiters = Array((state.waiters.removeValue(forKey: id) ?? [:]).values)
-        switch resolution {
-        case .delivered:
-            state.deliveredCount += 1
-            effects.emit(.delivered(id, attempts: attempts))
-            if let callback = callbacks?.onDelivered { effects.delivered.append((callback, id)) }
-            effects.successes += waiters
-        case .abandoned(let reason):
-            let error = CourierError(.abandoned, reason.description)
-            effects.emit(.abandoned(id, attempts: attempts, reason: reason))
-            if let callback = callbacks?.onAbandoned { effects.abandoned.append((callback, id, error)) }
-            effects.failures += waiters.map { ($0, error) }
-        case .abandonedEarlier(let reason):
-            assertionFailure("only replay records an earlier run's resolution, never a live one")
-            effects.failures += waiters.map { ($0, CourierError(.abandoned, reason)) }
-        case .cancelled:
-            // The app asked: its callbacks are dropped, not called; waiters learn why.
-            effects.emit(.cancelled(id))
-            effects.failures += waiters.map { ($0, CourierError(.cancelled, "message \(id) was cancelled")) }
-        }
-        tellIdleWaiters(&state, &effects)
     }
 }
 

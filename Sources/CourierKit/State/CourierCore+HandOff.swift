@@ -34,7 +34,7 @@ extension CourierCore {
                 state.handOffs[id] = handOff
                 return true
             }
-            Self.tellIdleWaiters(&state, &effects)
+            state.tellIdleWaiters(&effects)
             return begun
         }
     }
@@ -47,22 +47,16 @@ extension CourierCore {
         _ made: [(id: MessageID, ticket: UInt64, taskIdentifier: UInt64)]
     ) -> (recorded: [Bool], mayHandOff: Bool, effects: Effects) {
         let ((recorded, mayHandOff), effects) = write { state, effects -> ([Bool], Bool) in
-            var entries: [LogEntry] = []
+            var entries: [Event] = []
             let recorded = made.map { id, ticket, taskIdentifier -> Bool in
                 guard !state.closed, var handOff = state.handOffs[id], handOff.ticket == ticket else { return false }
                 handOff.taskIdentifier = taskIdentifier
                 state.handOffs[id] = handOff
-                entries.append(LogEntry(kind: .handedOff, body: Event.handedOff(id, handOff).encoded()))
+                entries.append(.handedOff(id, handOff))
                 effects.emit(.handedOff(id, attempt: Int(handOff.attempt)))
                 return true
             }
-            if !entries.isEmpty {
-                do throws(LogError) {
-                    effects.appendedThrough = try appendInBatches(entries, state)
-                } catch {
-                    effects.emit(.storageFailed(CourierError(error, while: "logging \(entries.count) hand-offs")))
-                }
-            }
+            effects.append(batch: entries)
             return (recorded, state.scheduler.mode.mayHandOff)
         }
         return (recorded, mayHandOff, effects)
@@ -81,9 +75,6 @@ extension CourierCore {
             return state.handOffs.first { $0.value.taskIdentifier == identifier }.map { ($0.key, $0.value) }
         }
     }
-
-    /// All hand-offs (tests, foreground return).
-    var handOffs: [MessageID: HandOff] { read(\.handOffs) }
 
     /// Whether a handed-off message goes to a destination that has said nothing yet since the
     /// courier opened (its hand-off was blind: its first limit's worth, 4 at first).
@@ -139,8 +130,8 @@ extension CourierCore {
                 if let status, !state.closed, state.projection.slot(of: id) != nil {
                     // A hand-off the message has now (a later one) ends with it: the effects
                     // cancel its task and remove its body file.
-                    append(.delivered(id, attempt: attempt, status: status), state, &effects)
-                    Self.resolve(id, .delivered, attempts: Int(attempt), &state, &effects)
+                    effects.append(.delivered(id, attempt: attempt, status: status))
+                    state.resolve(id, .delivered, attempts: Int(attempt), &effects)
                 }
             }
             effects.plan(at: instant, handOffAsked: handOffAsked)
@@ -208,7 +199,7 @@ extension CourierCore {
                     attempt: entry.attempt, ticket: entry.ticket,
                     taskIdentifier: UInt64(bitPattern: Int64(entry.task.identifier)),
                     earliestBeginMilliseconds: slot.dueMilliseconds)
-                append(.handedOff(id, handOff), state, &effects)
+                effects.append(.handedOff(id, handOff))
                 state.handOffs[id] = handOff
                 result.adopted.append((id, handOff))
             }

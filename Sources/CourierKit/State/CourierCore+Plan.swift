@@ -50,24 +50,6 @@ struct Started {
 }
 
 extension CourierCore {
-    /// Gives the core its launcher (once, before the first plan).
-    func install(_ launcher: Launcher) {
-        _ = write { state, _ in
-            precondition(state.launcher == nil, "the launcher is given once")
-            state.launcher = launcher
-        }
-    }
-
-    /// Registers a settle waiter; false (not registered: resume it at once) if nothing is
-    /// runnable at `instant` already.
-    func addSettleWaiter(_ continuation: CheckedContinuation<Void, Never>, at instant: EngineInstant) -> Bool {
-        write { state, _ -> Bool in
-            if Scheduler.isSettled(state, at: instant) { return false }
-            state.scheduler.settleWaiters.append(continuation)
-            return true
-        }.0
-    }
-
     /// At the end of a section (`write`, `commit`): the plan it asked for, merged with any that
     /// waited for an fsync. While a record waits for its fsync (`.always`), nothing is planned:
     /// the request waits for that record's commit, and a runner whose slot it frees ends.
@@ -128,7 +110,7 @@ extension CourierCore {
         }
         effects.idle += takeSettleWaitersIfSettled(&state, at: instant)
         // A message handed off in this plan's section can leave only handed-off ones pending.
-        Self.tellIdleWaiters(&state, &effects)
+        state.tellIdleWaiters(&effects)
         return started
     }
 

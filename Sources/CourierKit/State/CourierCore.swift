@@ -79,6 +79,7 @@ final class CourierCore {
         precondition(!self.state.isHeldByCurrentThread, "CourierCore.write called inside write or read")
         let (result, effects) = try section(Effects()) { (state, effects) throws(E) -> R in
             let result = try body(&state, &effects)
+            appendRecords(state, &effects)
             if limits.syncsEachRecord && effects.appendedThrough != nil {
                 state.scheduler.awaitingSync += 1  // its plan, and everyone's, waits for `commit`
             } else {
@@ -230,7 +231,56 @@ extension CourierCore {
         state.callbacks[id] = nil
         if let removed = state.projection.remove(id) { state.recent.remove(id, order: removed.order) }
         effects.failures += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, thrown) }
-        tellIdleWaiters(&state, &effects)
+        state.tellIdleWaiters(&effects)
+    }
+}
+
+// MARK: - Appending
+
+extension CourierCore {
+    /// Under the lock, as a section's body returns: the records it asked for (`Effects.append`),
+    /// in order, stamped with the latest wall time the core has seen (`CoreState.wallMilliseconds`:
+    /// the log never calls the app's clock). A failure to log is reported where it happened among
+    /// the section's events, and the change goes on in memory (the worst case is a duplicate POST
+    /// after a restart, which the key dedupes).
+    private func appendRecords(_ state: CoreState, _ effects: inout Effects) {
+        var told = 0
+        for (batch, position) in effects.appends {
+            do throws(LogError) {
+                effects.appendedThrough =
+                    try batch.count == 1
+                    ? log.append(batch[0], at: state.wallMilliseconds)
+                    : appendInBatches(batch.map { LogEntry(kind: $0.kind, body: $0.encoded()) }, state)
+            } catch {
+                guard effects.listening else { continue }
+                let subject =
+                    batch.count > 1 ? "\(batch.count) messages" : batch[0].id.map { "message \($0)" } ?? "a tag"
+                let failure = CourierError(error, while: "logging \(batch[0].kind) of \(subject)")
+                effects.events.insert(.storageFailed(failure), at: min(position + told, effects.events.count))
+                told += 1
+            }
+        }
+        effects.appends.removeAll()
+    }
+
+    /// Under the lock: `entries` in batches of at most a quarter segment (a batch must fit
+    /// one), each landing whole or not at all. Returns the last sequence appended.
+    func appendInBatches(_ entries: [LogEntry], _ state: CoreState) throws(LogError) -> UInt64? {
+        let budget = limits.segmentSizeBytes / 4
+        var next = 0, last: UInt64?
+        // Each turn appends at least one record: bounded by the entries.
+        while next < entries.count {
+            var end = next, bytes = 0
+            while end < entries.count {
+                let size = Format.worstCaseRecordBytes(bodyBytes: entries[end].body.count)
+                if end > next && bytes + size > budget { break }
+                bytes += size
+                end += 1
+            }
+            last = try log.append(batch: Array(entries[next..<end]), at: state.wallMilliseconds).last?.sequence
+            next = end
+        }
+        return last
     }
 }
 

@@ -4,7 +4,7 @@
 /// Keyed by slot index, as the projection's other side tables: `Projection.remove` clears a
 /// slot's entry before the index is reused. The held set is the log's: every `held` record
 /// not followed by a `released` one for its tag (the compactor re-appends it, see
-/// `CourierCore.appendHolds`).
+/// `CourierCore.compact`).
 struct TagTable {
     /// Each tagged pending message's tags, sorted.
     private(set) var tagsBySlot: [UInt32: [String]] = [:]

@@ -1,0 +1,288 @@
+import CourierLog
+
+/// What the core is told: the intents of the app, the engine and the platform (the core as one
+/// state machine: issue 44). `CoreState.handle` applies one as a function of the state and the
+/// time alone: it changes the state, collects what to tell and whom to resume (`Effects`), the
+/// records to append (`Effects.append`: `CourierCore.write` appends them in the same critical
+/// section, in order, so log order is projection order) and the plan to carry out when the
+/// section ends. What an input answers its caller is in `Effects.reply`. Fed by
+/// `CoreInputTests`; `CourierCore.handle` runs one in one critical section.
+///
+/// The inputs that can make something runnable plan at the instant given with them; the others
+/// are given none.
+enum CoreInput {
+    // MARK: The app's intents
+    /// `pause()`: no new attempt until `resume`.
+    case pause
+    /// `resume()`: due messages start at once.
+    case resume
+    /// `retryNow()`: every waiting message due now at the latest.
+    case retryNow
+    /// `cancel(_:)`: a `cancelled` record, then the message resolves as cancelled
+    /// (`reply.count` 1), unless it is not pending (unknown, resolved, or the courier closed:
+    /// 0). An attempt in flight finishes; its outcome is dropped.
+    case cancel(MessageID)
+    /// `cancel(tagged:)`: a `cancelled` record for each pending message with the tag, in as few
+    /// batches as fit a segment (each lands whole or not at all), then each resolves as for
+    /// `cancel`. `reply.count`: how many.
+    case cancelTagged(String)
+    /// `hold(tagged:)`: a `held` record (once: holding a held tag logs nothing); the tag's
+    /// messages leave the schedule. `reply.count`: the pending messages with the tag.
+    case hold(tag: String)
+    /// `release(tagged:)`: a `released` record if the tag was held; its messages that no other
+    /// held tag keeps are scheduled again. `reply.count` as for `hold`.
+    case release(tag: String)
+    /// `deliverPending(within:)` begins (delivers even while paused; `reply.count`: delivered so
+    /// far), stops (no new attempt meanwhile; `reply.attempts`: those under way, to cancel), or
+    /// ends (the courier carries on as before it; `reply.count`, `pending`, `handedOff`).
+    case forcedRun(ForcedRun)
+
+    // MARK: Waiting
+    /// `delivered(_:)`: `waiter` is resumed when message `id` resolves, at once if it has (or if
+    /// the courier is closed, or `cancelled()` says the waiting task is).
+    case waitForDelivery(MessageID, key: ObjectIdentifier, DeliveryWaiter, cancelled: () -> Bool)
+    /// Resumed when nothing is pending (see `IdleWaiter`), at once if so already, if the courier
+    /// is closed or if `cancelled()` says the waiting task is.
+    case waitUntilIdle(key: ObjectIdentifier, IdleWaiter, cancelled: () -> Bool)
+    /// The waiting task under `key` was cancelled: resumed now, if it still waits (for
+    /// message `id`'s delivery, or with nil, for idle).
+    case stopWaiting(key: ObjectIdentifier, for: MessageID?)
+    /// `settle()`: resumed once nothing is runnable (`Scheduler.isSettled`), at once if so.
+    case settle(CheckedContinuation<Void, Never>)
+    /// A subscriber, told the opening damage first (finished at once if the courier is closed);
+    /// `reply.pendingIDs` with `pendingIDs`: the pending messages in arrival order, from the same
+    /// section, so no event about them is missed or seen twice.
+    case subscribe(EventBuffer, pendingIDs: Bool)
+    /// A subscriber's stream ended.
+    case unsubscribe(ObjectIdentifier)
+
+    // MARK: The courier's life
+    /// How plans start their tasks: given once, right after the core is made.
+    case install(Launcher)
+    /// The app-lifecycle wiring (nil: none); `reply.lifecycle`: the one it replaces.
+    case lifecycle((any PlatformIntegration)?)
+    /// At open with background hand-off: no attempt starts until `.reconciliationEnded`;
+    /// the task that reconciles is made under the lock, with the gate closed, so nothing sees
+    /// one without the other.
+    case beginReconciliation(() -> Task<Void, Never>)
+    /// Reconciliation with the background session ended: the engine may start.
+    case reconciliationEnded
+    /// Where the app is, as hand-off sees it.
+    case place(DeliveryMode.Place)
+    /// `close()`: nothing starts any more; `reply` holds what is under way, for the caller to
+    /// stop, and the lifecycle wiring, which the core lets go.
+    case close
+    /// `close()` closed the log: every waiter is released (`delivered(_:)` throws `.closed`),
+    /// every event stream finished.
+    case closeEnded
+    /// A courier released without `close()`: `reply` holds its tasks, for the caller to cancel.
+    case released
+
+    // MARK: The engine's
+    /// The timer for `deadline` fired: forgotten, unless a newer one replaced it.
+    case timerFired(deadline: Duration)
+    /// Hand-off pass `token` ended: its place is free.
+    case passEnded(token: UInt64)
+    /// The runner of slot `token` ended an attempt without an outcome to record: the slot is
+    /// free, and unless it is not `continuing` it makes the plan's first attempt itself.
+    case runnerFree(token: UInt64, continuing: Bool)
+    /// The attempt of message `id` in slot `token` was cancelled (close, the end of
+    /// `deliverPending`): not an attempt. The message is pending again, exactly as on disk; the
+    /// slot is free and its runner ends.
+    case attemptCancelled(MessageID, token: UInt64)
+    /// The attempt in slot `token` could not read message `id` back: it is said, and tried again
+    /// at `dueMilliseconds` (`NextDue.afterUnreadableRecord`); the slot is free, as for
+    /// `runnerFree`.
+    case unreadable(MessageID, LogError, dueMilliseconds: UInt64, token: UInt64, continuing: Bool)
+    /// A compaction ended, having forgotten what it planned to, or failing with `error` (then it
+    /// forgot nothing, and subscribers are told): settle waiters may go.
+    case compactionEnded(error: CourierError?)
+    /// Something may have become runnable (an open, a cancel, a release, the app's place); with
+    /// `handOffAsked`, messages are handed off unless the app is known to be in the foreground.
+    case wake(handOffAsked: Bool)
+
+    enum ForcedRun { case begin, stop, end }
+}
+
+/// What an input answers the caller that gave it (`CoreInput` says which field, for which input).
+struct Reply {
+    var count = 0
+    var pending = 0
+    var handedOff = 0
+    var pendingIDs: [MessageID] = []
+    var attempts: [Task<Void, Never>] = []
+    var passes: [Task<Int, Never>] = []
+    var timer: Task<Void, Never>?
+    var lifecycle: (any PlatformIntegration)?
+}
+
+extension CoreState {
+    /// Applies `input` at `instant`: what it emits, resumes and appends goes into `effects`, and
+    /// the plan to carry out when the section ends (if any) into `effects.plan`.
+    mutating func handle(_ input: CoreInput, at instant: EngineInstant?, _ effects: inout Effects) {
+        if let request = handle(input, at: instant, emitting: &effects) { effects.plan = request }
+    }
+
+    private mutating func handle(
+        _ input: CoreInput, at instant: EngineInstant?, emitting effects: inout Effects
+    ) -> PlanRequest? {
+        let plan = instant.map { PlanRequest(instant: $0) }
+        switch input {
+        case .pause: scheduler.mode.paused = true
+        case .resume:
+            scheduler.mode.paused = false
+            return plan
+        case .retryNow:
+            _ = projection.makeDue(atOrBefore: instant?.wallMilliseconds ?? 0)
+            return plan
+        case .place(let place): scheduler.mode.place = place
+        case .cancel, .cancelTagged, .hold: changeByApp(input, &effects)
+        case .release: return changeByApp(input, &effects) ? plan : nil
+        case .forcedRun(let step):
+            forcedRun(step, &effects.reply)
+            return step == .end ? plan : nil
+        case .waitForDelivery, .waitUntilIdle, .stopWaiting, .settle, .subscribe, .unsubscribe:
+            wait(input, at: instant, &effects)
+        case .install(let launcher):
+            precondition(self.launcher == nil, "the launcher is given once")
+            self.launcher = launcher
+        case .lifecycle(let integration): (effects.reply.lifecycle, lifecycle) = (lifecycle, integration)
+        case .beginReconciliation(let makeTask):
+            scheduler.mode.phase = .reconciling
+            reconciliation = makeTask()
+        case .reconciliationEnded:
+            if scheduler.mode.phase == .reconciling { scheduler.mode.phase = .running }
+            return plan
+        case .close, .released:
+            effects.reply.attempts = Array(scheduler.attempts.values)
+            effects.reply.passes = Array(scheduler.passes.values)
+            effects.reply.timer = scheduler.timer?.task
+            guard case .close = input else { break }
+            scheduler.mode.phase = .closed
+            (effects.reply.lifecycle, lifecycle) = (lifecycle, nil)
+        case .closeEnded: releaseEveryone(&effects)
+        case .timerFired(let deadline):
+            if scheduler.timer?.deadline == deadline { scheduler.timer = nil }
+            return plan
+        case .passEnded(let token):
+            scheduler.passes[token] = nil
+            return plan
+        case .compactionEnded(let error):
+            compaction.compacting = false
+            if let error {
+                effects.emit(.storageFailed(error))
+            } else {
+                compaction.compactions += 1
+                compaction.segmentsAtLastCheck = 0  // the forget changes the count: look again next time
+            }
+            return plan
+        case .runnerFree(let token, let continuing):
+            return instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
+        case .attemptCancelled(let id, let token):
+            projection.release(id)
+            return instant.map { PlanRequest(instant: $0, freeing: token, continuing: false) }
+        case .unreadable(let id, let error, let due, let token, let continuing):
+            recordUnreadable(id, error: error, dueMilliseconds: due, &effects)
+            return instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
+        case .wake(let handOffAsked):
+            return instant.map { PlanRequest(instant: $0, handOffAsked: handOffAsked) }
+        }
+        return nil
+    }
+
+    /// The app's intents that append: each record is asked for before the change it makes, so
+    /// log order is projection order (replay: `Replayer.visit`).
+    /// False if nothing changed (a release of a tag that is not held).
+    @discardableResult
+    private mutating func changeByApp(_ input: CoreInput, _ effects: inout Effects) -> Bool {
+        guard !closed else { return false }
+        switch input {
+        case .cancel(let id):
+            guard let slot = projection.slot(of: id) else { return false }
+            effects.append(.cancelled(id))
+            resolve(id, .cancelled, attempts: Int(slot.attempts), &effects)
+            effects.reply.count = 1
+        case .cancelTagged(let tag):
+            let ids = projection.ids(tagged: tag)
+            effects.append(batch: ids.map { .cancelled($0) })
+            for id in ids {
+                let attempts = projection.slot(of: id).map { Int($0.attempts) } ?? 0
+                resolve(id, .cancelled, attempts: attempts, &effects)
+            }
+            effects.reply.count = ids.count
+        case .hold(let tag):
+            if !projection.tags.held.contains(tag) { effects.append(.held(tag: tag)) }
+            effects.reply.count = projection.holdTag(tag)
+            tellIdleWaiters(&effects)  // only held messages may be left
+        case .release(let tag):
+            guard projection.tags.held.contains(tag) else {
+                effects.reply.count = projection.ids(tagged: tag).count
+                return false
+            }
+            effects.append(.released(tag: tag))
+            effects.reply.count = projection.releaseTag(tag)
+        default: preconditionFailure("not an intent that appends: \(input)")
+        }
+        return true
+    }
+
+    private mutating func forcedRun(_ step: CoreInput.ForcedRun, _ reply: inout Reply) {
+        switch step {
+        case .begin:
+            scheduler.mode.forcedRuns += 1
+            reply.count = deliveredCount
+        case .stop:
+            scheduler.mode.stopping += 1
+            reply.attempts = Array(scheduler.attempts.values)
+        case .end:
+            scheduler.mode.stopping -= 1
+            scheduler.mode.forcedRuns -= 1
+            (reply.count, reply.pending, reply.handedOff) = (deliveredCount, projection.count, handOffs.count)
+        }
+    }
+
+    /// An attempt could not read message `id` back: says so, and it is due again at
+    /// `dueMilliseconds`. The record says nothing about its destination; but if it was a down
+    /// destination's probe, the next probe waits too (or an unreadable probe would be taken
+    /// again at once, forever: found by the hand-off property test, a disk failing under a down
+    /// destination).
+    mutating func recordUnreadable(
+        _ id: MessageID, error: LogError, dueMilliseconds: UInt64, _ effects: inout Effects
+    ) {
+        guard let i = projection.slotIndex(of: id), let slot = projection.slot(of: id) else { return }
+        projection.unreadable(slot: i, dueMilliseconds: dueMilliseconds)
+        projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
+        effects.emit(.storageFailed(CourierError(error, while: "reading message \(id) back from the log")))
+    }
+
+    /// The message is done: everyone waiting for it is released.
+    mutating func resolve(_ id: MessageID, _ resolution: Resolution, attempts: Int, _ effects: inout Effects) {
+        if let removed = projection.remove(id) { recent.remove(id, order: removed.order) }
+        foregroundOnly.remove(id)
+        if let handOff = handOffs.removeValue(forKey: id) { effects.endedHandOffs.append((id, handOff)) }
+        resolved.record(id, resolution)
+        compaction.resolvedSinceCompaction += 1
+        let callbacks = callbacks.removeValue(forKey: id)
+        let waiters = Array((waiters.removeValue(forKey: id) ?? [:]).values)
+        switch resolution {
+        case .delivered:
+            deliveredCount += 1
+            effects.emit(.delivered(id, attempts: attempts))
+            if let callback = callbacks?.onDelivered { effects.delivered.append((callback, id)) }
+            effects.successes += waiters
+        case .abandoned(let reason):
+            let error = CourierError(.abandoned, reason.description)
+            effects.emit(.abandoned(id, attempts: attempts, reason: reason))
+            if let callback = callbacks?.onAbandoned { effects.abandoned.append((callback, id, error)) }
+            effects.failures += waiters.map { ($0, error) }
+        case .abandonedEarlier(let reason):
+            assertionFailure("only replay records an earlier run's resolution, never a live one")
+            effects.failures += waiters.map { ($0, CourierError(.abandoned, reason)) }
+        case .cancelled:
+            // The app asked: its callbacks are dropped, not called; waiters learn why.
+            effects.emit(.cancelled(id))
+            effects.failures += waiters.map { ($0, CourierError(.cancelled, "message \(id) was cancelled")) }
+        }
+        tellIdleWaiters(&effects)
+    }
+}
