@@ -112,4 +112,40 @@ import Testing
             last.run()
         }
     }
+
+    /// Message 1's first attempt, in slot 5, ended with `status` at wall time 2000.
+    static func ended(_ status: Int) -> CoreInput {
+        let attempt = Attempt(id: state(1).id, number: 1, startedMilliseconds: 1000)
+        let outcome = DeliveryOutcome.response(status: status)
+        let ending = Ending(
+            attempt: attempt, outcome: outcome, createdMilliseconds: 500, runner: .engine(token: 5), url: nil)
+        let facts = NextDue.Facts(
+            outcome: outcome, attempt: 1, byUpload: false, sinceSend: .seconds(1), retryAfter: nil, random: 0)
+        let instant = SchedulerTests.at(2000)
+        return .ended(JudgedEnding(ending: ending, instant: instant, facts: facts, probeRandom: 0, continuing: true))
+    }
+
+    @Test func aFailedAttemptAsksForItsRecordWithTheNextDueTimeAndFreesItsSlot() {
+        var core = Self.core(1)
+        _ = Scheduler.plan(&core, at: SchedulerTests.at(1000), limits: SchedulerTests.limits(), handOffAsked: false)
+        let effects = Self.handle(&core, Self.ended(500))
+        guard case .retry(let due, _, _) = effects.reply.verdict else {
+            Issue.record("a 500 is retried, not \(String(describing: effects.reply.verdict))")
+            return
+        }
+        #expect(due > 2000 && core.projection.slot(of: state(1).id)?.dueMilliseconds == due)
+        let record = Event.attempted(state(1).id, attempt: 1, outcome: .response(status: 500), nextDueMilliseconds: due)
+        #expect(effects.appends.map(\.batch) == [[record]])
+        #expect(effects.plan?.freeing == 5 && effects.plan?.continuing == true && effects.plan?.handOffAsked == false)
+        #expect(!effects.reply.endedHandOff)
+    }
+
+    @Test func aDeliveryAsksForItsRecordAndResolvesTheMessage() {
+        var core = Self.core(1)
+        _ = Scheduler.plan(&core, at: SchedulerTests.at(1000), limits: SchedulerTests.limits(), handOffAsked: false)
+        let effects = Self.handle(&core, Self.ended(200))
+        #expect(effects.appends.map(\.batch) == [[.delivered(state(1).id, attempt: 1, status: 200)]])
+        #expect(effects.events == [.delivered(state(1).id, attempts: 1)])
+        #expect(core.projection.isEmpty && core.resolved[state(1).id] == .delivered && core.deliveredCount == 1)
+    }
 }

@@ -125,7 +125,7 @@ extension Courier.Configuration {
         let uploads = backgroundUploads
         return CourierCore.Limits(
             maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
-            compactionThreshold: compactionThreshold, retry: retry,
+            compactionThreshold: compactionThreshold,
             scheduler: Scheduler.Limits(
                 maximumConcurrentDeliveries: maximumConcurrentDeliveries,
                 maximumHandOffs: uploads?.maximumOutstandingTasks ?? 0,

@@ -1,8 +1,8 @@
 import CourierLog
 
 // The values one attempt's round passes along: what the scheduler took (`Attempt`), how it
-// ended (`Ending`), what was gathered of it outside the core's lock (`JudgedEnding`), and what
-// recording it left to do (`Recorded`).
+// ended (`Ending`), and what was gathered of it outside the core's lock (`JudgedEnding`); what
+// recording it answers is the core's `Reply`.
 
 /// One attempt the engine is to make: which message, and which attempt of it.
 struct Attempt: Sendable {
@@ -35,18 +35,6 @@ struct Ending: Sendable {
         /// A background upload task, of the hand-off with this ticket.
         case upload(ticket: UInt64)
     }
-}
-
-/// What recording an outcome left to do.
-struct Recorded: Sendable {
-    /// The hand-off pass the plan started, if any.
-    var pass: Task<Int, Never>?
-    /// The attempt the engine's runner makes next, if the plan gave it one.
-    var next: Attempt?
-    /// What the one rule decided (nil: the outcome was dropped, its message gone).
-    var verdict: NextDue.Verdict?
-    /// A background upload's hand-off ended with this (its body file can go).
-    var endedHandOff = false
 }
 
 /// An ending with what is known of it outside the lock, ready to commit.

@@ -57,34 +57,26 @@ extension Courier {
     /// `durability: .always` it blocks for the record's fsync before its effects run and the
     /// next plan: call it where blocking is allowed then (`recordWhereAllowed`). `continuing`:
     /// whether the engine's runner may go on.
-    func record(_ ending: Ending, continuing: Bool) -> Recorded {
-        let (recorded, effects) = core.recordOutcome(judge(ending, continuing: continuing))
+    func record(_ ending: Ending, continuing: Bool) -> Reply {
+        let effects = core.handle(.ended(judge(ending, continuing: continuing)))
+        effects.run()
         let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
         configuration.logger.debug(
-            "\(what) ended: \(ending.outcome) → \(recorded.verdict.map { "\($0)" } ?? "dropped (message gone)")",
+            "\(what) ended: \(ending.outcome) → \(effects.reply.verdict.map { "\($0)" } ?? "dropped (message gone)")",
             metadata: Self.metadata(ending.attempt, url: ending.url))
-        return carriedOn(recorded, effects)
+        return effects.reply
     }
 
-    /// A background upload that ended without an outcome to judge (`CourierCore.UploadEnd`).
-    func record(_ end: CourierCore.UploadEnd) -> Recorded {
-        let (recorded, effects) = core.uploadEnded(end, at: currentInstant())
-        return carriedOn(recorded, effects)
-    }
-
-    /// Runs a recording's effects (after the core's lock, and under `.always` once its record
-    /// is durable: `CourierCore.write`) and returns what is left, with what its plan started.
-    private func carriedOn(_ recorded: Recorded, _ effects: Effects) -> Recorded {
-        var recorded = recorded
+    /// A background upload that ended without an outcome to judge (`UploadEnd`).
+    func record(_ end: UploadEnd) -> Reply {
+        let effects = core.handle(.uploadEnded(end), at: currentInstant())
         effects.run()
-        recorded.pass = effects.started.pass
-        recorded.next = effects.started.next
-        return recorded
+        return effects.reply
     }
 
     /// `record` from a runner, a task of the cooperative pool: under `durability: .always` it
     /// moves to `readQueue` (concurrent, so runners' fsyncs are shared), where blocking is allowed.
-    func recordWhereAllowed(_ ending: Ending, continuing: Bool) async -> Recorded {
+    func recordWhereAllowed(_ ending: Ending, continuing: Bool) async -> Reply {
         guard configuration.durability == .always else { return record(ending, continuing: continuing) }
         return await onIOQueue(readQueue) { [self] in record(ending, continuing: continuing) }
     }
@@ -192,6 +184,6 @@ extension Courier {
     private func carryOn(_ input: CoreInput) -> Attempt? {
         let effects = core.handle(input, at: currentInstant())
         effects.run()
-        return effects.started.next
+        return effects.reply.next
     }
 }

@@ -18,7 +18,7 @@ extension Courier {
         // Read the app's clock before taking a lock: no user code runs under one.
         let effects = core.handle(.wake(handOffAsked: handOffAsked), at: now ?? currentInstant())
         effects.run()
-        return effects.started.pass
+        return effects.reply.pass
     }
 
     /// How the core starts what its plans say: the tasks' bodies are the facade's (it holds

@@ -29,8 +29,6 @@ struct Effects {
     /// the section ends, never inside it, and under `.always` only once no record is waiting
     /// for its fsync.
     var plan: PlanRequest?
-    /// What that plan started that the caller carries on with.
-    var started = Started()
     /// `.always`: the message this section enqueued. If its fsync fails, this courier drops it
     /// (no attempt, no event, no callback) and `syncFailure` says why, for `send` to throw.
     var enqueued: MessageID?

@@ -4,7 +4,7 @@ import Foundation
 /// Hearing how background uploads ended (`BackgroundUploadSession.deliverCompletions`): one
 /// path for every completion. It is classified once, into its recording: an outcome, judged
 /// and recorded as an engine attempt's (`record(_:continuing:)`), or an end without one
-/// (`CourierCore.UploadEnd`: a cancelled task, a message that cannot be read back, a task that
+/// (`UploadEnd`: a cancelled task, a message that cannot be read back, a task that
 /// no longer carries its message); that is recorded with the next plan in one critical section
 /// of the core, the upload's body file is removed, and in the background the hand-off pass that
 /// follows is waited for.
@@ -35,12 +35,12 @@ extension Courier {
     /// end).
     private func classify(
         _ completion: BackgroundUploadCompletion
-    ) async -> (@Sendable () -> Recorded, body: (id: MessageID, ticket: UInt64, always: Bool))? {
+    ) async -> (@Sendable () -> Reply, body: (id: MessageID, ticket: UInt64, always: Bool))? {
         guard let (id, handOff) = core.handOff(carriedBy: completion.task) else {
             guard let parsed = HandOff.parse(taskDescription: completion.task.taskDescription) else { return nil }
             var status: UInt16?
             if case .response(let s, _) = completion.outcome, (200..<300).contains(s) { status = UInt16(clamping: s) }
-            let end = CourierCore.UploadEnd.late(parsed.id, attempt: parsed.attempt, status: status)
+            let end = UploadEnd.late(parsed.id, attempt: parsed.attempt, status: status)
             return ({ self.record(end) }, (parsed.id, parsed.ticket, true))
         }
         let body = (id: id, ticket: handOff.ticket, always: false)

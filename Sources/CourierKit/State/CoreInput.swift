@@ -79,6 +79,11 @@ enum CoreInput {
     case released
 
     // MARK: The engine's
+    /// An attempt ended with an outcome (an engine attempt or a background upload): the one
+    /// outcome path (`CoreState.ended`).
+    case ended(JudgedEnding)
+    /// A background upload ended without an outcome to judge (`CoreState.uploadEnded`).
+    case uploadEnded(UploadEnd)
     /// The timer for `deadline` fired: forgotten, unless a newer one replaced it.
     case timerFired(deadline: Duration)
     /// Hand-off pass `token` ended: its place is free.
@@ -105,7 +110,16 @@ enum CoreInput {
 }
 
 /// What an input answers the caller that gave it (`CoreInput` says which field, for which input).
-struct Reply {
+struct Reply: Sendable {
+    /// The hand-off pass the plan started, if any.
+    var pass: Task<Int, Never>?
+    /// The attempt the runner that freed its slot (`PlanRequest.freeing`) makes next, in its
+    /// own task, if the plan gave it one.
+    var next: Attempt?
+    /// `ended`: what the one rule decided (nil: the outcome was dropped, its message gone).
+    var verdict: NextDue.Verdict?
+    /// `ended`, `uploadEnded`: a background upload's hand-off ended (its body file can go).
+    var endedHandOff = false
     var count = 0
     var pending = 0
     var handedOff = 0
@@ -186,6 +200,10 @@ extension CoreState {
             return instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
         case .wake(let handOffAsked):
             return instant.map { PlanRequest(instant: $0, handOffAsked: handOffAsked) }
+        case .ended(let judged): return ended(judged, &effects)
+        case .uploadEnded(let end):
+            guard let instant else { preconditionFailure("an upload's end is told with its instant") }
+            return uploadEnded(end, at: instant, &effects)
         }
         return nil
     }

@@ -5,6 +5,8 @@
 struct CoreState {
     var projection: Projection
     var resolved: ResolvedMemory
+    /// What `NextDue` decides outcomes by (`Configuration.retry`).
+    var retry = RetryPolicy()
     var callbacks: [MessageID: Callbacks] = [:]
     /// Tasks in `delivered(_:)`, by message and then by key (so a cancelled wait removes its own).
     var waiters: [MessageID: [ObjectIdentifier: DeliveryWaiter]] = [:]

@@ -6,9 +6,18 @@ extension CourierCore {
     /// Tells the core `input`, in one critical section (`CoreState.handle`), at `instant` if it
     /// can make something runnable (see `CoreInput`); the effects say what its plan started
     /// (`Effects.started`) and what it answers (`Effects.reply`).
+    ///
+    /// After an outcome, a compaction now worth running is the core's to start, on the I/O queue
+    /// (`Launcher.startCompaction`): no delivery slot waits for it (`settle()` does, and
+    /// `close()`'s last file work queues behind it).
     @discardableResult
     func handle(_ input: CoreInput, at instant: EngineInstant? = nil) -> Effects {
-        write { state, effects in state.handle(input, at: instant, &effects) }.1
+        write { state, effects in
+            state.handle(input, at: instant, &effects)
+            guard case .ended = input, limits.compacts else { return }
+            appendRecords(state, &effects)  // first: the compactor weighs the log with them
+            if let plan = planCompaction(&state, force: false) { state.launcher?.startCompaction(plan) }
+        }.1
     }
 
     /// What the facade shows of the core, in one read: cheap values only.

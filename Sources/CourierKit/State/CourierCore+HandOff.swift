@@ -92,67 +92,6 @@ extension CourierCore {
         }
     }
 
-    /// How a background upload ended without an outcome to judge (an outcome is recorded as an
-    /// engine attempt's: `recordOutcome`).
-    enum UploadEnd: Sendable {
-        /// Cancelled (by `appDidEnterForeground()` or the system): not an attempt. The message is
-        /// the engine's again, due now at the latest (not logged, as `retryNow()`).
-        case cancelled(MessageID, HandOff)
-        /// A failure whose message cannot be read back: its age, which `expiry` needs, is
-        /// unknown, so it is not judged; it is read again after `maximumDelay` (`NextDue`).
-        case unreadable(MessageID, HandOff, LogError)
-        /// A task that no longer carries its message (it ended while the app was dead and
-        /// reconciliation gave it up, or the message was cancelled or handed off again): a 2xx
-        /// still delivers a pending message; anything else is dropped, unlogged.
-        case late(MessageID, attempt: UInt32, status: UInt16?)
-    }
-
-    /// Records how an upload ended without an outcome and asks for the next plan, in one
-    /// critical section: in the background (or before anything said where the app is) messages
-    /// are handed off again. `Recorded.endedHandOff` says whether the upload's hand-off ended
-    /// here (its body file can go).
-    func uploadEnded(_ end: UploadEnd, at instant: EngineInstant) -> (Recorded, Effects) {
-        write { state, effects -> Recorded in
-            state.wallMilliseconds = max(state.wallMilliseconds, instant.wallMilliseconds)
-            var ended = false, handOffAsked = true
-            switch end {
-            case .cancelled(let id, let handOff):
-                ended = Self.endHandOff(id, handOff, dueAtLatest: instant.wallMilliseconds, &state)
-            case .unreadable(let id, let handOff, let error):
-                ended = Self.endHandOff(id, handOff, dueAtLatest: instant.wallMilliseconds, &state)
-                let due = NextDue.afterUnreadableRecord(policy: limits.retry, nowMilliseconds: instant.wallMilliseconds)
-                if ended { state.recordUnreadable(id, error: error, dueMilliseconds: due, &effects) }
-            case .late(let id, let attempt, let status):
-                handOffAsked = false
-                // Still an answer from its destination (or a failure to reach it): after a
-                // relaunch, the first a new process hears of it, so its hand-off is not blind.
-                state.projection.heardLate(of: id, status: status, nowMilliseconds: instant.wallMilliseconds)
-                if let status, !state.closed, state.projection.slot(of: id) != nil {
-                    // A hand-off the message has now (a later one) ends with it: the effects
-                    // cancel its task and remove its body file.
-                    effects.append(.delivered(id, attempt: attempt, status: status))
-                    state.resolve(id, .delivered, attempts: Int(attempt), &effects)
-                }
-            }
-            effects.plan(at: instant, handOffAsked: handOffAsked)
-            return Recorded(endedHandOff: ended)
-        }
-    }
-
-    /// Under the lock: message `id`'s hand-off ends if it is still the one given; the message
-    /// is the engine's again, due at `dueAtLatest` at the latest. False if that hand-off no
-    /// longer carried the message.
-    private static func endHandOff(
-        _ id: MessageID, _ handOff: HandOff, dueAtLatest: UInt64, _ state: inout CoreState
-    ) -> Bool {
-        guard state.handOffs[id]?.ticket == handOff.ticket, let slot = state.projection.slot(of: id) else {
-            return false
-        }
-        state.handOffs[id] = nil
-        state.projection.retry(id, attempts: slot.attempts, dueMilliseconds: min(slot.dueMilliseconds, dueAtLatest))
-        return true
-    }
-
     /// What reconciliation did.
     struct Reconciliation {
         /// Handed-off messages whose task is gone: pending again.

@@ -41,14 +41,6 @@ struct PlanRequest {
     }
 }
 
-/// What a plan started that its caller carries on with.
-struct Started {
-    /// The hand-off pass it started, if any.
-    var pass: Task<Int, Never>?
-    /// The attempt the runner that asked (`freeing`) is to make next, in its own task.
-    var next: Attempt?
-}
-
 extension CourierCore {
     /// At the end of a section (`write`, `commit`): the plan it asked for, merged with any that
     /// waited for an fsync. While a record waits for its fsync (`.always`), nothing is planned:
@@ -62,7 +54,7 @@ extension CourierCore {
             return
         }
         guard let request = effects.plan ?? state.scheduler.waitingPlan else { return }
-        effects.started = schedule(request.merged(with: state.scheduler.waitingPlan), &state, &effects)
+        schedule(request.merged(with: state.scheduler.waitingPlan), &state, &effects)
         state.scheduler.waitingPlan = nil
     }
 
@@ -73,13 +65,12 @@ extension CourierCore {
     /// the plan starts attempts and the runner is `continuing` (its task was not cancelled), it
     /// makes the first itself (`next`) rather than ending while a new task starts: a runner per
     /// delivery slot, as a pool of workers would be, and a thread wake-up less per attempt.
-    private func schedule(_ request: PlanRequest, _ state: inout CoreState, _ effects: inout Effects) -> Started {
+    private func schedule(_ request: PlanRequest, _ state: inout CoreState, _ effects: inout Effects) {
         guard let launcher = state.launcher else { preconditionFailure("a plan before the launcher was given") }
         let instant = request.instant, token = request.freeing
         state.wallMilliseconds = max(state.wallMilliseconds, instant.wallMilliseconds)
         let runner = token.flatMap { state.scheduler.attempts.removeValue(forKey: $0) }
         let plan = Scheduler.plan(&state, at: instant, limits: limits.scheduler, handOffAsked: request.handOffAsked)
-        var started = Started()
         // What this critical section emitted so far (an `enqueued`, an outcome) comes first.
         if !plan.attempts.isEmpty { effects.yieldEventsSoFar(to: state.subscribers.values) }
         for var planned in plan.attempts {
@@ -90,9 +81,9 @@ extension CourierCore {
             for subscriber in state.subscribers.values {
                 subscriber.yield(.attemptStarted(attempt.id, number: attempt.number))
             }
-            if request.continuing, let token, let runner, started.next == nil {
+            if request.continuing, let token, let runner, effects.reply.next == nil {
                 state.scheduler.attempts[token] = runner
-                started.next = attempt
+                effects.reply.next = attempt
                 continue
             }
             let token = state.scheduler.takeToken()
@@ -102,7 +93,7 @@ extension CourierCore {
             let token = state.scheduler.takeToken()
             let task = launcher.startPass(plan.uploads, token)
             state.scheduler.passes[token] = task
-            started.pass = task
+            effects.reply.pass = task
         }
         if let deadline = plan.timerDeadline {
             state.scheduler.timer?.task.cancel()
@@ -111,7 +102,6 @@ extension CourierCore {
         effects.idle += takeSettleWaitersIfSettled(&state, at: instant)
         // A message handed off in this plan's section can leave only handed-off ones pending.
         state.tellIdleWaiters(&effects)
-        return started
     }
 
     /// Under the core's lock: the settle waiters to resume, if the engine is settled at `instant`.

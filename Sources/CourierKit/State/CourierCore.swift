@@ -30,8 +30,6 @@ final class CourierCore {
         var maximumStorageBytes: Int
         var segmentSizeBytes: Int
         var compactionThreshold: Int
-        /// What `NextDue` decides outcomes by.
-        var retry: RetryPolicy
         /// What the scheduler plans within.
         var scheduler: Scheduler.Limits
         /// Whether an outcome may start a compaction.
@@ -243,7 +241,7 @@ extension CourierCore {
     /// the log never calls the app's clock). A failure to log is reported where it happened among
     /// the section's events, and the change goes on in memory (the worst case is a duplicate POST
     /// after a restart, which the key dedupes).
-    private func appendRecords(_ state: CoreState, _ effects: inout Effects) {
+    func appendRecords(_ state: CoreState, _ effects: inout Effects) {
         var told = 0
         for (batch, position) in effects.appends {
             do throws(LogError) {

@@ -133,6 +133,7 @@ final class Replayer {
         for id in handOffs.keys { taken.withhold(id) }
         var state = CoreState(projection: taken, resolved: resolved)
         state.wallMilliseconds = now
+        state.retry = configuration.retry
         state.handOffs = handOffs
         if !report.isClean {
             state.openingDamage = CourierError(

@@ -1,0 +1,128 @@
+import CourierLog
+import Foundation
+
+/// How a background upload ended without an outcome to judge (an outcome is recorded as an
+/// engine attempt's: `CoreInput.ended`).
+enum UploadEnd: Sendable {
+    /// Cancelled (by `appDidEnterForeground()` or the system): not an attempt. The message is
+    /// the engine's again, due now at the latest (not logged, as `retryNow()`).
+    case cancelled(MessageID, HandOff)
+    /// A failure whose message cannot be read back: its age, which `expiry` needs, is
+    /// unknown, so it is not judged; it is read again after `maximumDelay` (`NextDue`).
+    case unreadable(MessageID, HandOff, LogError)
+    /// A task that no longer carries its message (it ended while the app was dead and
+    /// reconciliation gave it up, or the message was cancelled or handed off again): a 2xx
+    /// still delivers a pending message; anything else is dropped, unlogged.
+    case late(MessageID, attempt: UInt32, status: UInt16?)
+}
+
+/// The one outcome path, for both runners (`CoreInput.ended`), and the ends of uploads without
+/// one (`CoreInput.uploadEnded`).
+extension CoreState {
+    /// An attempt ended (an engine attempt, or a background upload): the outcome is logged and
+    /// applied (`record`), the attempt's slot (or the hand-off) freed, and the next plan asked
+    /// for. `reply.verdict`: what the one rule decided; `reply.endedHandOff`: an upload's.
+    mutating func ended(_ judged: JudgedEnding, _ effects: inout Effects) -> PlanRequest {
+        var token: UInt64?, ticket: UInt64?
+        switch judged.ending.runner {
+        case .engine(let t): token = t
+        case .upload(let t): ticket = t
+        }
+        wallMilliseconds = max(wallMilliseconds, judged.instant.wallMilliseconds)
+        effects.reply.verdict = record(judged, handOff: ticket, &effects)
+        effects.reply.endedHandOff = ticket != nil
+        return PlanRequest(
+            instant: judged.instant, handOffAsked: ticket != nil, freeing: token, continuing: judged.continuing)
+    }
+
+    /// The destination is told, the one rule (`NextDue`) decides what comes next, the verdict
+    /// is logged, the projection updated, waiters released. Nil: the outcome was dropped (the
+    /// message was cancelled while in flight, or its hand-off ended). With `handOff`, the
+    /// attempt was a background upload task with that ticket: its outcome counts only while
+    /// the message is still handed off to that task; the hand-off ends.
+    private mutating func record(
+        _ judged: JudgedEnding, handOff ticket: UInt64?, _ effects: inout Effects
+    ) -> NextDue.Verdict? {
+        let attempt = judged.ending.attempt, facts = judged.facts, now = judged.instant.wallMilliseconds
+        let id = attempt.id, number = UInt32(attempt.number), outcome = facts.outcome
+        // Cancelled while its attempt was in flight: the message is done, and its outcome is
+        // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
+        guard let slot = projection.slotIndex(of: id) else { return nil }
+        if let ticket {
+            guard handOffs[id]?.ticket == ticket else { return nil }
+            handOffs[id] = nil
+        }
+        // The destination first: a recovery unparks the others before this one resolves.
+        let change = projection.observe(
+            outcome, ofSlot: slot, startedMilliseconds: facts.byUpload ? nil : attempt.startedMilliseconds,
+            retryAfter: facts.retryAfter, random: judged.probeRandom, nowMilliseconds: now)
+        let order = projection.slots[Int(slot)].order
+        let explained = outcome.isSuccess ? 0 : projection.governor(ofSlot: slot).explainedFailures(of: order, at: now)
+        let verdict = NextDue.after(
+            facts, destinationLimited: change == .limited, explainedFailures: explained, policy: retry,
+            nowMilliseconds: now)
+        switch change {
+        case .none, .limited: break
+        case .wentDown(let origin, let failures):
+            effects.emit(.destinationDown(OriginTable.url(of: origin), consecutiveFailures: failures))
+        case .recovered(let origin, let downMilliseconds, let released):
+            effects.emit(
+                .destinationRecovered(
+                    OriginTable.url(of: origin), downFor: .milliseconds(Int64(downMilliseconds)), released: released))
+        }
+        switch verdict {
+        case .delivered(let status):
+            effects.append(.delivered(id, attempt: number, status: status))
+            resolve(id, .delivered, attempts: attempt.number, &effects)
+        case .retry(let due, _, let foregroundOnly):
+            effects.append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due))
+            projection.retry(id, attempts: number, dueMilliseconds: due)
+            if change == .limited { projection.notePacedRetry(id) }
+            let next = Date(timeIntervalSince1970: Double(due) / 1000)
+            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: next))
+            if foregroundOnly { self.foregroundOnly.insert(id) }  // no hand-off takes it again
+        case .giveUp(let reason):
+            effects.append(.abandoned(id, attempt: number, reason: reason.description))
+            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: nil))
+            resolve(id, .abandoned(reason), attempts: attempt.number, &effects)
+        }
+        return verdict
+    }
+
+    /// How an upload ended without an outcome; then the next plan: in the background (or before
+    /// anything said where the app is) messages are handed off again. `reply.endedHandOff`:
+    /// whether the upload's hand-off ended here (its body file can go).
+    mutating func uploadEnded(_ end: UploadEnd, at instant: EngineInstant, _ effects: inout Effects) -> PlanRequest {
+        let now = instant.wallMilliseconds
+        wallMilliseconds = max(wallMilliseconds, now)
+        switch end {
+        case .cancelled(let id, let handOff):
+            effects.reply.endedHandOff = endHandOff(id, handOff, dueAtLatest: now)
+        case .unreadable(let id, let handOff, let error):
+            effects.reply.endedHandOff = endHandOff(id, handOff, dueAtLatest: now)
+            let due = NextDue.afterUnreadableRecord(policy: retry, nowMilliseconds: now)
+            if effects.reply.endedHandOff { recordUnreadable(id, error: error, dueMilliseconds: due, &effects) }
+        case .late(let id, let attempt, let status):
+            // Still an answer from its destination (or a failure to reach it): after a
+            // relaunch, the first a new process hears of it, so its hand-off is not blind.
+            projection.heardLate(of: id, status: status, nowMilliseconds: now)
+            if let status, !closed, projection.slot(of: id) != nil {
+                // A hand-off the message has now (a later one) ends with it: the effects
+                // cancel its task and remove its body file.
+                effects.append(.delivered(id, attempt: attempt, status: status))
+                resolve(id, .delivered, attempts: Int(attempt), &effects)
+            }
+            return PlanRequest(instant: instant)
+        }
+        return PlanRequest(instant: instant, handOffAsked: true)
+    }
+
+    /// Message `id`'s hand-off ends if it is still the one given; the message is the engine's
+    /// again, due at `dueAtLatest` at the latest. False if that hand-off no longer carried it.
+    private mutating func endHandOff(_ id: MessageID, _ handOff: HandOff, dueAtLatest: UInt64) -> Bool {
+        guard handOffs[id]?.ticket == handOff.ticket, let slot = projection.slot(of: id) else { return false }
+        handOffs[id] = nil
+        projection.retry(id, attempts: slot.attempts, dueMilliseconds: min(slot.dueMilliseconds, dueAtLatest))
+        return true
+    }
+}
