@@ -83,11 +83,11 @@ extension Courier {
     /// Reconciles the log with the session's outstanding tasks, then lets the engine start.
     private func reconcileHandOffs(_ uploads: BackgroundUploads) async {
         let tasks = await uploads.session.outstandingTasks()
-        let result = await onIOQueue { [self] () -> CourierCore.Reconciliation in
-            let (result, effects) = core.reconcile(with: tasks)
+        let result = await onIOQueue { [self] () -> Reconciliation in
+            let effects = core.handle(.reconcile(tasks))
             effects.run()
             log.sweepBodies(keeping: core.status.handOffs)
-            return result
+            return effects.reply.reconciliation
         }
         for task in result.stale { uploads.session.cancel(task) }
         if !result.orphaned.isEmpty || !result.adopted.isEmpty {
@@ -131,7 +131,7 @@ extension Courier {
         let (kept, mayHandOff) = core.handOffStates(ids)
         var states = kept, aborted: [(id: MessageID, foregroundOnly: Bool)] = []
         if !mayHandOff {  // the app came back: the engine's again
-            core.beginHandOffs([], aborted: ids.map { ($0, false) }).1.run()
+            core.handle(.beginHandOffs(ready: [], aborted: ids.map { ($0, false) })).run()
             return 0
         }
         for (i, id) in ids.enumerated() where states[i] == nil { states[i] = await currentState(of: id) }
@@ -181,9 +181,10 @@ extension Courier {
                 earliestBeginMilliseconds: max(ready.candidate.beginMilliseconds, now),
                 createdMilliseconds: ready.createdMilliseconds)
         }
-        let (begun, effects) = core.beginHandOffs(
-            zip(prepared, handOffs).map { ($0.candidate.slot.id, $1) }, aborted: aborted)
+        let effects = core.handle(
+            .beginHandOffs(ready: zip(prepared, handOffs).map { ($0.candidate.slot.id, $1) }, aborted: aborted))
         effects.run()
+        let begun = effects.reply.taken
         guard !prepared.isEmpty else { return 0 }
         var made: [(id: MessageID, ticket: UInt64, taskIdentifier: UInt64)] = [], tasks: [BackgroundUploadTask] = []
         var gone: [String] = []  // body files of hand-offs that did not begin: cancelled meanwhile
@@ -197,9 +198,9 @@ extension Courier {
             made.append((ready.candidate.slot.id, ready.ticket, UInt64(bitPattern: Int64(task.identifier))))
         }
         let (recorded, mayHandOff) = await onIOQueue { [self, made] () -> ([Bool], Bool) in
-            let (recorded, mayHandOff, effects) = core.recordHandOffs(made)
+            let effects = core.handle(.recordHandOffs(made))
             effects.run()
-            return (recorded, mayHandOff)
+            return (effects.reply.taken, effects.reply.mayHandOff)
         }
         for (task, (done, entry)) in zip(tasks, zip(recorded, made)) {
             if !done {

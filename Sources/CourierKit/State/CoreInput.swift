@@ -84,6 +84,13 @@ enum CoreInput {
     case ended(JudgedEnding)
     /// A background upload ended without an outcome to judge (`CoreState.uploadEnded`).
     case uploadEnded(UploadEnd)
+    /// A hand-off pass's messages begin (`CoreState.beginHandOffs`), or go back to the engine.
+    case beginHandOffs(ready: [(id: MessageID, handOff: HandOff)], aborted: [(id: MessageID, foregroundOnly: Bool)])
+    /// A hand-off pass's tasks exist: their records (`CoreState.recordHandOffs`).
+    case recordHandOffs([(id: MessageID, ticket: UInt64, taskIdentifier: UInt64)])
+    /// The session's outstanding tasks, at open: reconciled with the hand-offs
+    /// (`CoreState.reconcile`).
+    case reconcile([BackgroundUploadTask])
     /// The timer for `deadline` fired: forgotten, unless a newer one replaced it.
     case timerFired(deadline: Duration)
     /// Hand-off pass `token` ended: its place is free.
@@ -120,6 +127,11 @@ struct Reply: Sendable {
     var verdict: NextDue.Verdict?
     /// `ended`, `uploadEnded`: a background upload's hand-off ended (its body file can go).
     var endedHandOff = false
+    /// `beginHandOffs`, `recordHandOffs`: which of the hand-offs given took effect.
+    var taken: [Bool] = []
+    /// `recordHandOffs`: whether messages still go to the session.
+    var mayHandOff = false
+    var reconciliation = Reconciliation()
     var count = 0
     var pending = 0
     var handedOff = 0
@@ -204,6 +216,9 @@ extension CoreState {
         case .uploadEnded(let end):
             guard let instant else { preconditionFailure("an upload's end is told with its instant") }
             return uploadEnded(end, at: instant, &effects)
+        case .beginHandOffs(let ready, let aborted): beginHandOffs(ready, aborted: aborted, &effects)
+        case .recordHandOffs(let made): recordHandOffs(made, &effects)
+        case .reconcile(let tasks): reconcile(with: tasks, &effects)
         }
         return nil
     }
