@@ -80,19 +80,8 @@ final class LZ4Decoder {
     /// with a wrong checksum, or with trailing bytes are rejected; nothing is allocated before
     /// the declared size passed `limit`.
     func decompress(_ frame: UnsafeRawBufferPointer, limit: Int) -> [UInt8]? {
-        guard let header = Self.header(frame), header.contentSize <= UInt64(limit) else { return nil }
-        let size = Int(header.contentSize)
-        var ok = false
-        let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            let produced = decodeBlocks(frame, from: header.blocksOffset, flags: header.flags, into: buffer)
-            initialized = produced ?? 0
-            ok = produced == size
-        }
-        guard ok, header.flags & LZ4Frame.flagContentChecksum != 0 else { return nil }
-        // The content checksum is the frame's last 4 bytes (checked by decodeBlocks' end).
-        let stored = frame.loadLE(UInt32.self, at: frame.count - 4)
-        guard out.withUnsafeBytes({ XXH32.digest($0) }) == stored else { return nil }
-        return out
+        var body: [UInt8] = []  // grows to exactly the declared size, once that passed `limit`
+        return decompress(frame, limit: limit, into: &body) == nil ? nil : body
     }
 
     /// `decompress(_:limit:)` into `scratch`, which grows as needed and is reused from call to

@@ -32,7 +32,7 @@ package final class LZ4FrameCodec {
         var segment = SegmentHeader(salt: 0x5EED, firstSequence: 1, createdMilliseconds: 0).encoded()
         segment.append(contentsOf: bytes)
         // In memory the scan cannot fail; a throw would be a bug.
-        let result = try! SegmentScanner().scan(segment, segment: "fuzz", after: nil) { _ in }
-        precondition(result.validEnd <= segment.count)
+        let result = try! SegmentScanner().scan(SegmentWindow(bytes: segment), segment: "fuzz", after: nil) { _ in }
+        precondition((result.trailing?.offset ?? result.size) <= segment.count)
     }
 }

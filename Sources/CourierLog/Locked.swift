@@ -65,14 +65,7 @@ package final class Locked<Value> {
     /// Whether the calling thread holds the lock, directly or around another.
     package var isHeldByCurrentThread: Bool {
         let me = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-        var frame = pthread_getspecific(heldLocksKey)
-        // Bounded: locks nest a few deep at most; a longer chain is a broken invariant.
-        for _ in 0..<64 {
-            guard let current = frame?.assumingMemoryBound(to: HeldLock.self).pointee else { return false }
-            if UnsafeRawPointer(current.lock) == me { return true }
-            frame = current.outer
-        }
-        preconditionFailure("more than 64 locks held by one thread")
+        return HeldLock.anyHeld { UnsafeRawPointer($0.lock) == me }
     }
 }
 
@@ -89,6 +82,28 @@ struct HeldLock {
         self.outer = outer
         self.forbidsBlockingIO = forbidsBlockingIO
     }
+
+    /// Whether a lock the calling thread holds passes `test`.
+    static func anyHeld(_ test: (HeldLock) -> Bool) -> Bool {
+        var frame = pthread_getspecific(heldLocksKey)
+        // Bounded: locks nest a few deep at most; a longer chain is a broken invariant.
+        for _ in 0..<64 {
+            guard let current = frame?.assumingMemoryBound(to: HeldLock.self).pointee else { return false }
+            if test(current) { return true }
+            frame = current.outer
+        }
+        preconditionFailure("more than 64 locks held by one thread")
+    }
+}
+
+extension Locked {
+    /// Takes the value out, leaving nil: whoever takes it first gets it, once.
+    package func take<Wrapped>() -> Wrapped? where Value == Wrapped? {
+        withLock { value in
+            defer { value = nil }
+            return value
+        }
+    }
 }
 
 /// Whether the calling thread may block on the disk now: not while it holds a lock made with
@@ -96,16 +111,7 @@ struct HeldLock {
 /// creation; `SimulatedFileSystem` refuses such a call, so a test sees it fail.
 package enum BlockingIO {
     /// True while the calling thread holds a lock that forbids blocking file work.
-    package static var isForbidden: Bool {
-        var frame = pthread_getspecific(heldLocksKey)
-        // Bounded: locks nest a few deep at most (see `isHeldByCurrentThread`).
-        for _ in 0..<64 {
-            guard let current = frame?.assumingMemoryBound(to: HeldLock.self).pointee else { return false }
-            if current.forbidsBlockingIO { return true }
-            frame = current.outer
-        }
-        preconditionFailure("more than 64 locks held by one thread")
-    }
+    package static var isForbidden: Bool { HeldLock.anyHeld(\.forbidsBlockingIO) }
 }
 
 /// Thread-local: the innermost `HeldLock` of the current thread, if any.

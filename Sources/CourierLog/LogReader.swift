@@ -42,44 +42,43 @@ public struct LogReader: Sendable {
         let scanner = SegmentScanner()
         var last: UInt64?
         for (index, name) in names.enumerated() {
-            let path = joinPath(directory, name)
-            let size: Int
-            // (A `Result`, not `catch where`: Swift 6.3 crashes compiling the latter here.)
-            switch Result(catching: { () throws(LogError) in try fileSystem.fileSize(atPath: path) }) {
-            case .success(let bytes):
-                size = bytes
-            case .failure(let error) where error.errno == 2:
-                // Deleted since the listing: a writer's `forget` dropped it (a running writer
-                // deletes nothing else; and a listing taken while files come and go may miss
-                // newer segments, so even the last name listed can be a forgotten one). Its
-                // records were below the writer's floor: skipping it is what the writer meant.
-                report.vanishedSegments.append(name)
-                continue
-            case .failure(let error):
-                throw error
-            }
             let isNewest = index == names.count - 1
             // Before the first record, the oldest segment's name says which sequence comes next.
             var expected = last.map { $0 &+ 1 } ?? SegmentName.parse(name)!
-            let window = SegmentWindow(size: size) { offset, buffer throws(LogError) in
-                try fileSystem.read(atPath: path, offset: offset, into: buffer)
-            }
             let result: SegmentScanner.Result
             do {
-                result = try scanner.scan(window, segment: name, after: last) { record in
+                result = try scan(name, after: last, with: scanner) { record in
                     if record.sequence > expected { report.missingSequences += record.sequence - expected }
                     expected = record.sequence &+ 1
                     last = record.sequence
                     try visit(record)
                 }
             } catch let error as LogError where error.errno == 2 {
-                report.vanishedSegments.append(name)  // forgotten while being read: as above
+                // Deleted since the listing, before or while being read: a writer's `forget`
+                // dropped it (a running writer deletes nothing else; and a listing taken while
+                // files come and go may miss newer segments, so even the last name listed can be
+                // a forgotten one). Its records were below the writer's floor: skipping it is
+                // what the writer meant.
+                report.vanishedSegments.append(name)
                 continue
             }
             report.add(result, name: name, isNewest: isNewest)
             if isNewest { newest = result }
         }
         return report
+    }
+
+    /// One segment's scan, read through the file system in windows (replay, and the writer's
+    /// recovery of the newest segment: the same reads, the same rules).
+    func scan(
+        _ name: String, after last: UInt64?, with scanner: SegmentScanner = SegmentScanner(),
+        visit: (RecordView) throws -> Void
+    ) throws -> SegmentScanner.Result {
+        let path = joinPath(directory, name)
+        let window = SegmentWindow(size: try fileSystem.fileSize(atPath: path)) { offset, buffer throws(LogError) in
+            try fileSystem.read(atPath: path, offset: offset, into: buffer)
+        }
+        return try scanner.scan(window, segment: name, after: last, visit: visit)
     }
 }
 

@@ -57,26 +57,10 @@ public struct PosixFileSystem: LogFileSystem {
     }
 
     public func readFile(atPath path: String) throws(LogError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Self.error("cannot open file", path) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw Self.error("cannot stat file", path) }
-        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
+        let file = try openReadOnly(path)
         // A file still being appended to may grow; it may also shrink (truncated): read what
         // the size said, stop early at EOF.
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw Self.error("cannot read file", path)
-            }
-            if n == 0 { break }
-            done += n
-        }
-        bytes.removeLast(bytes.count - done)
-        return bytes
+        return try file.read(at: 0, count: file.status().sizeBytes)
     }
 
     public func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
@@ -91,6 +75,10 @@ public struct PosixFileSystem: LogFileSystem {
 
     /// One descriptor, kept until the reader is released: a record read back costs one `pread`.
     public func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
+        try openReadOnly(path)
+    }
+
+    private func openReadOnly(_ path: String) throws(LogError) -> PosixFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Self.error("cannot open file", path) }
         return PosixFile(fd: fd, path: path)
@@ -140,7 +128,7 @@ public struct PosixFileSystem: LogFileSystem {
             }
             throw LogError(.io, "cannot lock log directory", path: path, errno: e)
         }
-        return PosixLock(fd: fd)
+        return PosixFile(fd: fd, path: lockPath)  // `unlock()`, and closing, release the flock
     }
 
     public func status(atPath path: String) throws(LogError) -> FileStatus? {
@@ -166,7 +154,7 @@ public struct PosixFileSystem: LogFileSystem {
 /// An open segment file, for writing or for positioned reads. Closes in `deinit`, so a sync
 /// or read in flight on another thread keeps it open even after the writer rolled to the next
 /// segment or forgot this one.
-final class PosixFile: LogFile, LogReadableFile {
+final class PosixFile: LogFile, LogReadableFile, DirectoryLock {
     let fd: Int32
     let path: String
 
@@ -239,11 +227,4 @@ final class PosixFile: LogFile, LogReadableFile {
 
 extension FileStatus {
     init(_ st: stat) { self.init(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), sizeBytes: Int(st.st_size)) }
-}
-
-final class PosixLock: DirectoryLock {
-    private let fd: Int32
-    init(fd: Int32) { self.fd = fd }
-    deinit { close(fd) }  // closing the descriptor releases the flock
-    func unlock() { flock(fd, LOCK_UN) }
 }

@@ -33,8 +33,6 @@ struct SegmentScanner {
         /// empty, zero-filled, or a prefix of a header (a header is written in one call, so a
         /// torn one is cut short, never scrambled).
         var tornHeader = false
-        /// Where the valid part of the segment ends (the trailing span's start, or the size).
-        var validEnd: Int { trailing?.offset ?? size }
     }
 
     /// Calls `visit` for each valid record in order. `after` is the highest sequence number
@@ -54,29 +52,21 @@ struct SegmentScanner {
             }
             return result
         }
-        let salt: UInt32
         let raw = try window.bytes(at: 0, count: Format.segmentHeaderSize)!
         switch SegmentHeader.decode(raw) {
         case .success(let header):
             result.header = header
-            salt = header.salt
         case .failure(let problem):
             result.headerProblem = "bad segment header (\(problem))"
-            let headerIsZero = raw.allSatisfy { $0 == 0 }
-            result.tornHeader = try headerIsZero && window.isZero(from: 0)
-            let stored = SegmentHeader.fields(try window.bytes(at: 0, count: Format.segmentHeaderSize)!)
-            result.header = stored
-            salt = stored.salt
+            result.tornHeader = try raw.allSatisfy { $0 == 0 } && window.isZero(from: 0)
+            result.header = SegmentHeader.fields(raw)  // still valid: `isZero` reads into its own chunk
         }
-        var cursor = Cursor(window: window, salt: salt, segment: segment, decoder: decoder)
+        var cursor = Cursor(
+            window: window, salt: result.header!.salt, segment: segment, decoder: decoder,
+            resyncBudgetBytes: 4 * window.size + (1 << 20))
         try cursor.run(after: after, result: &result, visit: visit)
         result.size = window.size
         return result
-    }
-
-    /// `scan` over bytes in memory (the fuzz target, tests).
-    func scan(_ bytes: [UInt8], segment: String, after: UInt64?, visit: (RecordView) throws -> Void) throws -> Result {
-        try scan(SegmentWindow(bytes: bytes), segment: segment, after: after, visit: visit)
     }
 }
 
@@ -106,24 +96,14 @@ private struct Cursor {
     /// Where bodies are decoded: one buffer, reused for every record.
     var scratch: [UInt8] = []
 
-    init(window: SegmentWindow, salt: UInt32, segment: String, decoder: LZ4Decoder) {
-        self.window = window
-        self.salt = salt
-        self.segment = segment
-        self.decoder = decoder
-        self.resyncBudgetBytes = 4 * window.size + (1 << 20)
-    }
-
     /// A record that passed every check, without its body (which is in `scratch` right after
     /// `parse`, and decoded again from the segment for records of a batch held back).
     struct Parsed {
-        var sequence: UInt64
-        var kind: RecordKind
-        var flags: RecordFlags
-        var timestampMilliseconds: UInt64
+        var header: RecordHeader
         var offset: Int
-        var length: Int
         var bodyLength: Int
+        var sequence: UInt64 { header.sequence }
+        var length: Int { header.recordLength }
     }
 
     mutating func run(after: UInt64?, result: inout SegmentScanner.Result, visit: (RecordView) throws -> Void) throws {
@@ -138,15 +118,13 @@ private struct Cursor {
             if let record = try parse(at: pos, after: last, resync: false) {
                 last = record.sequence
                 pos += record.length
-                if record.flags.contains(.batchEnd) && pending.isEmpty {
+                if record.header.flags.contains(.batchEnd) && pending.isEmpty {
                     // The common case, a record appended alone: no buffering, no copy.
-                    try view(record, visit)
-                    result.recordCount += 1
-                    result.lastSequence = record.sequence
+                    try view(record, &result, visit)
                     continue
                 }
                 pending.append(record)
-                if record.flags.contains(.batchEnd) { try flush(&pending, &result, visit) }
+                if record.header.flags.contains(.batchEnd) { try flush(&pending, &result, visit) }
                 continue
             }
             let why = try reason(at: pos)  // before the search moves the window on
@@ -170,16 +148,21 @@ private struct Cursor {
     }
 
     /// Visits `record`, whose body is in `scratch`.
-    private func view(_ record: Parsed, _ visit: (RecordView) throws -> Void) throws {
+    private func view(
+        _ record: Parsed, _ result: inout SegmentScanner.Result, _ visit: (RecordView) throws -> Void
+    ) throws {
+        let h = record.header
         try scratch.withUnsafeBytes { buffer in
             try visit(
                 RecordView(
-                    kind: record.kind, flags: record.flags, timestampMilliseconds: record.timestampMilliseconds,
+                    kind: h.kind, flags: h.flags, timestampMilliseconds: h.timestampMilliseconds,
                     segment: segment,
                     address: RecordAddress(
                         sequence: record.sequence, offset: UInt32(record.offset), length: UInt32(record.length)),
                     body: UnsafeRawBufferPointer(rebasing: buffer[..<record.bodyLength])))
         }
+        result.recordCount += 1
+        result.lastSequence = record.sequence
     }
 
     private mutating func flush(
@@ -192,9 +175,7 @@ private struct Cursor {
             let frame = try window.bytes(at: start, count: record.length - Format.recordHeaderSize)!
             let length = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch)
             assert(length == record.bodyLength)
-            try view(record, visit)
-            result.recordCount += 1
-            result.lastSequence = record.sequence
+            try view(record, &result, visit)
         }
         pending.removeAll(keepingCapacity: true)
     }
@@ -228,21 +209,12 @@ private struct Cursor {
         guard let raw = try window.bytes(at: pos, count: total), RecordHeader.checksumHolds(raw, salt: salt) else {
             return nil
         }
-        let sequence = header.sequence
-        if let after, sequence <= after { return nil }
+        if let after, header.sequence <= after { return nil }
         let frame = UnsafeRawBufferPointer(rebasing: raw[Format.recordHeaderSize..<total])
         guard let bodyLength = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch) else {
             return nil
         }
-        return Parsed(
-            sequence: sequence,
-            kind: header.kind,
-            flags: header.flags,
-            timestampMilliseconds: header.timestampMilliseconds,
-            offset: pos,
-            length: total,
-            bodyLength: bodyLength
-        )
+        return Parsed(header: header, offset: pos, bodyLength: bodyLength)
     }
 
     /// A short description of why the bytes at `pos` are not a record.

@@ -19,23 +19,18 @@ struct Opener {
         var replay: ReplayReport?
         var newestScan: SegmentScanner.Result?
         if let visit {
-            switch Result(catching: { () throws(any Error) in try reader.read(visit, newest: &newestScan) }) {
-            case .success(let read): replay = read
-            case .failure(let error as LogError): throw error
-            case .failure(let error): throw LogError(.io, "reading the log: \(error)")
-            }
+            replay = try Self.logError("reading the log") { try reader.read(visit, newest: &newestScan) }
             // A segment vanished while opening: someone else changed the directory we hold.
             names.removeAll { replay!.vanishedSegments.contains($0) }
         }
         var nextSequence: UInt64 = 1
         if let newest = names.last {
-            let scan: SegmentScanner.Result
-            if let newestScan {
-                scan = newestScan
-            } else {
-                scan = try Self.scanAlone(newest, directory: directory, fileSystem: fileSystem)
+            // Not replaying: the same scan of the newest segment alone, so recovery never cuts a
+            // record that replay or wal-dump would accept.
+            if newestScan == nil {
+                newestScan = try Self.logError("reading \(newest)") { try reader.scan(newest, after: nil) { _ in } }
             }
-            let recovered = try recoverNewest(newest, scan: scan, report: &report)
+            let recovered = try recoverNewest(newest, scan: newestScan!, report: &report)
             nextSequence = recovered.nextSequence
             if recovered.removed { names.removeLast() }
         }
@@ -44,30 +39,18 @@ struct Opener {
             let size = try fileSystem.fileSize(atPath: joinPath(directory, name))
             sealed.append(SegmentInfo(name: name, firstSequence: SegmentName.parse(name)!, sizeBytes: size))
         }
-        let active = try Self.createSegment(
-            directory: directory, firstSequence: nextSequence,
-            configuration: configuration, fileSystem: fileSystem)
+        let active = try createSegment(firstSequence: nextSequence)
         report.activeSegment = active.name
         report.nextSequence = nextSequence
         return (WriterState(active: active, sealed: sealed, nextSequence: nextSequence), report, replay)
     }
 
-    /// The newest segment's scan when not replaying: the same scanner, with the same
-    /// format-wide limits, as every reader, so recovery never cuts a record that replay or
-    /// wal-dump would accept.
-    static func scanAlone(_ name: String, directory: String, fileSystem: any LogFileSystem) throws(LogError)
-        -> SegmentScanner.Result
-    {
-        let path = joinPath(directory, name)
-        let window = SegmentWindow(size: try fileSystem.fileSize(atPath: path)) { offset, buffer throws(LogError) in
-            try fileSystem.read(atPath: path, offset: offset, into: buffer)
-        }
-        switch Result(catching: { () throws(any Error) in
-            try SegmentScanner().scan(window, segment: name, after: nil) { _ in }
-        }) {
-        case .success(let scan): return scan
+    /// `body`'s value; a `LogError` as it is, any other error (the visitors here throw none) as `.io`.
+    private static func logError<T>(_ what: String, _ body: () throws -> T) throws(LogError) -> T {
+        switch Result(catching: body) {
+        case .success(let value): return value
         case .failure(let error as LogError): throw error
-        case .failure(let error): throw LogError(.io, "reading \(name): \(error)")
+        case .failure(let error): throw LogError(.io, "\(what): \(error)")
         }
     }
 
@@ -119,15 +102,12 @@ struct Opener {
     }
 
     /// Creates a segment file holding just its header, durable with its directory entry.
-    static func createSegment(
-        directory: String, firstSequence: UInt64, createdMilliseconds: UInt64? = nil,
-        configuration: WriteAheadLog.Configuration, fileSystem: any LogFileSystem
-    ) throws(LogError) -> ActiveSegment {
+    private func createSegment(firstSequence: UInt64) throws(LogError) -> ActiveSegment {
         let name = SegmentName.make(firstSequence: firstSequence)
         let path = joinPath(directory, name)
         let salt = configuration.makeSalt()
         let header = SegmentHeader(
-            salt: salt, firstSequence: firstSequence, createdMilliseconds: createdMilliseconds ?? configuration.now())
+            salt: salt, firstSequence: firstSequence, createdMilliseconds: configuration.now())
         let file = try fileSystem.openFile(atPath: path, create: true)
         do {
             try file.writeFully(header.encoded(), at: 0)

@@ -52,14 +52,7 @@ extension Courier {
 
     /// At close: no more wakes.
     func stopExtensionCollection() {
-        guard
-            let observer = extensionCollection?.observer.withLock({ o in
-                defer { o = nil }; return o
-            })
-        else {
-            return
-        }
-        ExtensionWake.stop(observer)
+        if let observer = extensionCollection?.observer.take() { ExtensionWake.stop(observer) }
     }
 
     /// One collection, on the collection queue. A claimed file whose messages could not all be

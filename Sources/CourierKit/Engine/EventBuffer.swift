@@ -76,7 +76,7 @@ final class EventBuffer: Sendable {
             return s.waiter
         }
         waiter?.resume(returning: nil)
-        terminate()
+        onTermination.take()?()
     }
 
     /// The next event, `.missedEvents(n)` first if the oldest were dropped, or nil at the end
@@ -120,13 +120,5 @@ final class EventBuffer: Sendable {
         let buffer: EventBuffer
         init(buffer: EventBuffer) { self.buffer = buffer }
         deinit { buffer.finish() }
-    }
-
-    private func terminate() {
-        let action = onTermination.withLock { a -> (@Sendable () -> Void)? in
-            defer { a = nil }
-            return a
-        }
-        action?()
     }
 }

@@ -96,19 +96,9 @@ enum HeaderRefresh {
         _ refresh: @escaping DelayedUploadRefresh, for upload: DelayedUpload, within limit: Duration = timeLimit,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) async -> [String: String]? {
+        // Stored before either task is made: the first reply takes it, a later one finds nil.
         let answer = Locked<CheckedContinuation<[String: String]?, Never>?>(nil)
-        let answered = Locked(false)
-        @Sendable func reply(_ headers: [String: String]?) {
-            let continuation = answered.withLock { done -> CheckedContinuation<[String: String]?, Never>? in
-                guard !done else { return nil }
-                done = true
-                return answer.withLock { waiting in
-                    defer { waiting = nil }
-                    return waiting
-                }
-            }
-            continuation?.resume(returning: headers)
-        }
+        @Sendable func reply(_ headers: [String: String]?) { answer.take()?.resume(returning: headers) }
         var work: [Task<Void, Never>] = []
         let headers = await withCheckedContinuation { (continuation: CheckedContinuation<[String: String]?, Never>) in
             answer.withLock { $0 = continuation }

@@ -158,19 +158,14 @@ extension Governor {
 
     /// Moves the one-second windows on to `now`.
     private mutating func roll(_ now: UInt64) {
-        if now >= flow.windowStartMilliseconds + 2_000 {
-            flow.windowStartMilliseconds = now
-            flow.successesLastWindow = 0
-            flow.successesThisWindow = 0
-            flow.refusedLastWindow = 0
-            flow.refusedThisWindow = 0
-        } else if now >= flow.windowStartMilliseconds + 1_000 {
-            flow.windowStartMilliseconds += 1_000
-            flow.successesLastWindow = flow.successesThisWindow
-            flow.successesThisWindow = 0
-            flow.refusedLastWindow = flow.refusedThisWindow
-            flow.refusedThisWindow = 0
-        }
+        guard now >= flow.windowStartMilliseconds + 1_000 else { return }
+        // Two windows on, or more: the last one heard nothing either.
+        let skipped = now >= flow.windowStartMilliseconds + 2_000
+        flow.windowStartMilliseconds = skipped ? now : flow.windowStartMilliseconds + 1_000
+        flow.successesLastWindow = skipped ? 0 : flow.successesThisWindow
+        flow.refusedLastWindow = skipped ? 0 : flow.refusedThisWindow
+        flow.successesThisWindow = 0
+        flow.refusedThisWindow = 0
     }
 
     // MARK: The retry budget
@@ -268,30 +263,14 @@ struct AnswerWindow {
         return (counted, failures)
     }
 
-    /// How many failures in a row of the destination the rate before its latest `run` answers
-    /// (the run of failures under way) explains, at wall time `now`: 0 until the window holds
-    /// `minimumAnswers` answers before the run.
-    func explainedRun(
-        beforeLatest run: Int, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64
-    ) -> Int {
-        // No message is `.max`: every answer counts; the run is the newest ones, all failures.
-        explained(excluding: .max, droppingFailures: run, explanation, nowMilliseconds: now)
-    }
-
     /// How many failures in a row of message `message` the rate of the others explains
     /// (`explanation.explainedRun`), at wall time `now`: 0 until the window holds
-    /// `minimumAnswers` answers to others.
+    /// `minimumAnswers` answers to others (less `dropped` failures, taken out of both counts).
+    /// For the destination's own run of failures under way: `message` `.max` (every answer
+    /// counts) and that run dropped (the newest answers, all failures).
     func explainedFailures(
-        of message: UInt64, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64
-    ) -> Int {
-        explained(excluding: message, droppingFailures: 0, explanation, nowMilliseconds: now)
-    }
-
-    /// The explained run at the rate of the window's answers not to `message`, less `dropped`
-    /// failures taken out of both counts.
-    private func explained(
-        excluding message: UInt64, droppingFailures dropped: Int, _ explanation: RetryPolicy.ExplainedFailures,
-        nowMilliseconds now: UInt64
+        of message: UInt64, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64,
+        droppingFailures dropped: Int = 0
     ) -> Int {
         guard explanation.isEnabled else { return 0 }
         let age = NextDue.milliseconds(explanation.windowDuration)

@@ -208,8 +208,8 @@ struct Governor {
         let threshold = rules.backoff.failuresBeforeDown
         guard rules.backoff.isEnabled, consecutiveFailures >= threshold else { return .none }
         // A run the destination's rate before it explains is luck, not an outage.
-        let explained = answers.explainedRun(
-            beforeLatest: consecutiveFailures, rules.retry.explainedFailures, nowMilliseconds: now)
+        let explained = answers.explainedFailures(
+            of: .max, rules.retry.explainedFailures, nowMilliseconds: now, droppingFailures: consecutiveFailures)
         guard consecutiveFailures >= threshold + explained else { return .none }
         outage = Outage(
             sinceMilliseconds: now, failedProbes: 1, explainedFailures: explained, nextProbeMilliseconds: now,
