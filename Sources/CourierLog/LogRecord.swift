@@ -109,3 +109,84 @@ public enum SegmentName {
         return UInt64(stem)
     }
 }
+
+/// A record's 36-byte header (`Format`), and the one place that decides whether bytes are a
+/// record: the scanner (recovery, replay, `LogReader`, `wal-dump`) and the read by address
+/// (`WriteAheadLog.read`) both call `parse` and `checksumHolds`, so they accept exactly the same
+/// records.
+struct RecordHeader {
+    /// Bytes of the LZ4 frame after the header.
+    var frameLength: Int
+    var sequence: UInt64
+    var timestampMilliseconds: UInt64
+    var kind: RecordKind
+    var flags: RecordFlags
+
+    /// Bytes of the whole record, header and frame.
+    var recordLength: Int { Format.recordHeaderSize + frameLength }
+
+    /// The header at the start of `raw` (at least `Format.recordHeaderSize` bytes), if its
+    /// fixed fields are right: the record magic, the frame size, reserved bytes zero, and a
+    /// frame no shorter than the smallest one the writer makes. The checksum is not checked
+    /// here: it covers the frame too (`checksumHolds`).
+    static func parse(_ raw: UnsafeRawBufferPointer) -> RecordHeader? {
+        guard raw.count >= Format.recordHeaderSize,
+            raw.loadLE(UInt32.self, at: 0) == Format.recordMagic,
+            raw.loadLE(UInt32.self, at: 4) == Format.recordFrameSize,
+            raw.loadLE(UInt16.self, at: 34) == 0
+        else { return nil }
+        let frameLength = Int(raw.loadLE(UInt32.self, at: 12))
+        guard frameLength >= Format.minimumBodyFrameSize else { return nil }
+        return RecordHeader(
+            frameLength: frameLength, sequence: raw.loadLE(UInt64.self, at: 16),
+            timestampMilliseconds: raw.loadLE(UInt64.self, at: 24), kind: RecordKind(rawValue: raw[32]),
+            flags: RecordFlags(rawValue: raw[33]))
+    }
+
+    /// Whether the masked CRC32C in `record` (header and frame, exactly `recordLength` bytes)
+    /// matches bytes 12 onwards, seeded with the segment's `salt`: a record verifies only in
+    /// the segment it was written to.
+    static func checksumHolds(_ record: UnsafeRawBufferPointer, salt: UInt32) -> Bool {
+        let covered = UnsafeRawBufferPointer(rebasing: record[12...])
+        return CRC32C.unmask(record.loadLE(UInt32.self, at: 8)) == CRC32C.extend(salt, covered)
+    }
+}
+
+/// One record's bytes (the layout in `Format`): what the log's appends and an outbox file's
+/// appends (`OutboxFile`) both write, so every reader checks them the same way.
+enum RecordEncoding {
+    /// Appends the record of `body` to `scratch` with its CRC left zero (it depends on the salt
+    /// of the segment it lands in: `seal`). Returns where the record starts.
+    @discardableResult
+    static func append(
+        _ body: [UInt8], kind: RecordKind, sequence: UInt64, timestampMilliseconds: UInt64, flags: RecordFlags,
+        encoder: LZ4Encoder, to scratch: inout [UInt8]
+    ) -> Int {
+        let start = scratch.count
+        scratch.append(contentsOf: zeroHeader)
+        let frameLength = body.withUnsafeBytes { encoder.compress($0, appendingTo: &scratch) }
+        scratch.storeLE(Format.recordMagic, at: start)
+        scratch.storeLE(Format.recordFrameSize, at: start + 4)
+        scratch.storeLE(UInt32(frameLength), at: start + 12)
+        scratch.storeLE(sequence, at: start + 16)
+        scratch.storeLE(timestampMilliseconds, at: start + 24)
+        scratch[start + 32] = kind.rawValue
+        scratch[start + 33] = flags.rawValue
+        return start
+    }
+
+    /// Fills in the CRC of each record of `scratch` starting at `starts` (in order), seeded
+    /// with `salt`.
+    static func seal(_ scratch: inout [UInt8], starts: [Int], salt: UInt32) {
+        let total = scratch.count
+        scratch.withUnsafeMutableBytes { raw in
+            for (i, start) in starts.enumerated() {
+                let end = i + 1 < starts.count ? starts[i + 1] : total
+                let crc = CRC32C.extend(salt, UnsafeRawBufferPointer(rebasing: raw[(start + 12)..<end]))
+                raw.storeBytes(of: CRC32C.mask(crc).littleEndian, toByteOffset: start + 8, as: UInt32.self)
+            }
+        }
+    }
+
+    private static let zeroHeader = [UInt8](repeating: 0, count: Format.recordHeaderSize)
+}

@@ -1,4 +1,5 @@
 import CourierLog
+import Foundation
 
 /// The core's entry points besides the delivery path's: every intent is a `CoreInput`, told in
 /// one critical section; and one read of what the facade shows.
@@ -76,6 +77,86 @@ extension CourierCore {
                 waiters: state.idleWaiters.count + state.waiters.values.map(\.count).reduce(0, +),
                 compactionChecks: state.compaction.checks, compacting: state.compaction.compacting,
                 hasLifecycle: state.lifecycle != nil)
+        }
+    }
+}
+
+extension CourierCore {
+    /// Message `id`'s full state if it is among the recently sent (no file work).
+    func recentState(_ id: MessageID) -> MessageState? { read { $0.recentState(of: id) } }
+
+    /// Reads message `id`'s full state back from the log (one positioned read, checksum
+    /// verified), with the attempt count and due time the projection holds. Nil if the message
+    /// is no longer pending. Blocking file work: never call it on the cooperative pool.
+    func loadState(_ id: MessageID) throws(LogError) -> MessageState? {
+        // A compaction may move the record between the lookup and the read (`.notFound`): look
+        // again. It moves a record at most once per compaction, so three tries are plenty.
+        var lastError = LogError(.notFound, "message \(id) kept moving")
+        for _ in 0..<3 {
+            guard let slot = read({ $0.projection.slot(of: id) }) else { return nil }
+            var message: MessageState
+            switch Result(catching: { () throws(LogError) in try log.readState(at: slot.address, of: id) }) {
+            case .success(let read): message = read.state
+            case .failure(let error) where error.code == .notFound:
+                lastError = error
+                continue
+            case .failure(let error): throw error
+            }
+            message.attempts = slot.attempts
+            message.nextDueMilliseconds = slot.dueMilliseconds
+            return message
+        }
+        throw lastError
+    }
+}
+
+extension Event {
+    /// The full state an `enqueued` or `snapshot` event carries.
+    var fullState: MessageState? {
+        switch self {
+        case .enqueued(let s), .snapshot(let s): s
+        default: nil
+        }
+    }
+}
+
+/// The core's intents for background hand-off (`Courier.BackgroundUploads`). A handed-off
+/// message is in flight in the projection, so the engine never attempts it, until its task's
+/// completion is heard (or reconciliation finds the task gone).
+extension CourierCore {
+    /// A pass's messages, in one section: their full states where kept in memory (nil: read
+    /// them back from the log), and whether messages go to the session now.
+    func handOffStates(_ ids: [MessageID]) -> (states: [MessageState?], mayHandOff: Bool) {
+        read { state in (ids.map { state.recentState(of: $0) }, state.scheduler.mode.mayHandOff) }
+    }
+
+    /// The message task `task` carries, and its hand-off: by the task's description, or by its
+    /// identifier if the description is not Courier's (the system may not keep it).
+    func handOff(carriedBy task: BackgroundUploadTask) -> (MessageID, HandOff)? {
+        read { state in
+            if let parsed = HandOff.parse(taskDescription: task.taskDescription) {
+                guard let handOff = state.handOffs[parsed.id], handOff.ticket == parsed.ticket else { return nil }
+                return (parsed.id, handOff)
+            }
+            let identifier = UInt64(bitPattern: Int64(task.identifier))
+            guard identifier != HandOff.unknownTask else { return nil }
+            return state.handOffs.first { $0.value.taskIdentifier == identifier }.map { ($0.key, $0.value) }
+        }
+    }
+
+    /// Whether a handed-off message goes to a destination that has said nothing yet since the
+    /// courier opened (its hand-off was blind: its first limit's worth, 4 at first).
+    /// Only hand-offs that may begin by `nowMilliseconds` count: one whose begin date is minutes
+    /// away cannot answer while the app is still up.
+    func awaitsFirstAnswers(nowMilliseconds now: UInt64) -> Bool {
+        read { state in
+            // Bounded by the hand-offs (at most `maximumOutstandingTasks`).
+            state.handOffs.contains { id, handOff in
+                guard handOff.earliestBeginMilliseconds <= now, let i = state.projection.slotIndex(of: id) else {
+                    return false
+                }
+                return !state.projection.governor(ofSlot: i).hasReported
+            }
         }
     }
 }

@@ -18,7 +18,7 @@ typealias DeliveryWaiter = CheckedContinuation<Result<Void, any Error>, Never>
 /// `Courier` is the facade around it: it validates and encodes, reads the clock, runs effects,
 /// owns the transport, and hands blocking file work to its own queue. It calls intents only:
 /// nothing outside `State/` reads or writes `CoreState` (`make format-check` enforces it), and
-/// the core carries out its own plans (`CourierCore+Plan.swift`).
+/// the core carries out its own plans (`Scheduler.swift`).
 final class CourierCore {
     let log: MessageLog
     let limits: Limits
