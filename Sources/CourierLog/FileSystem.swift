@@ -86,6 +86,16 @@ extension LogFileSystem {
     public func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
         PathReader(fileSystem: self, path: path)
     }
+
+    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError)
+        -> Int
+    {
+        let bytes = try read(atPath: path, offset: offset, count: buffer.count)
+        if !bytes.isEmpty {
+            bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        }
+        return bytes.count
+    }
 }
 
 /// Reads through the file system by path, opening the file on each read (the default).
@@ -139,9 +149,7 @@ extension LogFile {
             done += n
         }
     }
-}
 
-extension LogFile {
     /// `writeFully` for an array. The typed error leaves `withUnsafeBytes` through a variable
     /// (`do throws(LogError)`, not `Result`): this compiles the same against Swift 6's standard
     /// library and Swift 5.10's (the iOS 17.4 SDK's, which `make ios-check` uses), whose
@@ -152,18 +160,6 @@ extension LogFile {
             do throws(LogError) { try writeFully(raw, at: offset) } catch { failure = error }
         }
         if let failure { throw failure }
-    }
-}
-
-extension LogFileSystem {
-    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError)
-        -> Int
-    {
-        let bytes = try read(atPath: path, offset: offset, count: buffer.count)
-        if !bytes.isEmpty {
-            bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        }
-        return bytes.count
     }
 }
 

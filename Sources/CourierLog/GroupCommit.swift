@@ -99,7 +99,10 @@ extension WriteAheadLog {
     func syncTarget() throws(LogError) -> SyncWork {
         try mutex.withLock { () throws(LogError) -> SyncWork in
             if case .failed = state.phase { try state.checkOpen() }
-            return state.syncWork
+            // Everything written so far.
+            return SyncWork(
+                sealed: state.unsyncedSealed, renames: state.unsyncedRenames, active: state.active.file,
+                through: state.nextSequence - 1)
         }
     }
 

@@ -117,7 +117,8 @@ extension WriteAheadLog {
         } else if state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0 {
             state.appendsPastSegmentSize += 1
         }
-        sealChecksums(salt: state.active.salt)
+        // Each record's CRC depends on the salt of the segment it lands in.
+        RecordEncoding.seal(&state.scratch, starts: state.recordStarts, salt: state.active.salt)
         try writeScratch()
         state.active.sizeBytes += total
         state.active.recordCount += entries.count
@@ -127,11 +128,6 @@ extension WriteAheadLog {
             work.insert(.prepareSpare)
         }
         return (first...(first + UInt64(entries.count) - 1), work)
-    }
-
-    /// Fills in each record's CRC, which depends on the salt of the segment it lands in.
-    private func sealChecksums(salt: UInt32) {
-        RecordEncoding.seal(&state.scratch, starts: state.recordStarts, salt: salt)
     }
 
     /// Writes the scratch buffer at the end of the active segment. A full disk rolls the

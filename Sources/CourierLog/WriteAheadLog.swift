@@ -122,13 +122,6 @@ struct SyncWork {
     var through: UInt64
 }
 
-extension WriterState {
-    /// Everything written so far, as a sync to make.
-    var syncWork: SyncWork {
-        SyncWork(sealed: unsyncedSealed, renames: unsyncedRenames, active: active.file, through: nextSequence - 1)
-    }
-}
-
 /// Why `WriteAheadLog` may be shared across threads: every mutable field (`state`) is only
 /// read or written while holding `mutex`; `commit` guards itself; the rest is immutable.
 extension WriteAheadLog: @unchecked Sendable {}

@@ -14,12 +14,6 @@ extension Courier {
         return await onIOQueue(readQueue) { [core] in Result { () throws(LogError) in try core.loadState(id) } }
     }
 
-    /// Message `id`'s full state, or nil if it is no longer pending or cannot be read.
-    func currentState(of id: MessageID) async -> MessageState? {
-        if case .success(let state) = await readState(of: id) { return state }
-        return nil
-    }
-
     /// A message's request: its URL, headers and body, and its `Idempotency-Key`.
     func request(for state: MessageState, attempt: Int) -> DeliveryRequest {
         var headers: [String: String] = [:]
@@ -147,7 +141,7 @@ extension Courier {
         case .success(nil):
             // Cancelled (`cancel(_:)`) before its state was read: nothing to send. The slot
             // is free for the next due message.
-            return endAttempt(token)
+            return carryOn(.runnerFree(token: token, continuing: !Task.isCancelled))
         case .failure(let error):
             let due = NextDue.afterUnreadableRecord(
                 policy: configuration.retry, nowMilliseconds: currentInstant().wallMilliseconds)
@@ -171,13 +165,6 @@ extension Courier {
             attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
             runner: .engine(token: token), url: state.url)
         return await recordWhereAllowed(ending, continuing: !Task.isCancelled).next
-    }
-
-    /// An attempt ended without an outcome to record: its slot is free, and what the scheduler
-    /// plans next starts, in one critical section (the first attempt in this runner, unless
-    /// its task was cancelled).
-    private func endAttempt(_ token: UInt64) -> Attempt? {
-        carryOn(.runnerFree(token: token, continuing: !Task.isCancelled))
     }
 
     /// Tells the core `input` about this runner's slot; the attempt it makes next, if any.

@@ -134,7 +134,7 @@ extension Courier {
             core.handle(.beginHandOffs(ready: [], aborted: ids.map { ($0, false) })).run()
             return 0
         }
-        for (i, id) in ids.enumerated() where states[i] == nil { states[i] = await currentState(of: id) }
+        for (i, id) in ids.enumerated() where states[i] == nil { states[i] = try? await readState(of: id).get() }
         var ready: [PreparedHandOff] = []
         for (candidate, state) in zip(candidates, states) {
             // Cancelled, unreadable, or `prepareRequest` threw: left to the engine, which reads

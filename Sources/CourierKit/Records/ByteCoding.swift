@@ -63,8 +63,6 @@ struct ByteReader {
         return take(Int(n))
     }
 
-    mutating func blob() -> [UInt8]? { blobBytes().map { Array($0) } }
-
     mutating func id() -> MessageID? {
         guard let b = take(16) else { return nil }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

@@ -41,12 +41,6 @@ extension Projection {
         tags.slots(tagged: tag).map { slots[Int($0)] }.sorted { $0.order < $1.order }.map(\.id)
     }
 
-    /// The pending messages a held tag keeps from delivery.
-    var heldIDs: Set<MessageID> {
-        guard heldCount > 0 else { return [] }
-        return Set(tags.tagsBySlot.keys.map { slots[Int($0)] }.filter { $0.flags.contains(.heldByTag) }.map(\.id))
-    }
-
     /// Whether every pending message is held by a tag and none of them is in flight: nothing
     /// more can happen until a release (idle, for `waitUntilIdle`).
     var onlyHeldPending: Bool {
