@@ -142,10 +142,3 @@ extension Courier {
             callbacks: Callbacks(onDelivered: nil, onAbandoned: nil))
     }
 }
-
-extension CourierCore {
-    /// Whether message `id` is pending, or remembered as resolved.
-    func knows(_ id: MessageID) -> Bool {
-        read { $0.projection.slotIndex(of: id) != nil || $0.resolved[id] != nil }
-    }
-}

@@ -53,6 +53,12 @@ extension CourierCore {
     /// The pending messages' ids, oldest first.
     var pendingIDs: [MessageID] { read { $0.projection.liveSlotsInOrder().map(\.id) } }
 
+    /// Whether message `id` is pending, or remembered as resolved (the extension outbox's
+    /// collection adds a message once).
+    func knows(_ id: MessageID) -> Bool {
+        read { $0.projection.slotIndex(of: id) != nil || $0.resolved[id] != nil }
+    }
+
     /// What tests and `courier-bench` read of the core's bookkeeping: one read of the lock, so
     /// nothing outside `State/` reaches into `CoreState` (`make format-check`, Tests included).
     struct Diagnostics {
