@@ -37,15 +37,11 @@ struct URLTable {
         if let known = indexByURL[key] {
             index = known
             entries[Int(index)]!.references += 1
-        } else if let reused = freeIndices.popLast() {
-            index = reused
-            entries[Int(index)] = Entry(
-                url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self)))
-            indexByURL[key] = index
         } else {
-            index = UInt32(entries.count)
-            entries.append(
-                Entry(url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self))))
+            index = freeIndices.popLast() ?? UInt32(entries.count)
+            let entry = Entry(
+                url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self)))
+            if Int(index) == entries.count { entries.append(entry) } else { entries[Int(index)] = entry }
             indexByURL[key] = index
         }
         lastInterned = index
@@ -73,7 +69,6 @@ struct SlotQueue {
     private var items: [UInt32] = []
     private var head = 0
     var first: UInt32? { head < items.count ? items[head] : nil }
-    var isEmpty: Bool { head >= items.count }
 
     mutating func append(_ slot: UInt32) { items.append(slot) }
 
@@ -221,21 +216,15 @@ struct LaneTable {
     private var indexByKey: [Key: UInt32] = [:]
     private var freeIndices: [UInt32] = []
 
-    var count: Int { indexByKey.count }
-
     /// The lane for `key`, created if new; the slot joins its queue.
     mutating func join(_ slot: UInt32, key: Key) -> UInt32 {
         let index: UInt32
         if let known = indexByKey[key] {
             index = known
-        } else if let reused = freeIndices.popLast() {
-            index = reused
-            lanes[Int(index)] = Lane(key: key)
-            indexByKey[key] = index
         } else {
-            precondition(lanes.count < Int(Self.none), "more ordering lanes than an index holds")
-            index = UInt32(lanes.count)
-            lanes.append(Lane(key: key))
+            index = freeIndices.popLast() ?? UInt32(lanes.count)
+            precondition(index < Self.none, "more ordering lanes than an index holds")
+            if Int(index) == lanes.count { lanes.append(Lane(key: key)) } else { lanes[Int(index)] = Lane(key: key) }
             indexByKey[key] = index
         }
         lanes[Int(index)]!.queue.append(slot)
