@@ -11,7 +11,7 @@ struct Opener {
     ) {
         let reader = LogReader(directory: directory, fileSystem: fileSystem)
         // A spare segment left by the last session: never renamed into place, so nothing in it
-        // was ever reported durable (`WriteAheadLog+Roll.swift`).
+        // was ever reported durable (`WriteAheadLog+Append.swift`).
         let spare = joinPath(directory, Format.spareSegmentName)
         if (try? fileSystem.fileSize(atPath: spare)) != nil { try fileSystem.removeFile(atPath: spare) }
         var names = try reader.segmentNames().segments

@@ -3,7 +3,7 @@ import CourierLogTesting
 import Foundation
 import Testing
 
-/// Rolling ahead (`WriteAheadLog+Roll.swift`): the next segment is created before the active
+/// Rolling ahead (`WriteAheadLog+Append.swift`): the next segment is created before the active
 /// one fills and a sealed one is synced after the roll, both outside the log's lock, so that an
 /// append under a caller's lock that forbids blocking I/O never waits for the disk.
 @Suite struct RollAheadTests {

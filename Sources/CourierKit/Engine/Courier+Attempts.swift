@@ -1,6 +1,9 @@
 import CourierLog
 import Foundation
 import Logging
+#if canImport(os)
+import os
+#endif
 
 /// What both runners share: reading a message back, preparing its request, and the one
 /// outcome path. An engine attempt (the runner at the end of this file) and a background
@@ -93,8 +96,10 @@ extension Courier {
     }
 
     /// The metadata of an attempt's log lines (never headers or the body).
-    static func metadata(_ attempt: Attempt, url: String?) -> Logger.Metadata {
-        var metadata: Logger.Metadata = ["courier.message-id": "\(attempt.id)", "courier.attempt": "\(attempt.number)"]
+    static func metadata(_ attempt: Attempt, url: String?) -> Logging.Logger.Metadata {
+        var metadata: Logging.Logger.Metadata = [
+            "courier.message-id": "\(attempt.id)", "courier.attempt": "\(attempt.number)"
+        ]
         if let url { metadata["courier.destination"] = "\(url)" }
         return metadata
     }
@@ -172,5 +177,84 @@ extension Courier {
         let effects = core.handle(input, at: currentInstant())
         effects.run()
         return effects.reply.next
+    }
+}
+
+// The values one attempt's round passes along: what the scheduler took (`Attempt`), how it
+// ended (`Ending`), and what was gathered of it outside the core's lock (`JudgedEnding`); what
+// recording it answers is the core's `Reply`.
+
+/// One attempt the engine is to make: which message, and which attempt of it.
+struct Attempt: Sendable {
+    var id: MessageID
+    var number: Int
+    /// When it was taken (wall ms): its outcome says nothing new to the concurrency policy if
+    /// the policy cut the limit since.
+    var startedMilliseconds: UInt64 = 0
+    /// Its full state, if the core kept it in memory when the attempt was taken (in the same
+    /// critical section): the runner then neither reads the log nor takes the lock again. The
+    /// attempt is in flight from that moment, so a `cancel` after it lets this POST go, as
+    /// `cancel` documents for an attempt in flight (its outcome is ignored).
+    var message: MessageState? = nil
+}
+
+/// How an attempt or an upload ended, to record (`Courier.record(_:)`).
+struct Ending: Sendable {
+    var attempt: Attempt
+    var outcome: DeliveryOutcome
+    /// When the message was created (wall ms): `RetryPolicy.expiry` judges by its age.
+    var createdMilliseconds: UInt64
+    var runner: Runner
+    /// The destination, for the log line (nil: not read, as for a delivered upload).
+    var url: String?
+
+    /// Who made the attempt.
+    enum Runner: Sendable {
+        /// The engine, in the delivery slot of this token.
+        case engine(token: UInt64)
+        /// A background upload task, of the hand-off with this ticket.
+        case upload(ticket: UInt64)
+    }
+}
+
+/// An ending with what is known of it outside the lock, ready to commit.
+struct JudgedEnding: Sendable {
+    var ending: Ending
+    var instant: EngineInstant
+    /// What the one rule (`NextDue`) decides from, under the lock.
+    var facts: NextDue.Facts
+    /// Seeds the probe delay's jitter, if the attempt was its destination's probe.
+    var probeRandom: UInt64
+    /// Whether the engine's runner may make the next attempt (its task is not cancelled).
+    var continuing: Bool
+}
+
+/// Intervals for Instruments' *Points of Interest*: opening a courier (the replay), each
+/// `send`, and each attempt's request, on Apple platforms (`OSSignposter`, subsystem
+/// `CourierKit`). Nothing elsewhere. On Apple platforms an interval costs next to nothing while
+/// no trace records it (the signposter checks that first).
+enum Signposts {
+    #if canImport(os)
+    // Why `nonisolated(unsafe)`: `OSSignposter` is made to be used from any thread (Apple's
+    // documentation), but the SDK does not mark it `Sendable`. Written once, here.
+    nonisolated(unsafe) static let signposter = OSSignposter(subsystem: "CourierKit", category: .pointsOfInterest)
+    #endif
+
+    /// Runs `body` inside an interval named `name`.
+    static func interval<T, E: Error>(_ name: StaticString, _ body: () throws(E) -> T) throws(E) -> T {
+        #if canImport(os)
+        let state = signposter.beginInterval(name, id: signposter.makeSignpostID())  // overlapping: own ids
+        defer { signposter.endInterval(name, state) }
+        #endif
+        return try body()
+    }
+
+    /// Runs `body` inside an interval named `name`, across its suspensions.
+    static func interval<T>(_ name: StaticString, _ body: () async -> T) async -> T {
+        #if canImport(os)
+        let state = signposter.beginInterval(name, id: signposter.makeSignpostID())  // overlapping: own ids
+        defer { signposter.endInterval(name, state) }
+        #endif
+        return await body()
     }
 }

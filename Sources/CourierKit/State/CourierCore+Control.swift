@@ -166,3 +166,142 @@ extension CourierCore {
         }
     }
 }
+
+/// The compactor keeps disk use near twice the live data plus one segment.
+///
+/// A message's state lives in its latest full record (`enqueued` or `snapshot`) plus the
+/// deltas after it, so the log may forget everything below the oldest full record of any
+/// pending message. When resolved messages dominate the sealed segments, the compactor:
+///
+/// 1. re-snapshots each pending message whose full record lies in a sealed segment: it reads
+///    the record back, then appends a `snapshot` under the core's lock (which orders it
+///    before any later `delivered`), and re-appends a `held` record for each tag held now;
+/// 2. syncs the log;
+/// 3. tells the log to forget every segment below the active one.
+///
+/// A crash between any two steps replays to the same pending set: before 2, the snapshots may
+/// be lost but the old records are all there; after 2, the old records and the snapshots say
+/// the same thing ("last full state wins"); during 3, the log loses a prefix of segments, and
+/// deltas left without their full state belong to resolved messages and are ignored.
+/// It runs on the I/O queue, never on the cooperative pool.
+struct CompactionState {
+    /// Messages resolved since the compactor last looked.
+    var resolvedSinceCompaction = 0
+    var compacting = false
+    /// Segment count when the compactor last looked (it looks again after a roll).
+    var segmentsAtLastCheck = 0
+    /// Times the compactor weighed the pinned records (each an O(pending) scan): at most once
+    /// per roll and once per `compactionThreshold` resolutions, whatever it decided.
+    var checks = 0
+    var compactions = 0
+}
+
+/// A compaction decided on: forget below `floor` once `pinned` are re-snapshotted above it.
+struct CompactionPlan: Sendable {
+    var floor: UInt64
+    var pinned: [(id: MessageID, address: RecordAddress)]
+}
+
+extension CourierCore {
+    /// Carries out a compaction planned (and marked under way) by `planCompaction`: the three
+    /// steps above. Blocking file work: run it on the I/O queue. Returns why it failed, if it
+    /// did (it then forgot nothing); either way, end it with `CoreInput.compactionEnded`.
+    func compact(_ plan: CompactionPlan) -> CourierError? {
+        do throws(LogError) {
+            try writeSnapshots(plan)
+            // A `held` record for every tag held now, above the segments about to be
+            // forgotten, so a hold outlives its record.
+            _ = try write { (state, _) throws(LogError) in
+                let held = state.projection.tags.held.sorted()
+                _ = try appendInBatches(held.map { LogEntry(kind: .held, body: Event.held(tag: $0).encoded()) }, state)
+            }
+            try log.sync()
+            try log.forget(below: plan.floor)
+            return nil
+        } catch {
+            return CourierError(error, while: "compaction")
+        }
+    }
+
+    /// Whether to compact now and what to re-snapshot (see `planCompaction(_:force:)`).
+    func planCompaction(force: Bool) -> CompactionPlan? {
+        write { state, _ in planCompaction(&state, force: force) }.0
+    }
+
+    /// Under the core's lock: whether to compact now and what to re-snapshot. Compacts only
+    /// when dead records dominate: re-writing the live ones must cost at most half of what
+    /// deleting the sealed segments frees. Marks a compaction under way (end it with
+    /// `endCompaction()`). Cheap (no file work): an outcome's critical section asks it, and
+    /// starts one worth running on the I/O queue (`Launcher.startCompaction`).
+    func planCompaction(_ state: inout CoreState, force: Bool) -> CompactionPlan? {
+        guard !state.closed, !state.compaction.compacting else { return nil }
+        let segments = log.segmentSummary
+        guard segments.count >= 2 else { return nil }
+        let rolled = segments.count != state.compaction.segmentsAtLastCheck
+        guard force || rolled || state.compaction.resolvedSinceCompaction >= limits.compactionThreshold else {
+            return nil
+        }
+        // The trigger is used up by looking, whatever the answer: a compaction found not worth
+        // it is weighed again after the next roll or `compactionThreshold` resolutions, not on
+        // every outcome (each look scans every pending message).
+        state.compaction.segmentsAtLastCheck = segments.count
+        state.compaction.resolvedSinceCompaction = 0
+        state.compaction.checks += 1
+        let floor = segments.activeFirstSequence
+        let pinnedBytes = state.projection.pinnedBytes(below: floor)
+        let sealedBytes = log.sizeBytes - limits.segmentSizeBytes / 2  // the active one is about half full
+        guard force || pinnedBytes * 2 <= sealedBytes else { return nil }
+        state.compaction.compacting = true
+        let pinned = state.projection.pinned(below: floor)
+        return CompactionPlan(floor: floor, pinned: pinned.map { ($0.id, $0.address) })
+    }
+
+    /// Re-snapshots every pinned message still pending, in chunks: its record is read back
+    /// outside the lock, then the snapshot (with the attempt count and due time the projection
+    /// holds now) is appended under it, so a later `delivered` can only follow it. Blocking
+    /// file work: run it on the I/O queue. Throws if a record cannot be read or the disk is
+    /// full: then nothing may be forgotten.
+    func writeSnapshots(_ plan: CompactionPlan) throws(LogError) {
+        var next = 0
+        // Each turn handles at least one message: bounded by the pinned count.
+        while next < plan.pinned.count {
+            var chunk: [(MessageState, RecordAddress)] = []
+            var chunkBytes = 0
+            // A batch must fit one segment: a chunk is at most a quarter of one, or a single
+            // record (which always fits: `send` checked it against `maximumRecordBytes`).
+            let budget = min(limits.segmentSizeBytes / 4, limits.segmentSizeBytes - Format.segmentHeaderSize)
+            while next < plan.pinned.count {
+                let (id, address) = plan.pinned[next]
+                let (state, bodyBytes) = try log.readState(at: address, of: id)
+                let bytes = Format.worstCaseRecordBytes(bodyBytes: bodyBytes + 64)
+                if !chunk.isEmpty && chunkBytes + bytes > budget { break }  // starts the next chunk
+                next += 1
+                chunk.append((state, address))
+                chunkBytes += bytes
+            }
+            try appendSnapshots(chunk)
+        }
+    }
+
+    private func appendSnapshots(_ chunk: [(MessageState, RecordAddress)]) throws(LogError) {
+        _ = try write { (state, _) throws(LogError) in
+            var entries: [LogEntry] = []
+            var snapshots: [(id: MessageID, entry: Int)] = []
+            for (var message, address) in chunk {
+                // Resolved, or moved by an append since the read: nothing to keep.
+                guard let slot = state.projection.slot(of: message.id), slot.address == address else { continue }
+                message.attempts = slot.attempts
+                message.nextDueMilliseconds = slot.dueMilliseconds
+                snapshots.append((message.id, entries.count))
+                entries.append(LogEntry(kind: .snapshot, body: Event.snapshot(message).encoded()))
+                // A recorded hand-off goes along: its record may lie in a segment about to go.
+                if let handOff = state.handOffs[message.id], handOff.taskIdentifier != HandOff.unknownTask {
+                    entries.append(LogEntry(kind: .handedOff, body: Event.handedOff(message.id, handOff).encoded()))
+                }
+            }
+            guard !entries.isEmpty else { return }
+            let addresses = try log.append(batch: entries, at: state.wallMilliseconds)
+            for (id, entry) in snapshots { state.projection.moveFullState(id, to: addresses[entry]) }
+        }
+    }
+}

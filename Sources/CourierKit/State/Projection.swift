@@ -76,7 +76,7 @@ struct Projection {
     var origins = OriginTable()
     /// Ordering keys (and, in FIFO mode, URLs): one queue per key.
     private(set) var lanes = LaneTable()
-    /// The messages' tags and the tags held (`Projection+Tags.swift`).
+    /// The messages' tags and the tags held (`TagTable`, in `Projection+Index.swift`).
     var tags = TagTable()
     /// Live slots held by a tag (`Flags.heldByTag`).
     var heldCount = 0
