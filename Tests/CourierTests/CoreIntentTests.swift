@@ -118,17 +118,17 @@ import Testing
         let attempt = Attempt(id: state(1).id, number: 1, startedMilliseconds: 1000)
         let outcome = DeliveryOutcome.response(status: status)
         let ending = Ending(
-            attempt: attempt, outcome: outcome, createdMilliseconds: 500, runner: .engine(token: 5), url: nil)
+            attempt: attempt, outcome: outcome, createdMilliseconds: 500, runner: .engine(token: 5), url: nil,
+            continuing: true)
         let facts = NextDue.Facts(
             outcome: outcome, attempt: 1, byUpload: false, sinceSend: .seconds(1), retryAfter: nil, random: 0)
-        let instant = SchedulerTests.at(2000)
-        return .ended(JudgedEnding(ending: ending, instant: instant, facts: facts, probeRandom: 0, continuing: true))
+        return .ended(ending, facts, probeRandom: 0)
     }
 
     @Test func aFailedAttemptAsksForItsRecordWithTheNextDueTimeAndFreesItsSlot() {
         var core = Self.core(1)
         _ = Scheduler.plan(&core, at: SchedulerTests.at(1000), limits: SchedulerTests.limits(), handOffAsked: false)
-        let effects = Self.handle(&core, Self.ended(500))
+        let effects = Self.handle(&core, Self.ended(500), at: 2000)
         guard case .retry(let due, _, _) = effects.reply.verdict else {
             Issue.record("a 500 is retried, not \(String(describing: effects.reply.verdict))")
             return
@@ -143,7 +143,7 @@ import Testing
     @Test func aDeliveryAsksForItsRecordAndResolvesTheMessage() {
         var core = Self.core(1)
         _ = Scheduler.plan(&core, at: SchedulerTests.at(1000), limits: SchedulerTests.limits(), handOffAsked: false)
-        let effects = Self.handle(&core, Self.ended(200))
+        let effects = Self.handle(&core, Self.ended(200), at: 2000)
         #expect(effects.appends.map(\.batch) == [[.delivered(state(1).id, attempt: 1, status: 200)]])
         #expect(effects.events == [.delivered(state(1).id, attempts: 1)])
         #expect(core.projection.isEmpty && core.resolved[state(1).id] == .delivered && core.deliveredCount == 1)

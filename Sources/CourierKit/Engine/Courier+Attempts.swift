@@ -52,10 +52,12 @@ extension Courier {
     /// cache, as `send` makes on the app's thread, and never waits for the disk (a segment
     /// roll renames a file prepared ahead: `WriteAheadLog.SegmentPreparation`). Under
     /// `durability: .always` it blocks for the record's fsync before its effects run and the
-    /// next plan: call it where blocking is allowed then (`recordWhereAllowed`). `continuing`:
-    /// whether the engine's runner may go on.
-    func record(_ ending: Ending, continuing: Bool) -> Reply {
-        let effects = core.handle(.ended(judge(ending, continuing: continuing)))
+    /// next plan: call it where blocking is allowed then (`recordWhereAllowed`).
+    func record(_ ending: Ending) -> Reply {
+        let instant = currentInstant()
+        let effects = core.handle(
+            .ended(ending, facts(of: ending, at: instant.wallMilliseconds), probeRandom: configuration.random()),
+            at: instant)
         effects.run()
         let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
         configuration.logger.debug(
@@ -73,26 +75,24 @@ extension Courier {
 
     /// `record` from a runner, a task of the cooperative pool: under `durability: .always` it
     /// moves to `readQueue` (concurrent, so runners' fsyncs are shared), where blocking is allowed.
-    func recordWhereAllowed(_ ending: Ending, continuing: Bool) async -> Reply {
-        guard configuration.durability == .always else { return record(ending, continuing: continuing) }
-        return await onIOQueue(readQueue) { [self] in record(ending, continuing: continuing) }
+    func recordWhereAllowed(_ ending: Ending) async -> Reply {
+        guard configuration.durability == .always else { return record(ending) }
+        return await onIOQueue(readQueue) { [self] in record(ending) }
     }
 
-    /// Gathers outside any lock what deciding an ending needs: the time, the server's
-    /// `Retry-After` (read once, for the message and its destination), and random values drawn
-    /// from the app's source (the jitter's, the probe delay's), which no lock may call.
-    func judge(_ ending: Ending, continuing: Bool) -> JudgedEnding {
-        let instant = currentInstant()
-        let now = instant.wallMilliseconds, outcome = ending.outcome
+    /// Gathers outside any lock what the one rule (`NextDue`) decides from at wall time `now`: the
+    /// server's `Retry-After` (read once, for the message and its destination), and the jitter's
+    /// random value, drawn from the app's source, which no lock may call (as the probe delay's,
+    /// drawn beside it in `record`).
+    func facts(of ending: Ending, at now: UInt64) -> NextDue.Facts {
+        let outcome = ending.outcome
         let retryAfter = configuration.retry.retryAfter(
             of: outcome, now: Date(timeIntervalSince1970: Double(now) / 1000))
         let byUpload = if case .upload = ending.runner { true } else { false }
-        let facts = NextDue.Facts(
+        return NextDue.Facts(
             outcome: outcome, attempt: ending.attempt.number, byUpload: byUpload,
             sinceSend: .milliseconds(Int64(now - min(now, ending.createdMilliseconds))), retryAfter: retryAfter,
             random: configuration.random())
-        return JudgedEnding(
-            ending: ending, instant: instant, facts: facts, probeRandom: configuration.random(), continuing: continuing)
     }
 
     /// The metadata of an attempt's log lines (never headers or the body).
@@ -168,8 +168,8 @@ extension Courier {
         }
         let ending = Ending(
             attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
-            runner: .engine(token: token), url: state.url)
-        return await recordWhereAllowed(ending, continuing: !Task.isCancelled).next
+            runner: .engine(token: token), url: state.url, continuing: !Task.isCancelled)
+        return await recordWhereAllowed(ending).next
     }
 
     /// Tells the core `input` about this runner's slot; the attempt it makes next, if any.
@@ -180,9 +180,9 @@ extension Courier {
     }
 }
 
-// The values one attempt's round passes along: what the scheduler took (`Attempt`), how it
-// ended (`Ending`), and what was gathered of it outside the core's lock (`JudgedEnding`); what
-// recording it answers is the core's `Reply`.
+// The values one attempt's round passes along: what the scheduler took (`Attempt`) and how it
+// ended (`Ending`), told to the core as a `CoreInput` with what was gathered of it outside the
+// core's lock; what recording it answers is the core's `Reply`, in its `Effects`.
 
 /// One attempt the engine is to make: which message, and which attempt of it.
 struct Attempt: Sendable {
@@ -207,6 +207,8 @@ struct Ending: Sendable {
     var runner: Runner
     /// The destination, for the log line (nil: not read, as for a delivered upload).
     var url: String?
+    /// Whether the engine's runner may make the next attempt (its task is not cancelled).
+    var continuing = false
 
     /// Who made the attempt.
     enum Runner: Sendable {
@@ -215,18 +217,6 @@ struct Ending: Sendable {
         /// A background upload task, of the hand-off with this ticket.
         case upload(ticket: UInt64)
     }
-}
-
-/// An ending with what is known of it outside the lock, ready to commit.
-struct JudgedEnding: Sendable {
-    var ending: Ending
-    var instant: EngineInstant
-    /// What the one rule (`NextDue`) decides from, under the lock.
-    var facts: NextDue.Facts
-    /// Seeds the probe delay's jitter, if the attempt was its destination's probe.
-    var probeRandom: UInt64
-    /// Whether the engine's runner may make the next attempt (its task is not cancelled).
-    var continuing: Bool
 }
 
 /// Intervals for Instruments' *Points of Interest*: opening a courier (the replay), each

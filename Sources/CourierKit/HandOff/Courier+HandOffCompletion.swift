@@ -61,6 +61,6 @@ extension Courier {
         let ending = Ending(
             attempt: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
             createdMilliseconds: created, runner: .upload(ticket: handOff.ticket))
-        return ({ self.record(ending, continuing: false) }, body)
+        return ({ self.record(ending) }, body)
     }
 }

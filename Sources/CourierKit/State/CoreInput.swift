@@ -80,8 +80,10 @@ enum CoreInput {
 
     // MARK: The engine's
     /// An attempt ended with an outcome (an engine attempt or a background upload): the one
-    /// outcome path (`CoreState.ended`).
-    case ended(JudgedEnding)
+    /// outcome path (`CoreState.ended`), with what was gathered of it outside the lock: what the
+    /// one rule (`NextDue`) decides from, and the seed of the probe delay's jitter, if the
+    /// attempt was its destination's probe. Told with its instant.
+    case ended(Ending, NextDue.Facts, probeRandom: UInt64)
     /// A background upload ended without an outcome to judge (`CoreState.uploadEnded`).
     case uploadEnded(UploadEnd)
     /// A hand-off pass's messages begin (`CoreState.beginHandOffs`), or go back to the engine.
@@ -212,7 +214,9 @@ extension CoreState {
             return instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
         case .wake(let handOffAsked):
             return instant.map { PlanRequest(instant: $0, handOffAsked: handOffAsked) }
-        case .ended(let judged): return ended(judged, &effects)
+        case .ended(let ending, let facts, let probeRandom):
+            guard let instant else { preconditionFailure("an attempt's end is told with its instant") }
+            return ended(ending, facts, probeRandom: probeRandom, at: instant, &effects)
         case .uploadEnded(let end):
             guard let instant else { preconditionFailure("an upload's end is told with its instant") }
             return uploadEnded(end, at: instant, &effects)

@@ -22,17 +22,20 @@ extension CoreState {
     /// An attempt ended (an engine attempt, or a background upload): the outcome is logged and
     /// applied (`record`), the attempt's slot (or the hand-off) freed, and the next plan asked
     /// for. `reply.verdict`: what the one rule decided; `reply.endedHandOff`: an upload's.
-    mutating func ended(_ judged: JudgedEnding, _ effects: inout Effects) -> PlanRequest {
+    mutating func ended(
+        _ ending: Ending, _ facts: NextDue.Facts, probeRandom: UInt64, at instant: EngineInstant,
+        _ effects: inout Effects
+    ) -> PlanRequest {
         var token: UInt64?, ticket: UInt64?
-        switch judged.ending.runner {
+        switch ending.runner {
         case .engine(let t): token = t
         case .upload(let t): ticket = t
         }
-        wallMilliseconds = max(wallMilliseconds, judged.instant.wallMilliseconds)
-        effects.reply.verdict = record(judged, handOff: ticket, &effects)
+        wallMilliseconds = max(wallMilliseconds, instant.wallMilliseconds)
+        effects.reply.verdict = record(
+            ending.attempt, facts, probeRandom: probeRandom, at: instant.wallMilliseconds, handOff: ticket, &effects)
         effects.reply.endedHandOff = ticket != nil
-        return PlanRequest(
-            instant: judged.instant, handOffAsked: ticket != nil, freeing: token, continuing: judged.continuing)
+        return PlanRequest(instant: instant, handOffAsked: ticket != nil, freeing: token, continuing: ending.continuing)
     }
 
     /// The destination is told, the one rule (`NextDue`) decides what comes next, the verdict
@@ -41,9 +44,9 @@ extension CoreState {
     /// attempt was a background upload task with that ticket: its outcome counts only while
     /// the message is still handed off to that task; the hand-off ends.
     private mutating func record(
-        _ judged: JudgedEnding, handOff ticket: UInt64?, _ effects: inout Effects
+        _ attempt: Attempt, _ facts: NextDue.Facts, probeRandom: UInt64, at now: UInt64, handOff ticket: UInt64?,
+        _ effects: inout Effects
     ) -> NextDue.Verdict? {
-        let attempt = judged.ending.attempt, facts = judged.facts, now = judged.instant.wallMilliseconds
         let id = attempt.id, number = UInt32(attempt.number), outcome = facts.outcome
         // Cancelled while its attempt was in flight: the message is done, and its outcome is
         // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
@@ -55,7 +58,7 @@ extension CoreState {
         // The destination first: a recovery unparks the others before this one resolves.
         let change = projection.observe(
             outcome, ofSlot: slot, startedMilliseconds: facts.byUpload ? nil : attempt.startedMilliseconds,
-            retryAfter: facts.retryAfter, random: judged.probeRandom, nowMilliseconds: now)
+            retryAfter: facts.retryAfter, random: probeRandom, nowMilliseconds: now)
         let order = projection.slots[Int(slot)].order
         let explained = outcome.isSuccess ? 0 : projection.governor(ofSlot: slot).explainedFailures(of: order, at: now)
         let verdict = NextDue.after(
