@@ -125,14 +125,8 @@ package enum Event: Sendable, Equatable {
         var w = ByteWriter()
         if let s = fullState { w.bytes.reserveCapacity(64 + s.url.utf8.count + s.body.count + 32 * s.headers.count) }
         w.u8(Self.version)
-        switch self {
-        case .held(let tag), .released(let tag):
-            w.string(tag)
-            return w.bytes
-        default:
-            break
-        }
-        w.id(id!)
+        // A tag's record has no id: the version, then the tag.
+        if let id = self.id { w.id(id) }
         switch self {
         case .enqueued(let s), .snapshot(let s):
             w.string(s.url)
@@ -169,8 +163,10 @@ package enum Event: Sendable, Equatable {
         case .abandoned(_, let attempt, let reason):
             w.u32(attempt)
             w.string(reason)
-        case .cancelled, .held, .released:
+        case .cancelled:
             break
+        case .held(let tag), .released(let tag):
+            w.string(tag)
         case .handedOff(_, let task):
             w.u32(task.attempt)
             w.u64(task.ticket)
