@@ -279,9 +279,7 @@ public struct MessageID: Hashable, Sendable, Codable, CustomStringConvertible, C
         try c.encode(description)
     }
 
-    /// The 16 raw bytes stored in the log.
-    var bytes: [UInt8] { withUnsafeBytes(of: uuid.uuid) { Array($0) } }
-
+    /// The id of 16 raw bytes as stored in the log, or nil if they are not 16.
     init?(bytes: ArraySlice<UInt8>) {
         guard bytes.count == 16 else { return nil }
         let b = Array(bytes)
