@@ -66,8 +66,8 @@ public final class Courier {
         // Before the log is opened and locked: without a transport there is nothing to open it for.
         if configuration.transport == nil, let problem = Configuration.defaultTransportProblem { throw problem }
         let place = DirectoryPolicy.judge(directory)
-        if let (root, kind) = place.purgeable, !configuration.allowsPurgeableDirectory {
-            throw DirectoryPolicy.error(directory, root: root, kind: kind)
+        if let root = place.purgeable, !configuration.allowsPurgeableDirectory {
+            throw DirectoryPolicy.error(directory, root: root)
         }
         if place.inAppGroupContainer { throw DirectoryPolicy.appGroupError(directory) }
         self.directory = directory

@@ -16,15 +16,11 @@ import Foundation
 enum DirectoryPolicy {
     /// What a directory is, for a courier.
     struct Verdict: Equatable {
-        /// Inside `root`, a directory of `kind` ("tmp", "Caches") the system purges; nil if not.
-        var purgeable: (root: String, kind: String)?
+        /// Inside the root at `path`, a directory of `kind` ("tmp", "Caches") the system purges;
+        /// nil if not.
+        var purgeable: Root?
         /// Inside an iOS App Group container (`…/Shared/AppGroup/…`).
         var inAppGroupContainer = false
-
-        static func == (a: Verdict, b: Verdict) -> Bool {
-            a.purgeable?.root == b.purgeable?.root && a.purgeable?.kind == b.purgeable?.kind
-                && a.inAppGroupContainer == b.inAppGroupContainer
-        }
     }
 
     /// A directory the system may empty, and what it is.
@@ -40,7 +36,7 @@ enum DirectoryPolicy {
         for root in roots where root.path.count > 1 && verdict.purgeable == nil {
             let rootPath = root.path.hasSuffix("/") ? String(root.path.dropLast()) : root.path
             if paths.contains(where: { $0 == rootPath || $0.hasPrefix(rootPath + "/") }) {
-                verdict.purgeable = (rootPath, root.kind)
+                verdict.purgeable = Root(path: rootPath, kind: root.kind)
             }
         }
         for path in paths {
@@ -48,7 +44,7 @@ enum DirectoryPolicy {
             // Bounded by the path's components.
             for (a, b) in zip(components, components.dropFirst()) {
                 if a == "Library" && b == "Caches" && verdict.purgeable == nil {
-                    verdict.purgeable = ("Library/Caches", "Caches")
+                    verdict.purgeable = Root(path: "Library/Caches", kind: "Caches")
                 }
                 if a == "Shared" && b == "AppGroup" {
                     verdict.inAppGroupContainer = true
@@ -71,11 +67,11 @@ enum DirectoryPolicy {
     }
 
     /// The error `Courier.init` throws for a purgeable directory.
-    static func error(_ directory: URL, root: String, kind: String) -> CourierError {
+    static func error(_ directory: URL, root: Root) -> CourierError {
         CourierError(
             .unsuitableDirectory,
-            "\(directory.path) is inside \(root), a \(kind) directory the system empties (at reboot, or when it "
-                + "needs space), so pending messages would be lost. Keep the log in Application Support "
+            "\(directory.path) is inside \(root.path), a \(root.kind) directory the system empties (at reboot, "
+                + "or when it needs space), so pending messages would be lost. Keep the log in Application Support "
                 + "(FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)), or on Linux "
                 + "in the service's data directory; tests and scratch tools may set "
                 + "Configuration.allowsPurgeableDirectory")

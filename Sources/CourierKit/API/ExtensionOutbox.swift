@@ -40,9 +40,7 @@ public final class ExtensionOutbox: Sendable {
     public convenience init(
         directory: URL, fileProtection: Courier.FileProtection = .completeUntilFirstUserAuthentication
     ) throws(CourierError) {
-        if let (root, kind) = DirectoryPolicy.judge(directory).purgeable {
-            throw DirectoryPolicy.error(directory, root: root, kind: kind)
-        }
+        if let root = DirectoryPolicy.judge(directory).purgeable { throw DirectoryPolicy.error(directory, root: root) }
         try self.init(directory: directory, allowingPurgeable: true, fileProtection: fileProtection)
     }
 
