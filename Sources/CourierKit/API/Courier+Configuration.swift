@@ -263,22 +263,6 @@ extension RetryPolicy {
     }
 }
 
-extension Courier {
-    /// Refuses, before anything is written, an event the log could not hold in one record
-    /// whatever its compression: the writer would refuse it too, and a reader could never
-    /// meet a record the writer did not accept.
-    func checkRecordSize(_ encoded: [UInt8], bodyBytes: Int) throws(CourierError) {
-        guard encoded.count <= maximumRecordBytes else {
-            throw CourierError(
-                .messageTooLarge,
-                "the message (body \(bodyBytes) bytes, with its URL and headers \(encoded.count) bytes) does not fit "
-                    + "one record of a \(configuration.segmentSizeBytes)-byte segment (at most \(maximumRecordBytes) "
-                    + "bytes); raise Configuration.segmentSizeBytes"
-            )
-        }
-    }
-}
-
 extension Courier.Configuration {
     /// What the core enforces of this configuration.
     var coreLimits: CourierCore.Limits {

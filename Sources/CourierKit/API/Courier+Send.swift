@@ -117,7 +117,17 @@ extension Courier {
         let id = message.id
         let event = Event.enqueued(message)
         let encoded = event.encoded()
-        try checkRecordSize(encoded, bodyBytes: body.count)
+        // Refused before anything is written if the log could not hold it in one record whatever
+        // its compression: the writer would refuse it too, and a reader could never meet a record
+        // the writer did not accept.
+        guard encoded.count <= maximumRecordBytes else {
+            throw CourierError(
+                .messageTooLarge,
+                "the message (body \(body.count) bytes, with its URL and headers \(encoded.count) bytes) does not "
+                    + "fit one record of a \(configuration.segmentSizeBytes)-byte segment (at most "
+                    + "\(maximumRecordBytes) bytes); raise Configuration.segmentSizeBytes"
+            )
+        }
         // One critical section in the core: the append, the projection change and the plan
         // together, so log order is projection order (under `.always`, a second one after the
         // fsync: `CourierCore.write`).
