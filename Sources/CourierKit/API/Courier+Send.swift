@@ -101,40 +101,32 @@ extension Courier {
         body: [UInt8], contentType: String, url: URL, labels: Labels, callbacks: Callbacks
     ) throws(CourierError) -> MessageID {
         try Signposts.interval("send") { () throws(CourierError) -> MessageID in
-            try enqueueNow(body: body, contentType: contentType, url: url, labels: labels, callbacks: callbacks)
+            let target = try validatedTarget(url)
+            let instant = currentInstant()
+            let message = try Self.validatedState(
+                id: labels.id ?? configuration.makeMessageID(), target: target, body: body,
+                contentType: contentType, labels: labels, nowMilliseconds: instant.wallMilliseconds,
+                maximumMessageBytes: configuration.maximumMessageBytes)
+            let encoded = Event.enqueued(message).encoded()
+            // Refused before anything is written if the log could not hold it in one record whatever
+            // its compression: the writer would refuse it too, and a reader could never meet a record
+            // the writer did not accept.
+            guard encoded.count <= maximumRecordBytes else {
+                throw CourierError(
+                    .messageTooLarge,
+                    "the message (body \(body.count) bytes, with its URL and headers \(encoded.count) bytes) does not "
+                        + "fit one record of a \(configuration.segmentSizeBytes)-byte segment (at most "
+                        + "\(maximumRecordBytes) bytes); raise Configuration.segmentSizeBytes"
+                )
+            }
+            // One critical section in the core: the append, the projection change and the plan
+            // together, so log order is projection order (under `.always`, a second one after the
+            // fsync: `CourierCore.write`).
+            let effects = try core.enqueue(encoded, state: message, callbacks: callbacks, at: instant)
+            effects.run()
+            if let failure = effects.syncFailure { throw failure }
+            return message.id
         }
-    }
-
-    private func enqueueNow(
-        body: [UInt8], contentType: String, url: URL, labels: Labels, callbacks: Callbacks
-    ) throws(CourierError) -> MessageID {
-        let target = try validatedTarget(url)
-        let instant = currentInstant()
-        let message = try Self.validatedState(
-            id: labels.id ?? configuration.makeMessageID(), target: target, body: body, contentType: contentType,
-            labels: labels, nowMilliseconds: instant.wallMilliseconds,
-            maximumMessageBytes: configuration.maximumMessageBytes)
-        let id = message.id
-        let event = Event.enqueued(message)
-        let encoded = event.encoded()
-        // Refused before anything is written if the log could not hold it in one record whatever
-        // its compression: the writer would refuse it too, and a reader could never meet a record
-        // the writer did not accept.
-        guard encoded.count <= maximumRecordBytes else {
-            throw CourierError(
-                .messageTooLarge,
-                "the message (body \(body.count) bytes, with its URL and headers \(encoded.count) bytes) does not "
-                    + "fit one record of a \(configuration.segmentSizeBytes)-byte segment (at most "
-                    + "\(maximumRecordBytes) bytes); raise Configuration.segmentSizeBytes"
-            )
-        }
-        // One critical section in the core: the append, the projection change and the plan
-        // together, so log order is projection order (under `.always`, a second one after the
-        // fsync: `CourierCore.write`).
-        let effects = try core.enqueue(encoded, state: message, callbacks: callbacks, at: instant)
-        effects.run()
-        if let failure = effects.syncFailure { throw failure }
-        return id
     }
 
     /// A send's state as stored, once its labels, content type and body size are valid: Courier's
