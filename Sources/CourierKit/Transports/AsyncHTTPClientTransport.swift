@@ -134,8 +134,9 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 /// `HTTPClient` is thread-safe; the references never change; the clock is only read.
 extension AsyncHTTPClientTransport: @unchecked Sendable {}
 
-/// Keeps a response's status and `Retry-After`, and drains its body unread, so the connection
-/// is reused and no body is held in memory (the request's deadline bounds the drain).
+/// Keeps a response's status and `Retry-After`, and drains its body unread (the protocol's
+/// default `didReceiveBodyPart` drops each part), so the connection is reused and no body is
+/// held in memory (the request's deadline bounds the drain).
 final class StatusReader: HTTPClientResponseDelegate {
     struct Response: Sendable {
         var status: Int
@@ -147,10 +148,6 @@ final class StatusReader: HTTPClientResponseDelegate {
     func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         response = Response(status: Int(head.status.code), retryAfter: head.headers.first(name: "Retry-After"))
         return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {
