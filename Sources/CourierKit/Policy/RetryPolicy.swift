@@ -193,18 +193,14 @@ public enum RetryAfter {
     public static func parse(_ header: String, now: Date) -> Duration? {
         let value = header.trimmingCharacters(in: .whitespaces)
         if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
-        guard let date = httpDate(value) else { return nil }
-        return .seconds(max(0, date.timeIntervalSince(now)))
-    }
-
-    /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), and the obsolete RFC 850 and asctime forms.
-    static func httpDate(_ value: String) -> Date? {
+        // An HTTP date: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), and the obsolete RFC 850
+        // and asctime forms.
         for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
             let f = DateFormatter()
             f.locale = Locale(identifier: "en_US_POSIX")
             f.timeZone = TimeZone(identifier: "GMT")
             f.dateFormat = format
-            if let date = f.date(from: value) { return date }
+            if let date = f.date(from: value) { return .seconds(max(0, date.timeIntervalSince(now))) }
         }
         return nil
     }
