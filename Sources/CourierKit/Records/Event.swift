@@ -298,12 +298,6 @@ struct ByteReader {
         utf8().map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// A blob's bytes, in place.
-    mutating func blobBytes() -> UnsafeRawBufferPointer? {
-        guard let n = u32() else { return nil }
-        return take(Int(n))
-    }
-
     mutating func id() -> MessageID? {
         guard let b = take(16) else { return nil }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

@@ -105,9 +105,10 @@ enum EventView {
             guard r.utf8() != nil, r.utf8() != nil else { return nil }
         }
         let headers = UnsafeRawBufferPointer(rebasing: r.bytes[headersStart..<r.offset])
-        guard let body = r.blobBytes(), let created = r.u64(), let attempts = r.u32(), let due = r.u64() else {
-            return nil
-        }
+        // The body, a blob (u32 length, then the bytes), in place.
+        guard let n = r.u32(), let body = r.take(Int(n)), let created = r.u64(), let attempts = r.u32(),
+            let due = r.u64()
+        else { return nil }
         var key: UnsafeRawBufferPointer?
         var tagCount = 0
         var tags = UnsafeRawBufferPointer(rebasing: r.bytes[r.offset..<r.offset])
