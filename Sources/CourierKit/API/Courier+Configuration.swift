@@ -176,9 +176,10 @@ extension Courier.Configuration {
         log.segmentPreparation = .background
         // `.always` is applied by Courier itself, outside its lock: every record is synced
         // before it is seen (`CourierCore.write`, compaction's own sync), so
-        // concurrent callers share fsyncs. The log itself never syncs on a timer then (a
-        // backstop would also hide, in the power-loss tests, a record that was not synced).
-        log.syncPolicy = durability.logPolicy
+        // concurrent callers share fsyncs. The log appends with `.never` then, and never syncs on
+        // a timer (a backstop would also hide, in the power-loss tests, a record that was not synced).
+        log.syncPolicy = .never
+        if case .interval(let interval) = durability { log.syncPolicy = .interval(interval) }
         return log
     }
 

@@ -15,16 +15,6 @@ extension Courier {
         /// return after their fsync (concurrent callers share one), an outcome is synced before
         /// its events, callbacks and `delivered(id)`.
         case always
-
-        /// The log's policy. Under `.always` the courier syncs through what it appended itself
-        /// (`CourierCore.write`), so that it can hold its lock while it appends and sync after: the
-        /// log appends with `.never`, and has no backstop that could hide an unsynced record.
-        var logPolicy: WriteAheadLog.SyncPolicy {
-            switch self {
-            case .never, .always: .never
-            case .interval(let interval): .interval(interval)
-            }
-        }
     }
 
     /// What opening the log found (`Courier.recovery`): damage that may have cost messages,
