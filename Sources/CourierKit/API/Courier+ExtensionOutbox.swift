@@ -78,21 +78,16 @@ extension Courier {
             configuration.logger.error("collecting the extension outbox failed: \(error)")
             return 0
         }
-        if claims.busy > 0 { collectAgainSoon() }
+        // A file was busy (an extension appending): claimed by another collection in 0.2 s.
+        if claims.busy > 0, let queue = extensionCollection?.queue {
+            queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in _ = self?.collectNow(directory) }
+        }
         var collected = 0
         for claim in claims.directories {
             guard let added = collect(claim) else { break }
             collected += added
         }
         return collected
-    }
-
-    /// A file was busy (an extension appending): claimed by another collection in 0.2 s.
-    private func collectAgainSoon() {
-        guard let collection = extensionCollection else { return }
-        collection.queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
-            _ = self?.collectNow(collection.directory)
-        }
     }
 
     /// The messages of one claimed file, added; nil if they could not all be stored.
