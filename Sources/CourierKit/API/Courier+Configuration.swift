@@ -238,29 +238,19 @@ extension Courier.Configuration {
         )
         require(compactionThreshold >= 1, "compactionThreshold must be at least 1")
         require(resolvedMemoryCount >= 0, "resolvedMemoryCount must not be negative")
-        problems += retry.problems + retryBudget.problems
+        require(retry.initialDelay >= .zero, "retry.initialDelay must not be negative")
+        require(retry.maximumDelay >= .zero, "retry.maximumDelay must not be negative")
+        require(
+            retry.multiplier.isFinite && retry.multiplier >= 1,
+            "retry.multiplier must be a finite number of at least 1 (it is \(retry.multiplier))")
+        require(retry.maximumAttempts.map { $0 >= 1 } ?? true, "retry.maximumAttempts must be at least 1 (or nil)")
+        require(retry.expiry.map { $0 > .zero } ?? true, "retry.expiry must be positive (or nil)")
+        require(retry.retryAfterLimit >= .zero, "retry.retryAfterLimit must not be negative")
+        problems += retry.explainedFailures.problems + retryBudget.problems
         require(
             destinationBackoff.maximumProbeDelay > .zero,
             "destinationBackoff.maximumProbeDelay must be positive (it is \(destinationBackoff.maximumProbeDelay))")
         return problems
-    }
-}
-
-extension RetryPolicy {
-    /// Every value out of range, in words; empty when valid.
-    var problems: [String] {
-        var problems: [String] = []
-        if initialDelay < .zero { problems.append("retry.initialDelay must not be negative") }
-        if maximumDelay < .zero { problems.append("retry.maximumDelay must not be negative") }
-        if !(multiplier.isFinite && multiplier >= 1) {
-            problems.append("retry.multiplier must be a finite number of at least 1 (it is \(multiplier))")
-        }
-        if let attempts = maximumAttempts, attempts < 1 {
-            problems.append("retry.maximumAttempts must be at least 1 (or nil)")
-        }
-        if let expiry, expiry <= .zero { problems.append("retry.expiry must be positive (or nil)") }
-        if retryAfterLimit < .zero { problems.append("retry.retryAfterLimit must not be negative") }
-        return problems + explainedFailures.problems
     }
 }
 
