@@ -210,15 +210,13 @@ package enum Event: Sendable, Equatable {
 extension MessageState {
     /// A state with its own copies of a view's fields (already checked by the parser).
     init(_ view: EventView.State) {
-        var headers: [Header] = []
-        headers.reserveCapacity(view.headerCount)
         var r = ByteReader(view.headers)
         // Bounded: the parser counted exactly `headerCount` valid pairs here.
-        for _ in 0..<view.headerCount {
+        let headers = (0..<view.headerCount).map { _ in
             guard let name = r.string(), let value = r.string() else {
                 preconditionFailure("headers the parser checked")
             }
-            headers.append(Header(name: name, value: value))
+            return Header(name: name, value: value)
         }
         self.init(
             id: view.id, url: String(decoding: view.url, as: UTF8.self), headers: headers, body: Array(view.body),
