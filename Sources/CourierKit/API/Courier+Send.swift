@@ -136,10 +136,19 @@ extension Courier {
         id: MessageID, target: String, body: [UInt8], contentType: String, labels: Labels,
         nowMilliseconds now: UInt64, maximumMessageBytes: Int
     ) throws(CourierError) -> MessageState {
-        try validate(orderingKey: labels.orderingKey)
+        if let orderingKey = labels.orderingKey, orderingKey.isEmpty || orderingKey.utf8.count > 1024 {
+            throw CourierError(
+                .invalidOrderingKey,
+                "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
+        }
         if !labels.headers.isEmpty { try validate(labels.headers) }
         let tags = try validate(tags: labels.tags)
-        try validate(contentType: contentType)
+        guard !contentType.isEmpty, contentType.utf8.count <= 8192,
+            !contentType.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" })
+        else {
+            throw CourierError(
+                .invalidHeaders, "contentType must be a non-empty header value of at most 8 KiB without line breaks")
+        }
         guard body.count <= maximumMessageBytes else {
             throw CourierError(
                 .messageTooLarge,
@@ -180,14 +189,6 @@ extension Courier {
         }
     }
 
-    static func validate(orderingKey: String?) throws(CourierError) {
-        if let orderingKey, orderingKey.isEmpty || orderingKey.utf8.count > 1024 {
-            throw CourierError(
-                .invalidOrderingKey,
-                "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
-        }
-    }
-
     /// The most tags one message may carry, and the longest tag (UTF-8 bytes).
     static let maximumTagCount = 32
     static let maximumTagBytes = 256
@@ -206,15 +207,6 @@ extension Courier {
     }
 
     static func isValid(tag: String) -> Bool { !tag.isEmpty && tag.utf8.count <= maximumTagBytes }
-
-    static func validate(contentType: String) throws(CourierError) {
-        guard !contentType.isEmpty, contentType.utf8.count <= 8192,
-            !contentType.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" })
-        else {
-            throw CourierError(
-                .invalidHeaders, "contentType must be a non-empty header value of at most 8 KiB without line breaks")
-        }
-    }
 
     /// `url` validated, as the string stored in the log. Most sends go to one URL: the last
     /// one validated is remembered, so a repeat costs one comparison.
