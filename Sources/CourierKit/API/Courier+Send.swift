@@ -142,7 +142,13 @@ extension Courier {
                 "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
         }
         if !labels.headers.isEmpty { try validate(labels.headers) }
-        let tags = try validate(tags: labels.tags)
+        guard labels.tags.count <= maximumTagCount else {
+            throw CourierError(.invalidTags, "\(labels.tags.count) tags; at most \(maximumTagCount)")
+        }
+        for tag in labels.tags where !isValid(tag: tag) {
+            throw CourierError(
+                .invalidTags, "tag \"\(tag.prefix(40))\": a tag is 1 to \(maximumTagBytes) bytes of UTF-8")
+        }
         guard !contentType.isEmpty, contentType.utf8.count <= 8192,
             !contentType.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" })
         else {
@@ -161,7 +167,7 @@ extension Courier {
         return MessageState(
             id: id, url: target, headers: headers, body: body,
             createdMilliseconds: min(now, labels.createdMilliseconds ?? now), nextDueMilliseconds: now,
-            orderingKey: labels.orderingKey, tags: tags)
+            orderingKey: labels.orderingKey, tags: labels.tags.sorted())
     }
 
     /// Headers Courier sets itself; a caller passing one gets `.invalidHeaders`, never a
@@ -192,19 +198,6 @@ extension Courier {
     /// The most tags one message may carry, and the longest tag (UTF-8 bytes).
     static let maximumTagCount = 32
     static let maximumTagBytes = 256
-
-    /// `tags`, sorted as stored, or `.invalidTags` naming the first at fault.
-    static func validate(tags: Set<String>) throws(CourierError) -> [String] {
-        guard !tags.isEmpty else { return [] }
-        guard tags.count <= maximumTagCount else {
-            throw CourierError(.invalidTags, "\(tags.count) tags; at most \(maximumTagCount)")
-        }
-        for tag in tags where !isValid(tag: tag) {
-            throw CourierError(
-                .invalidTags, "tag \"\(tag.prefix(40))\": a tag is 1 to \(maximumTagBytes) bytes of UTF-8")
-        }
-        return tags.sorted()
-    }
 
     static func isValid(tag: String) -> Bool { !tag.isEmpty && tag.utf8.count <= maximumTagBytes }
 
