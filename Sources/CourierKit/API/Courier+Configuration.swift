@@ -252,9 +252,7 @@ extension Courier.Configuration {
             "destinationBackoff.maximumProbeDelay must be positive (it is \(destinationBackoff.maximumProbeDelay))")
         return problems
     }
-}
 
-extension Courier.Configuration {
     /// What the core enforces of this configuration.
     var coreLimits: CourierCore.Limits {
         let uploads = backgroundUploads
