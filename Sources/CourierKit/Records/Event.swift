@@ -34,17 +34,6 @@ package struct MessageState: Sendable, Equatable {
     }
 }
 
-extension MessageState {
-    /// Calls `body` with the URL's and the ordering key's UTF-8 bytes.
-    func withKeys<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?) -> R) -> R {
-        var url = url
-        return url.withUTF8 { u in
-            guard var key = orderingKey else { return body(UnsafeRawBufferPointer(u), nil) }
-            return key.withUTF8 { k in body(UnsafeRawBufferPointer(u), UnsafeRawBufferPointer(k)) }
-        }
-    }
-}
-
 package struct Header: Sendable, Hashable {
     package var name: String
     package var value: String
@@ -223,6 +212,15 @@ extension MessageState {
             createdMilliseconds: view.createdMilliseconds, attempts: view.attempts,
             nextDueMilliseconds: view.dueMilliseconds,
             orderingKey: view.orderingKey.map { String(decoding: $0, as: UTF8.self) }, tags: view.tagStrings)
+    }
+
+    /// Calls `body` with the URL's and the ordering key's UTF-8 bytes.
+    func withKeys<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?) -> R) -> R {
+        var url = url
+        return url.withUTF8 { u in
+            guard var key = orderingKey else { return body(UnsafeRawBufferPointer(u), nil) }
+            return key.withUTF8 { k in body(UnsafeRawBufferPointer(u), UnsafeRawBufferPointer(k)) }
+        }
     }
 }
 
