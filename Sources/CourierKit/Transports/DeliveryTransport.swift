@@ -121,9 +121,7 @@ public enum DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
         case .failure(let failure): return failure.description
         }
     }
-}
 
-extension DeliveryOutcome {
     /// The statuses whose `Retry-After` the retry policy honours: 429 and 503.
     static func honoursRetryAfter(status: Int) -> Bool { status == 429 || status == 503 }
 
