@@ -32,11 +32,9 @@ public final class URLSessionTransport: DeliveryTransport {
         // The idle timeout, as a backstop; the deadline below is the real limit.
         urlRequest.timeoutInterval = request.timeout.seconds
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        let session = self.session
-        let sendable = urlRequest
-        return await withDeadline(request.timeout, clock: clock) {
+        return await withDeadline(request.timeout, clock: clock) { [session, urlRequest] in
             do {
-                let (_, response) = try await session.data(for: sendable)
+                let (_, response) = try await session.data(for: urlRequest)
                 guard let http = response as? HTTPURLResponse else {
                     return .failure(TransportFailure(.other, "not an HTTP response"))
                 }
