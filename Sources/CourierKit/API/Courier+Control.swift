@@ -79,10 +79,9 @@ extension Courier {
         let before = core.handle(.forcedRun(.begin)).reply.count
         retryNow()
         let deadline = currentInstant().elapsed + budget
-        let sleep = clock.sleep
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitUntilIdleOrCancelled(exceptHandedOff: true) }
-            group.addTask { try? await sleep(deadline) }
+            group.addTask { [clock] in try? await clock.sleep(deadline) }
             // The first to end (idle, budget spent, or this task cancelled) ends the wait.
             _ = await group.next()
             group.cancelAll()
