@@ -123,7 +123,11 @@ extension WriteAheadLog {
         state.active.sizeBytes += total
         state.active.recordCount += entries.count
         state.nextSequence += UInt64(entries.count)
-        if state.wantsSpare(segmentSizeBytes: configuration.segmentSizeBytes) {
+        // Prepare the next segment now unless one is ready or being made, or a try failed since
+        // the active segment last grew by a sixteenth of a segment.
+        if state.spare == nil, !state.preparingSpare,
+            state.spareFailedAtBytes.map({ state.active.sizeBytes >= $0 + configuration.segmentSizeBytes / 16 }) ?? true
+        {
             state.preparingSpare = true
             work.insert(.prepareSpare)
         }
@@ -185,16 +189,6 @@ struct RollWork: OptionSet {
     static let prepareSpare = RollWork(rawValue: 1)
     /// Sync the segment a roll sealed, the rename and the new segment.
     static let syncSealed = RollWork(rawValue: 2)
-}
-
-extension WriterState {
-    /// Whether to prepare the next segment now: none is ready or being made, and no try failed
-    /// since the active segment last grew by a sixteenth of a segment.
-    func wantsSpare(segmentSizeBytes: Int) -> Bool {
-        guard spare == nil, !preparingSpare else { return false }
-        if let failed = spareFailedAtBytes, active.sizeBytes < failed + segmentSizeBytes / 16 { return false }
-        return true
-    }
 }
 
 extension WriteAheadLog {
