@@ -100,21 +100,16 @@ extension WriteAheadLog {
                 flags: i == lastIndex ? .batchEnd : [], encoder: state.encoder, to: &state.scratch)
             state.recordStarts.append(start)
         }
-        let total = state.scratch.count
-        guard total <= configuration.segmentSizeBytes - Format.segmentHeaderSize else {
-            throw LogError(
-                .recordTooLarge,
-                "\(total) bytes encoded; a segment holds at most "
-                    + "\(configuration.segmentSizeBytes - Format.segmentHeaderSize)"
-            )
+        let total = state.scratch.count, room = configuration.segmentSizeBytes - Format.segmentHeaderSize
+        guard total <= room else {
+            throw LogError(.recordTooLarge, "\(total) bytes encoded; a segment holds at most \(room)")
         }
         var work = RollWork()
-        if state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0,
-            let spare = state.spare
-        {
+        let full = state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0
+        if full, let spare = state.spare {
             try roll(onto: spare, firstSequence: first, createdMilliseconds: timestamp)
             work.insert(.syncSealed)
-        } else if state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0 {
+        } else if full {
             state.appendsPastSegmentSize += 1
         }
         // Each record's CRC depends on the salt of the segment it lands in.
