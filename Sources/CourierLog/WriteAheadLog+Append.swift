@@ -30,7 +30,6 @@ extension WriteAheadLog {
     ) throws(LogError) -> RecordAddress {
         // Not `append(batch:)` of one: that would allocate an array on every append.
         let (address, work) = try mutex.withLock { () throws(LogError) -> (RecordAddress, RollWork) in
-            try state.checkOpen()
             let (range, work) = try encodeAndWrite(
                 CollectionOfOne(LogEntry(kind: kind, body: body)), timestamp: timestampMilliseconds)
             let address = RecordAddress(
@@ -38,8 +37,7 @@ extension WriteAheadLog {
                 length: UInt32(state.scratch.count))
             return (address, work)
         }
-        if !work.isEmpty { try carryOut(work) }
-        try waitAsPolicySays(for: address.sequence)
+        try finish(work, through: address.sequence)
         return address
     }
 
@@ -53,7 +51,6 @@ extension WriteAheadLog {
     ) throws(LogError) -> [RecordAddress] {
         guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
         let (addresses, work) = try mutex.withLock { () throws(LogError) -> ([RecordAddress], RollWork) in
-            try state.checkOpen()
             let (range, work) = try encodeAndWrite(entries, timestamp: timestampMilliseconds)
             let starts = state.recordStarts, total = state.scratch.count, base = state.lastWriteOffset
             let addresses = starts.indices.map { i in
@@ -64,12 +61,14 @@ extension WriteAheadLog {
             }
             return (addresses, work)
         }
-        if !work.isEmpty { try carryOut(work) }
-        try waitAsPolicySays(for: addresses.last!.sequence)
+        try finish(work, through: addresses.last!.sequence)
         return addresses
     }
 
-    private func waitAsPolicySays(for sequence: UInt64) throws(LogError) {
+    /// Outside `mutex`: carries out the roll work an append left, then waits for the records
+    /// through `sequence` as `configuration.syncPolicy` says.
+    private func finish(_ work: RollWork, through sequence: UInt64) throws(LogError) {
+        if !work.isEmpty { try carryOut(work) }
         switch configuration.syncPolicy {
         case .never: break
         case .always: try commit.waitUntilDurable(sequence, log: self)
@@ -77,12 +76,13 @@ extension WriteAheadLog {
         }
     }
 
-    /// Under `mutex`. Encodes into the scratch buffer, rolls if needed (and a spare segment is
-    /// ready), writes. Returns the sequence numbers written and the roll work to carry out
-    /// once `mutex` is released.
+    /// Under `mutex`. Checks that the log is open, encodes into the scratch buffer, rolls if
+    /// needed (and a spare segment is ready), writes. Returns the sequence numbers written and
+    /// the roll work to carry out once `mutex` is released.
     private func encodeAndWrite<C: Collection<LogEntry>>(_ entries: C, timestamp: UInt64?) throws(LogError)
         -> (ClosedRange<UInt64>, RollWork)
     {
+        try state.checkOpen()
         // A reader would reject a larger body: refuse it before anything is written.
         for entry in entries where entry.body.count > Format.maximumBodyBytes {
             throw LogError(
