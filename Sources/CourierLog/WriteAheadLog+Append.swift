@@ -258,7 +258,7 @@ extension WriteAheadLog {
     private func prepareSpare() {
         assert(!BlockingIO.isForbidden, "a file created under a lock that forbids blocking I/O (a courier's core)")
         // Closed meanwhile (`close()` waits for a preparation already running): nothing to make.
-        guard isOpenElseEndPreparation() else { return }
+        guard case .open = mutex.withLock({ state.phase }) else { return endPreparation() }
         let path = joinPath(directory, Format.spareSegmentName)
         let salt = configuration.makeSalt()
         let made = Result { () throws(LogError) -> any LogFile in
@@ -281,21 +281,15 @@ extension WriteAheadLog {
         guard orphaned else { return }
         // Closed meanwhile: the file goes before `close()` may let the directory go.
         if case .success = made { try? fileSystem.removeFile(atPath: path) }
+        endPreparation()
+    }
+
+    /// Ends a preparation the log's closing stopped (`close()` may wait for it). The log never
+    /// opens again once closed or failed, so the look at its phase needs no lock held till here.
+    private func endPreparation() {
         mutex.withLock {
             state.preparingSpare = false
             mutex.broadcast()
-        }
-    }
-
-    /// Whether the log is open; if not, the preparation under way ends here.
-    private func isOpenElseEndPreparation() -> Bool {
-        mutex.withLock {
-            guard case .open = state.phase else {
-                state.preparingSpare = false
-                mutex.broadcast()  // `close()` may wait for it
-                return false
-            }
-            return true
         }
     }
 }
