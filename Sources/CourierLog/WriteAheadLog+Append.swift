@@ -172,7 +172,7 @@ extension WriterState {
 ///    and renames it into place (`roll`), two system calls that do not wait for the disk. With
 ///    no spare ready, it appends to the active segment instead, which grows past its size.
 /// 3. The sealed segment, the rename and the new segment are synced right after, in that order
-///    (`WriteAheadLog.sync(_:)`); every later sync covers them first, so a record is never
+///    (`WriteAheadLog.syncWritten()`); every later sync covers them first, so a record is never
 ///    reported durable while an earlier one is not.
 ///
 /// A crash before step 3 ends leaves either name in the directory: a spare is removed at open

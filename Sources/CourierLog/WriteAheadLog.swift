@@ -113,15 +113,6 @@ public final class WriteAheadLog {
     }
 }
 
-/// What one sync makes durable: the sealed segments not yet synced, the renames that put
-/// segments in place, and the active segment through `through`.
-struct SyncWork {
-    var sealed: [any LogFile]
-    var renames: Int
-    var active: any LogFile
-    var through: UInt64
-}
-
 /// Why `WriteAheadLog` may be shared across threads: every mutable field (`state`) is only
 /// read or written while holding `mutex`; `commit` guards itself; the rest is immutable.
 extension WriteAheadLog: @unchecked Sendable {}
@@ -305,9 +296,7 @@ final class GroupCommit {
     private func leadSync(log: WriteAheadLog) throws(LogError) {
         let result: Result<UInt64, LogError>
         do {
-            let work = try log.syncTarget()
-            try log.sync(work)
-            result = .success(work.through)
+            result = .success(try log.syncWritten())
         } catch {
             log.fail(error)
             result = .failure(error)
@@ -327,21 +316,17 @@ final class GroupCommit {
 extension GroupCommit: @unchecked Sendable {}  // every var is guarded by `lock`
 
 extension WriteAheadLog {
-    /// What a sync now must make durable (see `SyncWork`).
-    func syncTarget() throws(LogError) -> SyncWork {
-        try mutex.withLock { () throws(LogError) -> SyncWork in
+    /// Makes everything written so far durable, in the order that keeps the log without holes:
+    /// the sealed segments not synced since their last write, oldest first; the directory, if a
+    /// roll renamed a segment into place; then the active segment. Returns the last sequence
+    /// number that is now durable. Never under the log's lock, nor under a lock that forbids
+    /// blocking I/O.
+    func syncWritten() throws(LogError) -> UInt64 {
+        typealias Work = (sealed: [any LogFile], renames: Int, active: any LogFile, through: UInt64)
+        let work = try mutex.withLock { () throws(LogError) -> Work in
             if case .failed = state.phase { try state.checkOpen() }
-            // Everything written so far.
-            return SyncWork(
-                sealed: state.unsyncedSealed, renames: state.unsyncedRenames, active: state.active.file,
-                through: state.nextSequence - 1)
+            return (state.unsyncedSealed, state.unsyncedRenames, state.active.file, state.nextSequence - 1)
         }
-    }
-
-    /// Makes `work` durable, in the order that keeps the log without holes: the sealed
-    /// segments, oldest first; the directory, if a roll renamed a segment into place; then the
-    /// active segment. Never under the log's lock, nor under a lock that forbids blocking I/O.
-    func sync(_ work: SyncWork) throws(LogError) {
         assert(!BlockingIO.isForbidden, "an fsync under a lock that forbids blocking I/O (a courier's core)")
         for file in work.sealed { try file.sync() }
         if work.renames > 0 { try fileSystem.syncDirectory(atPath: directory) }
@@ -351,6 +336,7 @@ extension WriteAheadLog {
             state.unsyncedSealed.removeFirst(min(work.sealed.count, state.unsyncedSealed.count))
             state.unsyncedRenames -= min(work.renames, state.unsyncedRenames)
         }
+        return work.through
     }
 
     /// The last written sequence number, read for a background sync.
