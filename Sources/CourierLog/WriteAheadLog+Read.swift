@@ -12,45 +12,33 @@ extension WriteAheadLog {
     public func read(_ address: RecordAddress) throws(LogError) -> LogRecord {
         let found = try segment(holding: address.sequence)
         let path = joinPath(directory, found.name)
-        let reader: any LogReadableFile
-        if let kept = found.reader {
-            reader = kept
-        } else {
-            // Opened outside the lock; two readers racing both open, and one is kept.
-            reader = try readFailure(path) { () throws(LogError) in try fileSystem.openForReading(atPath: path) }
-        }
-        let salt: UInt32
-        if let known = found.salt {
-            salt = known
-        } else {
-            let header = try readBytes(reader, path, offset: 0, count: Format.segmentHeaderSize)
-            guard header.count == Format.segmentHeaderSize else {
-                throw LogError(.corrupt, "segment header missing", path: path)
+        do throws(LogError) {
+            let reader: any LogReadableFile
+            if let kept = found.reader {
+                reader = kept
+            } else {
+                // Opened outside the lock; two readers racing both open, and one is kept.
+                reader = try fileSystem.openForReading(atPath: path)
             }
-            salt = header.withUnsafeBytes { SegmentHeader.fields($0).salt }
-        }
-        if found.reader == nil || found.salt == nil { keep(reader, salt: salt, for: found.name) }
-        let bytes = try readBytes(reader, path, offset: Int(address.offset), count: Int(address.length))
-        guard let record = Self.verify(bytes, address: address, salt: salt, segment: found.name) else {
-            throw LogError(.corrupt, "the record at \(address) does not verify", path: path)
-        }
-        return record
-    }
-
-    private func readBytes(
-        _ reader: any LogReadableFile, _ path: String, offset: Int, count: Int
-    ) throws(LogError) -> [UInt8] {
-        try readFailure(path) { () throws(LogError) in try reader.read(at: offset, count: count) }
-    }
-
-    /// Runs `body`; a segment that vanished (forgotten between the lookup and the open or
-    /// read) is `.notFound`.
-    private func readFailure<T>(_ path: String, _ body: () throws(LogError) -> T) throws(LogError) -> T {
-        switch Result(catching: body) {
-        case .success(let value): return value
-        case .failure(let error) where error.errno == 2:
+            let salt: UInt32
+            if let known = found.salt {
+                salt = known
+            } else {
+                let header = try reader.read(at: 0, count: Format.segmentHeaderSize)
+                guard header.count == Format.segmentHeaderSize else {
+                    throw LogError(.corrupt, "segment header missing", path: path)
+                }
+                salt = header.withUnsafeBytes { SegmentHeader.fields($0).salt }
+            }
+            if found.reader == nil || found.salt == nil { keep(reader, salt: salt, for: found.name) }
+            let bytes = try reader.read(at: Int(address.offset), count: Int(address.length))
+            guard let record = Self.verify(bytes, address: address, salt: salt, segment: found.name) else {
+                throw LogError(.corrupt, "the record at \(address) does not verify", path: path)
+            }
+            return record
+        } catch  where error.errno == 2 {
+            // The segment vanished: forgotten between the lookup and the open or a read.
             throw LogError(.notFound, "the segment was forgotten", path: path)
-        case .failure(let error): throw error
         }
     }
 
