@@ -45,7 +45,10 @@ struct SegmentScanner {
         guard window.size >= Format.segmentHeaderSize else {
             let bytes = try window.bytes(at: 0, count: window.size) ?? UnsafeRawBufferPointer(start: nil, count: 0)
             result.headerProblem = "segment shorter than its header"
-            result.tornHeader = Self.isHeaderPrefix(bytes)
+            // Could it be the start of one? All zeros, or the magic, frame size and tag (bytes
+            // 0..<12 of every header) as far as they go.
+            let fixed = SegmentHeader(salt: 0, firstSequence: 0, createdMilliseconds: 0).encoded().prefix(12)
+            result.tornHeader = bytes.allSatisfy { $0 == 0 } || zip(bytes, fixed).allSatisfy { $0 == $1 }
             if window.size > 0 {
                 result.trailing = DamagedSpan(
                     segment: segment, offset: 0, length: window.size, reason: "torn segment header")
@@ -67,19 +70,6 @@ struct SegmentScanner {
         try cursor.run(after: after, result: &result, visit: visit)
         result.size = window.size
         return result
-    }
-}
-
-extension SegmentScanner {
-    /// Whether `raw` (shorter than a header) could be the start of one: all zeros, or the
-    /// magic, frame size and tag as far as they go.
-    static func isHeaderPrefix(_ raw: UnsafeRawBufferPointer) -> Bool {
-        if raw.allSatisfy({ $0 == 0 }) { return true }
-        var fixed: [UInt8] = []
-        fixed.appendLE(Format.segmentMagic)
-        fixed.appendLE(Format.segmentFrameSize)
-        fixed += Format.tag
-        return zip(raw, fixed).allSatisfy { $0 == $1 }
     }
 }
 
