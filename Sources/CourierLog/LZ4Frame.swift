@@ -108,15 +108,9 @@ final class LZ4Decoder {
         return size
     }
 
-    struct Header {
-        var flags: UInt8
-        var contentSize: UInt64
-        var blocksOffset: Int
-    }
-
     /// Parses and verifies the frame header. A frame without a content size must be empty
     /// (the writer omits the size only then).
-    static func header(_ frame: UnsafeRawBufferPointer) -> Header? {
+    static func header(_ frame: UnsafeRawBufferPointer) -> (flags: UInt8, contentSize: UInt64, blocksOffset: Int)? {
         guard frame.count >= Format.minimumBodyFrameSize, frame.loadLE(UInt32.self, at: 0) == LZ4Frame.magic else {
             return nil
         }
@@ -135,7 +129,7 @@ final class LZ4Decoder {
         }
         let checksum = XXH32.digest(UnsafeRawBufferPointer(rebasing: frame[4..<offset]))
         guard frame[offset] == UInt8(truncatingIfNeeded: checksum >> 8) else { return nil }
-        return Header(flags: flags, contentSize: contentSize, blocksOffset: offset + 1)
+        return (flags, contentSize, offset + 1)
     }
 
     /// Decodes the blocks starting at `offset` into `out`; returns the bytes produced, or nil
