@@ -35,12 +35,7 @@ public struct RecordKind: RawRepresentable, Hashable, Sendable, CustomStringConv
 
     /// Looks a kind up by its lower-case name or its number.
     public init?(name: String) {
-        if let code = Self.names.first(where: { $0.value == name })?.key {
-            self.init(rawValue: code)
-        } else if let n = UInt8(name) {
-            self.init(rawValue: n)
-        } else {
-            return nil
-        }
+        guard let code = Self.names.first(where: { $0.value == name })?.key ?? UInt8(name) else { return nil }
+        self.init(rawValue: code)
     }
 }
