@@ -21,7 +21,7 @@ public enum CRC32C {
         var c = ~crc
         var i = 0
         let n = bytes.count
-        Tables.shared.withUnsafeBufferPointer { t in
+        tables.withUnsafeBufferPointer { t in
             while n - i >= 8 {
                 let lo = bytes.loadUnaligned(fromByteOffset: i, as: UInt32.self).littleEndian ^ c
                 let hi = bytes.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self).littleEndian
@@ -58,25 +58,23 @@ public enum CRC32C {
         return (rot >> 17) | (rot << 15)
     }
 
-    enum Tables {
-        /// 8 × 256 entries, table k advancing the CRC over k further zero bytes.
-        static let shared: [UInt32] = {
-            let poly: UInt32 = 0x82F6_3B78  // Castagnoli, reflected
-            var t = [UInt32](repeating: 0, count: 8 * 256)
+    /// 8 × 256 entries, table k advancing the CRC over k further zero bytes.
+    static let tables: [UInt32] = {
+        let poly: UInt32 = 0x82F6_3B78  // Castagnoli, reflected
+        var t = [UInt32](repeating: 0, count: 8 * 256)
+        for i in 0..<256 {
+            var c = UInt32(i)
+            for _ in 0..<8 { c = (c & 1) != 0 ? (c >> 1) ^ poly : c >> 1 }
+            t[i] = c
+        }
+        for k in 1..<8 {
             for i in 0..<256 {
-                var c = UInt32(i)
-                for _ in 0..<8 { c = (c & 1) != 0 ? (c >> 1) ^ poly : c >> 1 }
-                t[i] = c
+                let prev = t[(k - 1) * 256 + i]
+                t[k * 256 + i] = t[Int(prev & 0xFF)] ^ (prev >> 8)
             }
-            for k in 1..<8 {
-                for i in 0..<256 {
-                    let prev = t[(k - 1) * 256 + i]
-                    t[k * 256 + i] = t[Int(prev & 0xFF)] ^ (prev >> 8)
-                }
-            }
-            return t
-        }()
-    }
+        }
+        return t
+    }()
 }
 
 /// XXH32, the checksum of the LZ4 frame format (header checksum and content checksum), written
