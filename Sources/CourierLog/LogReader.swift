@@ -17,13 +17,10 @@ public struct LogReader: Sendable {
     /// The segment file names in log order, and the names of other `.wal` files that do not
     /// follow the naming rule (reported, never read).
     public func segmentNames() throws(LogError) -> (segments: [String], ignored: [String]) {
-        let names = try fileSystem.contentsOfDirectory(atPath: directory)
-        var segments: [(UInt64, String)] = []
-        var ignored: [String] = []
-        for name in names where name.hasSuffix(Format.segmentSuffix) {
-            if let first = SegmentName.parse(name) { segments.append((first, name)) } else { ignored.append(name) }
-        }
-        return (segments.sorted { $0.0 < $1.0 }.map(\.1), ignored.sorted())
+        let names = try fileSystem.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(Format.segmentSuffix) }
+        // Segment names are numbers of one width (`SegmentName`): as strings they sort in log order.
+        let segments = names.filter { SegmentName.parse($0) != nil }
+        return (segments.sorted(), names.filter { SegmentName.parse($0) == nil }.sorted())
     }
 
     /// Visits every valid record in sequence order and reports what else was found. Each view's
