@@ -144,14 +144,11 @@ public struct ReplayReport: Sendable, Equatable {
                     reason: "first sequence \(header.firstSequence) does not match the file name"))
         }
         damaged += result.damaged
-        if let trailing = result.trailing {
-            if isNewest {
-                tornTail = trailing
-            } else {
-                var span = trailing
-                span.reason = "invalid tail of a sealed segment (\(trailing.reason))"
-                damaged.append(span)
-            }
+        if let trailing = result.trailing, isNewest {
+            tornTail = trailing
+        } else if var span = result.trailing {
+            span.reason = "invalid tail of a sealed segment (\(span.reason))"
+            damaged.append(span)
         }
     }
 }
