@@ -147,19 +147,6 @@ extension WriteAheadLog {
     }
 }
 
-extension WriterState {
-    func checkOpen() throws(LogError) {
-        switch phase {
-        case .open: return
-        case .closed: throw LogError(.closed, "the log is closed")
-        case .failed(let cause):
-            throw LogError(
-                .failed, "an earlier write or fsync failed (\(cause)); reopen the log", path: cause.path,
-                errno: cause.errno)
-        }
-    }
-}
-
 /// Rolling ahead: the blocking part of starting a segment (creating its file, syncing the one
 /// sealed) happens outside the log's lock, so an append never waits for the disk under it, nor
 /// under a lock of its caller's (leveldb releases its mutex around the write and the sync for

@@ -221,6 +221,17 @@ struct WriterState {
     var unsyncedRenames = 0
     /// Appends that found the active segment full and no spare ready, so grew it instead.
     var appendsPastSegmentSize = 0
+
+    func checkOpen() throws(LogError) {
+        switch phase {
+        case .open: return
+        case .closed: throw LogError(.closed, "the log is closed")
+        case .failed(let cause):
+            throw LogError(
+                .failed, "an earlier write or fsync failed (\(cause)); reopen the log", path: cause.path,
+                errno: cause.errno)
+        }
+    }
 }
 
 /// Decides who fsyncs and when, for the `.always` and `.interval` policies.
