@@ -29,12 +29,10 @@ enum LZ4Frame {
 
 /// Writes one frame per body. Not thread-safe: the writer owns one under its lock.
 final class LZ4Encoder {
-    private let codec: any LZ4BlockCodec
+    private let codec = makePlatformBlockCodec()
     /// One block's compression target, reused (a fresh buffer per block would cost an
     /// allocation each).
     private let block = UnsafeMutableRawBufferPointer.allocate(byteCount: LZ4Frame.blockBytes, alignment: 16)
-
-    init(codec: any LZ4BlockCodec = makePlatformBlockCodec()) { self.codec = codec }
 
     deinit { block.deallocate() }
 
@@ -75,9 +73,7 @@ final class LZ4Encoder {
 
 /// Reads frames the log wrote. Not thread-safe: each reader owns one.
 final class LZ4Decoder {
-    private let codec: any LZ4BlockCodec
-
-    init(codec: any LZ4BlockCodec = makePlatformBlockCodec()) { self.codec = codec }
+    private let codec = makePlatformBlockCodec()
 
     /// Decodes exactly one whole frame that fills `frame`, or returns nil. Frames whose content
     /// is larger than `limit`, that the writer never makes (linked blocks, a dictionary id),
