@@ -114,7 +114,17 @@ extension WriteAheadLog {
         }
         // Each record's CRC depends on the salt of the segment it lands in.
         RecordEncoding.seal(&state.scratch, starts: state.recordStarts, salt: state.active.salt)
-        try writeScratch()
+        // At the end of the active segment. A full disk rolls the partial write back and leaves
+        // the log usable; any other failure fails the log.
+        let file = state.active.file, offset = state.active.sizeBytes
+        state.lastWriteOffset = offset
+        do {
+            try file.writeFully(state.scratch, at: offset)
+        } catch {
+            if error.code == .diskFull, (try? file.truncate(to: offset)) != nil { throw error }
+            state.phase = .failed(error)
+            throw error
+        }
         state.active.sizeBytes += total
         state.active.recordCount += entries.count
         state.nextSequence += UInt64(entries.count)
@@ -127,23 +137,6 @@ extension WriteAheadLog {
             work.insert(.prepareSpare)
         }
         return (first...(first + UInt64(entries.count) - 1), work)
-    }
-
-    /// Writes the scratch buffer at the end of the active segment. A full disk rolls the
-    /// partial write back and leaves the log usable; any other failure fails the log.
-    private func writeScratch() throws(LogError) {
-        let file = state.active.file
-        let offset = state.active.sizeBytes
-        state.lastWriteOffset = offset
-        do {
-            try file.writeFully(state.scratch, at: offset)
-        } catch {
-            if error.code == .diskFull, (try? file.truncate(to: offset)) != nil {
-                throw error
-            }
-            state.phase = .failed(error)
-            throw error
-        }
     }
 }
 
