@@ -65,17 +65,6 @@ extension WriteAheadLog {
         return addresses
     }
 
-    /// Outside `mutex`: carries out the roll work an append left, then waits for the records
-    /// through `sequence` as `configuration.syncPolicy` says.
-    private func finish(_ work: RollWork, through sequence: UInt64) throws(LogError) {
-        if !work.isEmpty { try carryOut(work) }
-        switch configuration.syncPolicy {
-        case .never: break
-        case .always: try commit.waitUntilDurable(sequence, log: self)
-        case .interval(let interval): commit.scheduleSync(after: interval, log: self)
-        }
-    }
-
     /// Under `mutex`. Checks that the log is open, encodes into the scratch buffer, rolls if
     /// needed (and a spare segment is ready), writes. Returns the sequence numbers written and
     /// the roll work to carry out once `mutex` is released.
@@ -202,11 +191,12 @@ extension WriteAheadLog {
         state.spare = nil
     }
 
-    /// Carries out what an append left to do, outside `mutex`: on this thread (`.inline`: a
-    /// failed sync is thrown, after the log is marked failed) or on the log's queues
-    /// (`.background`: the next append reports a failed sync). A spare is made on a queue of its
-    /// own: behind the syncs (milliseconds each) it came too late for a burst of appends.
-    func carryOut(_ work: RollWork) throws(LogError) {
+    /// Finishes an append outside `mutex`. First the roll work it left: on this thread
+    /// (`.inline`: a failed sync is thrown, after the log is marked failed) or on the log's
+    /// queues (`.background`: the next append reports a failed sync). A spare is made on a queue
+    /// of its own: behind the syncs (milliseconds each) it came too late for a burst of appends.
+    /// Then it waits for the records through `sequence` as `configuration.syncPolicy` says.
+    private func finish(_ work: RollWork, through sequence: UInt64) throws(LogError) {
         switch configuration.segmentPreparation {
         case .inline:
             if work.contains(.prepareSpare) { prepareSpare() }
@@ -214,6 +204,11 @@ extension WriteAheadLog {
         case .background:
             if work.contains(.prepareSpare) { preparationQueue.async { [self] in prepareSpare() } }
             if work.contains(.syncSealed) { commit.queue.async { [self] in try? syncSealed() } }
+        }
+        switch configuration.syncPolicy {
+        case .never: break
+        case .always: try commit.waitUntilDurable(sequence, log: self)
+        case .interval(let interval): commit.scheduleSync(after: interval, log: self)
         }
     }
 
