@@ -48,9 +48,15 @@ public final class OutboxWriter {
         }
     }
 
-    /// One try: false if the file was claimed (renamed) between the open and the lock.
+    /// One try: false if the file was claimed (renamed) before it was open and locked.
     private func appendOnce(_ body: [UInt8], kind: RecordKind, _ current: inout Current?) throws(LogError) -> Bool {
-        guard let file = try openOrCreate() else { return false }
+        // The writer's file, opened or made.
+        let file: any LogFile
+        do throws(LogError) {
+            file = try fileSystem.openFile(atPath: path, create: try fileSystem.status(atPath: path) == nil)
+        } catch  where error.errno == 2 || error.errno == 17 {
+            return false  // claimed after the look (ENOENT), or made after it (EEXIST): look again
+        }
         _ = try file.lock(waiting: true)
         defer { file.unlock() }
         let opened = try file.status()
@@ -69,15 +75,6 @@ public final class OutboxWriter {
         state.nextSequence += 1
         current = state
         return true
-    }
-
-    /// The writer's file, opened or made; nil if it went between the look and the open.
-    private func openOrCreate() throws(LogError) -> (any LogFile)? {
-        do throws(LogError) {
-            return try fileSystem.openFile(atPath: path, create: try fileSystem.status(atPath: path) == nil)
-        } catch  where error.errno == 2 || error.errno == 17 {
-            return nil  // claimed after the look (ENOENT), or made after it (EEXIST): look again
-        }
     }
 
     /// The file's state before an append: a new file gets its segment header (synced with its
