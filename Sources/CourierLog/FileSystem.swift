@@ -63,6 +63,9 @@ public struct FileStatus: Sendable, Hashable {
         self.sizeBytes = sizeBytes
     }
 
+    /// What `stat` says.
+    init(_ st: stat) { self.init(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), sizeBytes: Int(st.st_size)) }
+
     /// Whether `other` is the same file, whatever the sizes.
     public func isSameFile(as other: FileStatus) -> Bool { device == other.device && inode == other.inode }
 }
@@ -392,8 +395,4 @@ final class PosixFile: LogFile, LogReadableFile, DirectoryLock {
         }
         return done
     }
-}
-
-extension FileStatus {
-    init(_ st: stat) { self.init(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), sizeBytes: Int(st.st_size)) }
 }
