@@ -130,7 +130,9 @@ extension Locked: @unchecked Sendable where Value: Sendable {}
 /// A pthread mutex with one condition variable: the log's waits (group commit, appends), and
 /// the lock under `Locked`, and the simulated file system's. `Synchronization.Mutex` would
 /// do, but needs iOS 18 / macOS 15, and this package supports iOS 16 / macOS 13.
-package final class ConditionLock {
+package final class ConditionLock: @unchecked Sendable {
+    // Sendable: the pthread objects are only touched through pthread calls, which are
+    // thread-safe by contract; the pointers themselves never change after init.
     @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
@@ -157,10 +159,6 @@ package final class ConditionLock {
     package func wait() { pthread_cond_wait(condition, mutex) }
     package func broadcast() { pthread_cond_broadcast(condition) }
 }
-
-// The pthread objects are only touched through pthread calls, which are thread-safe by
-// contract; the pointers themselves never change after init.
-extension ConditionLock: @unchecked Sendable {}
 
 /// Milliseconds since 1970 from the system's real-time clock.
 func wallClockMilliseconds() -> UInt64 {

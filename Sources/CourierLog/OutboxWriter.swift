@@ -6,7 +6,10 @@
 /// byte loses nothing an append returned for.
 ///
 /// Memory: one LZ4 encoder (a few KiB) and one record's bytes at a time.
-public final class OutboxWriter {
+public final class OutboxWriter: @unchecked Sendable {
+    // Sendable: its mutable state (`current`, and the encoder's buffers, which a class of
+    // their own keeps) is reached only inside `current.withLock`; `path`, `fileSystem` and
+    // `now` are immutable.
     /// What this writer knows of its current file (only it appends there).
     private struct Current {
         var file: FileStatus
@@ -97,8 +100,3 @@ public final class OutboxWriter {
         return Current(file: status, salt: salt, nextSequence: 1)
     }
 }
-
-/// Why `OutboxWriter` is `Sendable`: its mutable state (`current`, and the encoder's buffers,
-/// which a class of their own keeps) is reached only inside `current.withLock`; `path`,
-/// `fileSystem` and `now` are immutable.
-extension OutboxWriter: @unchecked Sendable {}

@@ -12,7 +12,9 @@ import Dispatch
 /// (encode + one `pwrite`) that callers on the main thread may append. Opening recovers the
 /// newest segment (a torn tail is copied aside to `*.torn`, cut and reported) and always starts
 /// a new segment, so nothing is ever appended after bytes of unknown provenance.
-public final class WriteAheadLog {
+public final class WriteAheadLog: @unchecked Sendable {
+    // Why it may be shared across threads: every mutable field (`state`) is only read or
+    // written while holding `mutex`; `commit` guards itself; the rest is immutable.
     /// The log directory.
     public let directory: String
     /// The settings it was opened with.
@@ -112,10 +114,6 @@ public final class WriteAheadLog {
         try commit.waitUntilDurable(nextSequenceForSync, log: self)
     }
 }
-
-/// Why `WriteAheadLog` may be shared across threads: every mutable field (`state`) is only
-/// read or written while holding `mutex`; `commit` guards itself; the rest is immutable.
-extension WriteAheadLog: @unchecked Sendable {}
 
 /// What opening a log found and did about it.
 public struct RecoveryReport: Sendable, Equatable {
@@ -242,7 +240,7 @@ struct WriterState {
 ///
 /// `.interval`: the first append after a quiet period schedules one background sync; later
 /// appends within the interval ride on it. No thread polls: with no appends, nothing runs.
-final class GroupCommit {
+final class GroupCommit: @unchecked Sendable {  // every var is guarded by `lock`
     private let lock = ConditionLock()
     private var durableThrough: UInt64
     private var syncing = false
@@ -323,8 +321,6 @@ final class GroupCommit {
         if case .failure(let error) = result { throw error }
     }
 }
-
-extension GroupCommit: @unchecked Sendable {}  // every var is guarded by `lock`
 
 extension WriteAheadLog {
     /// Makes everything written so far durable, in the order that keeps the log without holes:
