@@ -67,10 +67,9 @@ struct Opener {
             let bareHeader = scan.headerProblem == nil && scan.size == Format.segmentHeaderSize
             if scan.size > 0 && !bareHeader {
                 let bytes = try fileSystem.readFile(atPath: path)
-                let span = DamagedSpan(
+                report.tornTail = DamagedSpan(
                     segment: name, offset: 0, length: scan.size,
                     reason: scan.trailing?.reason ?? scan.headerProblem ?? "no valid record")
-                report.tornTail = span
                 report.tornCopyPath = try writeAside(bytes, of: path, at: 0)
             }
             try fileSystem.removeFile(atPath: path)
