@@ -225,7 +225,7 @@ extension WriteAheadLog {
         commit.queue.sync {}
     }
 
-    private func syncSealed() throws(LogError) { try commit.waitUntilDurable(nextSequenceForSync, log: self) }
+    private func syncSealed() throws(LogError) { try commit.waitUntilDurable(nextSequence - 1, log: self) }
 
     /// Creates the next segment's file, empty. Its directory entry needs no sync of its own:
     /// the sync after the roll that renames it covers the directory. A failure is not an

@@ -111,7 +111,7 @@ public final class WriteAheadLog: @unchecked Sendable {
         }
         if spare != nil { try? fileSystem.removeFile(atPath: joinPath(directory, Format.spareSegmentName)) }
         // Through the group commit, so the durable point says what the last sync covered.
-        try commit.waitUntilDurable(nextSequenceForSync, log: self)
+        try commit.waitUntilDurable(nextSequence - 1, log: self)
     }
 }
 
@@ -294,7 +294,7 @@ final class GroupCommit: @unchecked Sendable {  // every var is guarded by `lock
             // Clear the flag first (appends from now on schedule a new sync), then read the
             // target: two separate critical sections, never the commit lock around `mutex`.
             log.commit.lock.withLock { log.commit.syncScheduled = false }
-            let target = log.nextSequenceForSync
+            let target = log.nextSequence - 1
             // A failure is recorded in the log's state; the next append reports it.
             try? log.commit.waitUntilDurable(target, log: log)
         }
@@ -346,9 +346,6 @@ extension WriteAheadLog {
         return work.through
     }
 
-    /// The last written sequence number, read for a background sync.
-    var nextSequenceForSync: UInt64 { mutex.withLock { state.nextSequence - 1 } }
-
     /// Puts the log in the failed state: no more appends until it is reopened.
     func fail(_ error: LogError) {
         mutex.withLock {
@@ -370,6 +367,6 @@ extension WriteAheadLog {
     /// Throws the fsync's failure (the log is then failed). After `close()`, which synced
     /// everything, it returns at once.
     public func sync(through sequence: UInt64) throws(LogError) {
-        try commit.waitUntilDurable(min(sequence, nextSequenceForSync), log: self)
+        try commit.waitUntilDurable(min(sequence, nextSequence - 1), log: self)
     }
 }
