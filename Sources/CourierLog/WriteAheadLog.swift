@@ -282,9 +282,8 @@ final class GroupCommit: @unchecked Sendable {  // every var is guarded by `lock
     /// Schedules one background sync `interval` from now unless one is already pending.
     func scheduleSync(after interval: Duration, log: WriteAheadLog) {
         let schedule = lock.withLock { () -> Bool in
-            if syncScheduled { return false }
-            syncScheduled = true
-            return true
+            defer { syncScheduled = true }
+            return !syncScheduled
         }
         guard schedule else { return }
         let nanoseconds =
