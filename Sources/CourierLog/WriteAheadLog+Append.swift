@@ -11,6 +11,32 @@ public struct LogEntry: Sendable, Equatable {
     }
 }
 
+/// Rolling ahead: the blocking part of starting a segment (creating its file, syncing the one
+/// sealed) happens outside the log's lock, so an append never waits for the disk under it, nor
+/// under a lock of its caller's (leveldb releases its mutex around the write and the sync for
+/// the same reason).
+///
+/// 1. Right after the first append to a segment, the next segment's file is created, empty, as
+///    `Format.spareSegmentName` (`prepareSpare`), where `SegmentPreparation` says: a whole
+///    segment's worth of appends later it is needed.
+/// 2. The append that does not fit rolls: under the lock it writes the new header into the spare
+///    and renames it into place (`roll`), two system calls that do not wait for the disk. With
+///    no spare ready, it appends to the active segment instead, which grows past its size.
+/// 3. The sealed segment, the rename and the new segment are synced right after, in that order
+///    (`WriteAheadLog.syncWritten()`); every later sync covers them first, so a record is never
+///    reported durable while an earlier one is not.
+///
+/// A crash before step 3 ends leaves either name in the directory: a spare is removed at open
+/// (its records, if any, were never reported durable), and a renamed segment whose bytes did
+/// not reach the disk is recovered as any torn newest segment is.
+struct RollWork: OptionSet {
+    let rawValue: UInt8
+    /// Create the next segment's file ahead of its roll.
+    static let prepareSpare = RollWork(rawValue: 1)
+    /// Sync the segment a roll sealed, the rename and the new segment.
+    static let syncSealed = RollWork(rawValue: 2)
+}
+
 extension WriteAheadLog {
     // The one append: a record alone, or a batch. Each returns where its records lie, to read
     // them back with `read(_:)`; the sequence number is the address's.
@@ -127,35 +153,7 @@ extension WriteAheadLog {
         }
         return (first...(first + UInt64(entries.count) - 1), work)
     }
-}
 
-/// Rolling ahead: the blocking part of starting a segment (creating its file, syncing the one
-/// sealed) happens outside the log's lock, so an append never waits for the disk under it, nor
-/// under a lock of its caller's (leveldb releases its mutex around the write and the sync for
-/// the same reason).
-///
-/// 1. Right after the first append to a segment, the next segment's file is created, empty, as
-///    `Format.spareSegmentName` (`prepareSpare`), where `SegmentPreparation` says: a whole
-///    segment's worth of appends later it is needed.
-/// 2. The append that does not fit rolls: under the lock it writes the new header into the spare
-///    and renames it into place (`roll`), two system calls that do not wait for the disk. With
-///    no spare ready, it appends to the active segment instead, which grows past its size.
-/// 3. The sealed segment, the rename and the new segment are synced right after, in that order
-///    (`WriteAheadLog.syncWritten()`); every later sync covers them first, so a record is never
-///    reported durable while an earlier one is not.
-///
-/// A crash before step 3 ends leaves either name in the directory: a spare is removed at open
-/// (its records, if any, were never reported durable), and a renamed segment whose bytes did
-/// not reach the disk is recovered as any torn newest segment is.
-struct RollWork: OptionSet {
-    let rawValue: UInt8
-    /// Create the next segment's file ahead of its roll.
-    static let prepareSpare = RollWork(rawValue: 1)
-    /// Sync the segment a roll sealed, the rename and the new segment.
-    static let syncSealed = RollWork(rawValue: 2)
-}
-
-extension WriteAheadLog {
     /// Under `mutex`: seals the active segment and makes the spare the active one, named for
     /// `firstSequence`. A full disk while writing the header leaves the log as it was (the
     /// append fails, the log stays usable); any other failure fails the log.
