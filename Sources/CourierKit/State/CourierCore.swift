@@ -154,8 +154,6 @@ final class CourierCore {
 
     /// Whether the calling thread holds the core's lock (asserted: no app code under it).
     var isHeldByCurrentThread: Bool { state.isHeldByCurrentThread }
-
-    var pendingCount: Int { read { $0.projection.count } }
 }
 
 #if COURIER_LOCK_PROBE
