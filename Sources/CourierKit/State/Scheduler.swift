@@ -96,14 +96,23 @@ enum Scheduler {
         var plan = Plan()
         let mode = state.scheduler.mode
         guard mode.phase == .running else { return plan }
-        if limits.maximumHandOffs > 0, mode.place == .background || (handOffAsked && mode.mayHandOff) {
-            plan.uploads = takeUploads(
-                &state, bound: limits.maximumHandOffs, nowMilliseconds: now.wallMilliseconds,
-                isExcluded: limits.isExcludedFromHandOff)
+        // Up to `maximumHandOffs` handed off or starting in all (none without hand-off).
+        let freeForHandOff = limits.maximumHandOffs - state.handOffs.count - state.handOffsStarting
+        if freeForHandOff > 0, mode.place == .background || (handOffAsked && mode.mayHandOff) {
+            // The engine's selection, each message to begin when it may; messages sent back to
+            // the foreground (a 401) and excluded destinations stay with the engine.
+            let foregroundOnly = state.foregroundOnly
+            plan.uploads = state.projection.take(
+                .whenAllowed, limit: freeForHandOff, nowMilliseconds: now.wallMilliseconds
+            ) { slot, url in foregroundOnly.contains(slot.id) || limits.isExcludedFromHandOff(url) }
+            state.handOffsStarting += plan.uploads.count
         }
         guard mode.mayStartAttempts else { return plan }
         let free = limits.maximumConcurrentDeliveries - state.scheduler.attempts.count
-        plan.attempts = takeAttempts(&state, nowMilliseconds: now.wallMilliseconds, limit: free)
+        let wall = now.wallMilliseconds
+        plan.attempts = state.projection.take(.now, limit: max(0, free), nowMilliseconds: wall).map { taken in
+            Attempt(id: taken.slot.id, number: Int(taken.slot.attempts) + 1, startedMilliseconds: wall)
+        }
         if free > plan.attempts.count, let due = state.projection.earliestDue {
             let deadline = now.elapsed + .milliseconds(Int64(due - min(due, now.wallMilliseconds)))
             if state.scheduler.timer.map({ $0.deadline > deadline }) ?? true { plan.timerDeadline = deadline }
@@ -124,29 +133,6 @@ enum Scheduler {
         // A message may be due with no timer yet (the plan that arms it has not run).
         if let due = state.projection.earliestDue, due <= now.wallMilliseconds { return false }
         return true
-    }
-
-    private static func takeAttempts(_ state: inout CoreState, nowMilliseconds now: UInt64, limit: Int) -> [Attempt] {
-        state.projection.take(.now, limit: max(0, limit), nowMilliseconds: now).map { taken in
-            Attempt(id: taken.slot.id, number: Int(taken.slot.attempts) + 1, startedMilliseconds: now)
-        }
-    }
-
-    /// Up to `bound` handed off or starting in all; messages sent back to the foreground (a
-    /// 401) and excluded destinations stay with the engine.
-    private static func takeUploads(
-        _ state: inout CoreState, bound: Int, nowMilliseconds now: UInt64,
-        isExcluded: (String) -> Bool
-    ) -> [Projection.Taken] {
-        let free = bound - state.handOffs.count - state.handOffsStarting
-        guard free > 0 else { return [] }
-        let foregroundOnly = state.foregroundOnly
-        // The engine's selection, each message to begin when it may.
-        let taken = state.projection.take(.whenAllowed, limit: free, nowMilliseconds: now) { slot, url in
-            foregroundOnly.contains(slot.id) || isExcluded(url)
-        }
-        state.handOffsStarting += taken.count
-        return taken
     }
 }
 
