@@ -237,17 +237,11 @@ extension CourierCore {
             state.scheduler.timer?.task.cancel()
             state.scheduler.timer = (launcher.startTimer(deadline), deadline)
         }
-        effects.idle += takeSettleWaitersIfSettled(&state, at: instant)
+        if !state.scheduler.settleWaiters.isEmpty, Scheduler.isSettled(state, at: instant) {
+            effects.idle += state.scheduler.settleWaiters
+            state.scheduler.settleWaiters.removeAll()
+        }
         // A message handed off in this plan's section can leave only handed-off ones pending.
         state.tellIdleWaiters(&effects)
-    }
-
-    /// Under the core's lock: the settle waiters to resume, if the engine is settled at `instant`.
-    func takeSettleWaitersIfSettled(
-        _ state: inout CoreState, at instant: EngineInstant
-    ) -> [CheckedContinuation<Void, Never>] {
-        guard !state.scheduler.settleWaiters.isEmpty, Scheduler.isSettled(state, at: instant) else { return [] }
-        defer { state.scheduler.settleWaiters.removeAll() }
-        return state.scheduler.settleWaiters
     }
 }
