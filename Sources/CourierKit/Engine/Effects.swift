@@ -25,7 +25,7 @@ struct Effects {
     /// plan run or returns these effects, so nothing is seen of a state change that a power
     /// loss could undo.
     var appendedThrough: UInt64?
-    /// The plan the section asked for (`plan(at:)`): `CourierCore.write` carries it out when
+    /// The plan the section asked for (`PlanRequest`): `CourierCore.write` carries it out when
     /// the section ends, never inside it, and under `.always` only once no record is waiting
     /// for its fsync.
     var plan: PlanRequest?
@@ -55,19 +55,6 @@ struct Effects {
     /// not at all.
     mutating func append(batch: [Event]) {
         if !batch.isEmpty { appends.append((batch, events.count)) }
-    }
-
-    /// Asks for a plan when the critical section ends (see `CourierCore.write`).
-    /// - Parameters:
-    ///   - handOffAsked: messages are handed off unless the app is known to be in the foreground
-    ///     (after an upload's completion).
-    ///   - token: the runner of this delivery slot ended its attempt: the slot is free, and if
-    ///     the plan starts attempts and the runner is `continuing`, it makes the first itself
-    ///     (`Started.next`).
-    mutating func plan(
-        at instant: EngineInstant, handOffAsked: Bool = false, freeing token: UInt64? = nil, continuing: Bool = true
-    ) {
-        plan = PlanRequest(instant: instant, handOffAsked: handOffAsked, freeing: token, continuing: continuing)
     }
 
     /// Under the lock: yields the events emitted so far to `subscribers` now (yielding only

@@ -205,7 +205,7 @@ extension CourierCore {
             if change == .added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
             if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
             effects.emit(.enqueued(id))
-            effects.plan(at: instant)
+            effects.plan = PlanRequest(instant: instant)
         }
         return effects
     }

@@ -161,7 +161,11 @@ struct Launcher: Sendable {
     var startCompaction: @Sendable (CompactionPlan) -> Void
 }
 
-/// A plan an intent asked for (`Effects.plan(at:)`), carried out when its section ends.
+/// A plan an intent asked for (`Effects.plan`), carried out when its section ends. With
+/// `handOffAsked`, messages are handed off unless the app is known to be in the foreground
+/// (after an upload's completion). With `freeing`, the runner of that delivery slot ended its
+/// attempt: the slot is free, and if the plan starts attempts and the runner is `continuing`,
+/// it makes the first itself (`Reply.next`).
 struct PlanRequest {
     var instant: EngineInstant
     var handOffAsked = false
