@@ -148,22 +148,15 @@ struct Projection {
         guard let i = lookup(id) else { return .ignored }
         slots[Int(i)].attempts = max(slots[Int(i)].attempts, attempt)
         slots[Int(i)].dueMilliseconds = dueMilliseconds
-        if retryAfter {
-            slots[Int(i)].flags.insert(.dueFromRetryAfter)
-        } else {
-            slots[Int(i)].flags.remove(.dueFromRetryAfter)
-        }
+        slots[Int(i)].flags.remove(.dueFromRetryAfter)
+        if retryAfter { slots[Int(i)].flags.insert(.dueFromRetryAfter) }
         reschedule(i)
         return .updated
     }
 
     /// A `delivered`, `abandoned` or `cancelled` record: the message is done.
     @discardableResult
-    mutating func applyEnd(id: MessageID) -> Change {
-        guard lookup(id) != nil else { return .ignored }
-        remove(id)
-        return .ended
-    }
+    mutating func applyEnd(id: MessageID) -> Change { remove(id) == nil ? .ignored : .ended }
 
     // MARK: Scheduling
 
