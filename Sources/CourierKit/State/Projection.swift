@@ -180,8 +180,7 @@ struct Projection {
     /// Message `id`'s next attempt is a retry its destination's limit paces (after a 429 or
     /// 503 from a destination answering others): it takes no token of the retry budget.
     mutating func notePacedRetry(_ id: MessageID) {
-        guard let i = lookup(id) else { return }
-        slots[Int(i)].flags.insert(.pacedRetry)
+        if let i = lookup(id) { slots[Int(i)].flags.insert(.pacedRetry) }
     }
 
     /// Withholds a message from the engine, as in flight, until `release`: it is a background
@@ -275,17 +274,12 @@ struct Projection {
 
     /// The bytes of the full-state records `pinned(below:)` would list, without listing them.
     func pinnedBytes(below sequence: UInt64) -> Int {
-        var bytes = 0
-        for slot in slots where Self.isPinned(slot, below: sequence) {
-            bytes += Int(slot.address.length)
-        }
-        return bytes
+        slots.lazy.filter { Self.isPinned($0, below: sequence) }.reduce(0) { $0 + Int($1.address.length) }
     }
 
     /// Records that `id`'s full state now lives at `address` (a snapshot).
     mutating func moveFullState(_ id: MessageID, to address: RecordAddress) {
-        guard let i = lookup(id) else { return }
-        slots[Int(i)].address = address
+        if let i = lookup(id) { slots[Int(i)].address = address }
     }
 
     // MARK: Internals
