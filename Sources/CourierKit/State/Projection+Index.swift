@@ -36,13 +36,16 @@ extension Projection {
         }
     }
 
-    /// Indexes slot `i`, already live and counted.
+    /// Indexes slot `i`, already live and counted: past half full, the index doubles (or more)
+    /// and every live slot, `i` included, is indexed again.
     mutating func insertIntoIndex(_ i: UInt32) {
-        if count * 2 > idTable.count {
-            growIndex(toHold: count)  // re-indexes every live slot, `i` included
-            return
+        guard count * 2 > idTable.count else { return place(i, hash: Self.hash(slots[Int(i)].id)) }
+        var size = 64
+        while size < 2 * count { size *= 2 }
+        idTable = [UInt64](repeating: 0, count: size)
+        for j in slots.indices where slots[j].flags.contains(.live) {
+            place(UInt32(j), hash: Self.hash(slots[j].id))
         }
-        place(i, hash: Self.hash(slots[Int(i)].id))
     }
 
     private mutating func place(_ i: UInt32, hash h: UInt64) {
@@ -72,16 +75,6 @@ extension Projection {
             q = (q + 1) & mask
         }
         idTable[hole] = 0
-    }
-
-    /// Resizes the index to hold `count` ids at most half full, and re-indexes every slot.
-    mutating func growIndex(toHold count: Int) {
-        var size = 64
-        while size < 2 * count { size *= 2 }
-        idTable = [UInt64](repeating: 0, count: size)
-        for i in slots.indices where slots[i].flags.contains(.live) {
-            place(UInt32(i), hash: Self.hash(slots[i].id))
-        }
     }
 
     /// Makes room for at most `count` messages up front (replay knows how many the log could
