@@ -120,8 +120,7 @@ extension Projection {
     mutating func heapify() {
         for i in heap { slots[Int(i)].heapIndex = Self.notInHeap }
         heap.removeAll(keepingCapacity: true)
-        for i in slots.indices where slots[i].flags.isWaiting {
-            if !isLaneHead(UInt32(i)) { continue }
+        for i in slots.indices where slots[i].flags.isWaiting && isLaneHead(UInt32(i)) {
             heap.append(UInt32(i))
             slots[i].heapIndex = UInt32(heap.count - 1)
         }
