@@ -300,10 +300,7 @@ struct TagTable {
     func slots(tagged tag: String) -> Set<UInt32> { slotsByTag[tag] ?? [] }
 
     /// Whether any of slot `i`'s tags is held.
-    func isHeld(slot i: UInt32) -> Bool {
-        guard !held.isEmpty, let tags = tagsBySlot[i] else { return false }
-        return tags.contains { held.contains($0) }
-    }
+    func isHeld(slot i: UInt32) -> Bool { tagsBySlot[i].map { isHeld($0) } ?? false }
 
     /// Whether a message with `tags` would be held now.
     func isHeld(_ tags: [String]) -> Bool { !held.isEmpty && tags.contains { held.contains($0) } }
