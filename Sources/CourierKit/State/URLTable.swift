@@ -180,10 +180,8 @@ struct OriginTable {
                 return entry.parkedCount > 0 ? entry.governor.earliestStart(notBefore: 0) : nil
             }.min()
         }
-        switch (earliest(down), earliest(throttled)) {
-        case (let a?, let b?): return min(a, b)
-        case (let a, let b): return a ?? b
-        }
+        let (a, b) = (earliest(down), earliest(throttled))
+        return a.map { min($0, b ?? $0) } ?? b
     }
 
     /// Pulls every pending probe time after `limit` back to `limit`.
