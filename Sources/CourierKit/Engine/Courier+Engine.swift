@@ -106,17 +106,10 @@ extension Courier {
 struct EngineClock: Sendable {
     let elapsed: @Sendable () -> Duration
     let sleep: @Sendable (_ untilElapsed: Duration) async throws -> Void
+}
 
-    init(_ clock: any Clock<Duration>) {
-        self = Self.open(clock)
-    }
-
-    private init(
-        elapsed: @escaping @Sendable () -> Duration, sleep: @escaping @Sendable (Duration) async throws -> Void
-    ) {
-        self.elapsed = elapsed
-        self.sleep = sleep
-    }
+extension EngineClock {
+    init(_ clock: any Clock<Duration>) { self = Self.open(clock) }
 
     private static func open<C: Clock>(_ clock: C) -> EngineClock where C.Duration == Duration {
         let start = clock.now
