@@ -10,11 +10,12 @@ func withDeadline(
     _ timeout: Duration, clock: any Clock<Duration>,
     _ operation: @escaping @Sendable () async -> DeliveryOutcome
 ) async -> DeliveryOutcome {
-    let sleep = deadlineSleeper(clock)
+    let sleeper = EngineClock(clock)  // opens the existential once
     return await withTaskGroup(of: DeliveryOutcome?.self) { group in
         group.addTask { await operation() }
         group.addTask {
-            do { try await sleep(timeout) } catch { return nil }  // cancelled: the operation ended first
+            // Thrown when cancelled: the operation ended first.
+            do { try await sleeper.sleep(sleeper.elapsed() + timeout) } catch { return nil }
             return .failure(
                 TransportFailure(.timeout, "no complete response within \(timeout) (Configuration.requestTimeout)"))
         }
@@ -28,12 +29,4 @@ func withDeadline(
         // since the operation always returns an outcome; cancelled is the honest answer.
         return .failure(TransportFailure(.cancelled, "cancelled"))
     }
-}
-
-/// Opens the existential once: a sleep of a duration on `clock`.
-private func deadlineSleeper(_ clock: any Clock<Duration>) -> @Sendable (Duration) async throws -> Void {
-    func open<C: Clock>(_ clock: C) -> @Sendable (Duration) async throws -> Void where C.Duration == Duration {
-        { try await clock.sleep(for: $0) }
-    }
-    return open(clock)
 }
