@@ -25,8 +25,11 @@ extension Courier {
     /// the transport, the clock and the session), held weakly (the facade owns the core).
     var launcher: Launcher {
         Launcher(
+            // A runner holds the facade while it runs (making a task runs no app code, so the core
+            // does it under its lock).
             startRunner: { [weak self] attempt, token in
-                self?.startRunner(attempt, token: token) ?? Task {}
+                guard let self else { return Task {} }
+                return Task { [self] in await runAttempts(from: attempt, token: token) }
             },
             startPass: { [weak self] taken, token in
                 Task { [weak self] in await self?.handOffPass(taken, token: token) ?? 0 }
@@ -41,12 +44,6 @@ extension Courier {
             startCompaction: { [weak self] plan in
                 self?.ioQueue.async { [weak self] in self?.compact(plan) }
             })
-    }
-
-    /// A runner for delivery slot `token`, starting with `attempt` (making a task runs no app
-    /// code, so the core does it under its lock).
-    private func startRunner(_ attempt: Attempt, token: UInt64) -> Task<Void, Never> {
-        Task { [self] in await runAttempts(from: attempt, token: token) }
     }
 
     /// The engine's "now": the injected clock's elapsed time, and the wall time at open plus
