@@ -122,12 +122,10 @@ struct Projection {
         nextOrder += 1
         let i = allocate(slot)
         insertIntoIndex(i)
-        if !tags.isEmpty {
-            self.tags.add(tags, slot: i)
-            if self.tags.isHeld(tags) {
-                slots[Int(i)].flags.insert(.heldByTag)
-                heldCount += 1
-            }
+        self.tags.add(tags, slot: i)  // none: nothing kept
+        if self.tags.isHeld(tags) {  // none: false
+            slots[Int(i)].flags.insert(.heldByTag)
+            heldCount += 1
         }
         if let key = LaneTable.key(
             orderingKey: orderingKey, url: urlIndex, fifoPerDestination: fifoPerDestination)
