@@ -100,17 +100,14 @@ extension CourierCore {
         var lastError = LogError(.notFound, "message \(id) kept moving")
         for _ in 0..<3 {
             guard let slot = read({ $0.projection.slot(of: id) }) else { return nil }
-            var message: MessageState
-            switch Result(catching: { () throws(LogError) in try log.readState(at: slot.address, of: id) }) {
-            case .success(let read): message = read.state
-            case .failure(let error) where error.code == .notFound:
+            do throws(LogError) {
+                var message = try log.readState(at: slot.address, of: id).state
+                message.attempts = slot.attempts
+                message.nextDueMilliseconds = slot.dueMilliseconds
+                return message
+            } catch let error where error.code == .notFound {
                 lastError = error
-                continue
-            case .failure(let error): throw error
             }
-            message.attempts = slot.attempts
-            message.nextDueMilliseconds = slot.dueMilliseconds
-            return message
         }
         throw lastError
     }
