@@ -212,13 +212,6 @@ extension Projection {
     /// The governor of slot `i`'s destination.
     func governor(ofSlot i: UInt32) -> Governor { origins[origin(ofSlot: i)].governor }
 
-    /// Puts a slot that is not in the heap where it belongs: parked if its destination is
-    /// down, else in the heap.
-    mutating func makeSchedulable(_ i: UInt32) {
-        assert(slots[Int(i)].heapIndex == Self.notInHeap)
-        if origins.isDown(origin(ofSlot: i)) { park(i) } else { heapPush(i) }
-    }
-
     /// Parks slot `i` (out of the heap) in its origin's queue.
     mutating func park(_ i: UInt32) {
         let o = origin(ofSlot: i)

@@ -127,13 +127,9 @@ struct Projection {
             slots[Int(i)].flags.insert(.heldByTag)
             heldCount += 1
         }
-        if let key = LaneTable.key(
-            orderingKey: orderingKey, url: urlIndex, fifoPerDestination: fifoPerDestination)
-        {
-            slots[Int(i)].lane = lanes.join(i, key: key)
-            guard lanes.head(of: slots[Int(i)].lane) == i else { return .added }
-        }
-        if !slots[Int(i)].flags.contains(.heldByTag) { makeSchedulable(i) }
+        let key = LaneTable.key(orderingKey: orderingKey, url: urlIndex, fifoPerDestination: fifoPerDestination)
+        if let key { slots[Int(i)].lane = lanes.join(i, key: key) }
+        reschedule(i)  // into the heap (or parked) unless held, or behind its lane's head
         return .added
     }
 
@@ -215,11 +211,8 @@ struct Projection {
         tags.remove(slot: i)
         if slot.lane != LaneTable.none {
             lanes.leave(i, lane: slot.lane)
-            if let head = lanes.head(of: slot.lane), slots[Int(head)].flags.isDisjoint(with: Flags.unschedulable),
-                slots[Int(head)].heapIndex == Self.notInHeap
-            {
-                makeSchedulable(head)
-            }
+            // The lane's next message, if it was waiting behind this one, may be schedulable now.
+            if let head = lanes.head(of: slot.lane), slots[Int(head)].heapIndex == Self.notInHeap { reschedule(head) }
         }
         urls.release(slot.urlIndex)
         slots[Int(i)].flags = []
