@@ -95,10 +95,9 @@ extension Effects {
             logger.info(
                 "destination recovered after \(downFor): \(released) waiting messages due now",
                 metadata: ["courier.destination": "\(origin)"])
-        case .enqueued, .attemptStarted, .failed, .delivered, .cancelled, .handedOff:
-            break  // the engine logs attempts itself, with their destination (debug)
-        case .missedEvents:
-            break  // a reader's own, never emitted by the core
+        // The engine logs attempts itself, with their destination (debug); `missedEvents` is a
+        // reader's own, never emitted by the core.
+        case .enqueued, .attemptStarted, .failed, .delivered, .cancelled, .handedOff, .missedEvents: break
         }
     }
 }
