@@ -70,17 +70,10 @@ final class Replayer {
             projection.applyAttempt(
                 id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
             if !handOffs.isEmpty { handOffs[id] = nil }
-        case .delivered(let id, _, _)?:
-            if projection.applyEnd(id: id) == .ended { resolved.record(id, .delivered) }
-            if !handOffs.isEmpty { handOffs[id] = nil }
+        case .delivered(let id, _, _)?: end(id, .delivered)
         case .abandoned(let id, _, let reason)?:
-            if projection.applyEnd(id: id) == .ended {
-                resolved.record(id, .abandonedEarlier(reason: String(decoding: reason, as: UTF8.self)))
-            }
-            if !handOffs.isEmpty { handOffs[id] = nil }
-        case .cancelled(let id)?:
-            if projection.applyEnd(id: id) == .ended { resolved.record(id, .cancelled) }
-            if !handOffs.isEmpty { handOffs[id] = nil }
+            end(id, .abandonedEarlier(reason: String(decoding: reason, as: UTF8.self)))
+        case .cancelled(let id)?: end(id, .cancelled)
         case .handedOff(let id, let task)?:
             if projection.slotIndex(of: id) != nil { handOffs[id] = task }
         case .held(let tag)?:
@@ -90,6 +83,13 @@ final class Replayer {
         case nil:
             undecodable.append(record.address)
         }
+    }
+
+    /// Message `id`'s end record: it resolves (if it was pending: `resolution`, made only then)
+    /// and its hand-off, if any, is over.
+    private func end(_ id: MessageID, _ resolution: @autoclosure () -> Resolution) {
+        if projection.applyEnd(id: id) == .ended { resolved.record(id, resolution()) }
+        if !handOffs.isEmpty { handOffs[id] = nil }
     }
 
     /// The core of the replayed state, and what opening found. A function of its own so that
