@@ -153,16 +153,8 @@ extension Courier {
                     path: log.bodyPath(of: candidate.slot.id, ticket: ticket),
                     createdMilliseconds: state.createdMilliseconds))
         }
-        let bodies = ready.map { (Array($0.request.body), $0.path) }
-        let written: [Bool] =
-            bodies.isEmpty
-            ? []
-            : await onIOQueue { [log] () -> [Bool] in
-                log.makeBodyDirectory()
-                let written = bodies.map { log.writeBody($0, to: $1) }
-                log.syncBodyDirectory()
-                return written
-            }
+        let bodies = ready.map { (body: Array($0.request.body), path: $0.path) }
+        let written: [Bool] = bodies.isEmpty ? [] : await onIOQueue { [log] in log.writeBodies(bodies) }
         aborted += zip(ready, written).filter { !$1 }.map { ($0.0.candidate.slot.id, true) }
         return await commit(zip(ready, written).filter { $1 }.map(\.0), aborted: aborted, uploads)
     }

@@ -116,10 +116,18 @@ extension MessageLog {
         bodyDirectoryPath + "/" + HandOff.bodyFileName(id, ticket: ticket)
     }
 
-    func makeBodyDirectory() { protect(bodyDirectoryPath) }
+    /// Writes a pass's bodies, each to its path, replacing what is there, and syncs each; then
+    /// makes them part of their directory for good (one sync for the whole pass: no upload may
+    /// read a file that power loss could unlink). Which were written (false: a failure).
+    func writeBodies(_ bodies: [(body: [UInt8], path: String)]) -> [Bool] {
+        protect(bodyDirectoryPath)  // before its first file
+        let written = bodies.map { writeBody($0.body, to: $0.path) }
+        try? fileSystem.syncDirectory(atPath: bodyDirectoryPath)
+        return written
+    }
 
     /// Writes `body` to `path`, replacing what is there, and syncs it. False on failure.
-    func writeBody(_ body: [UInt8], to path: String) -> Bool {
+    private func writeBody(_ body: [UInt8], to path: String) -> Bool {
         guard (try? fileSystem.removeFile(atPath: path)) != nil,
             let file = try? fileSystem.openFile(atPath: path, create: true)
         else { return false }
@@ -134,12 +142,6 @@ extension MessageLog {
             return true
         }
         return written && (try? file.sync()) != nil
-    }
-
-    /// Makes the body files written so far part of their directory for good (one sync for a
-    /// whole pass: no upload may read a file that power loss could unlink).
-    func syncBodyDirectory() {
-        try? fileSystem.syncDirectory(atPath: bodyDirectoryPath)
     }
 
     func removeBody(at path: String) {
