@@ -26,11 +26,8 @@ extension CoreState {
         _ ending: Ending, _ facts: NextDue.Facts, probeRandom: UInt64, at instant: EngineInstant,
         _ effects: inout Effects
     ) -> PlanRequest {
-        var token: UInt64?, ticket: UInt64?
-        switch ending.runner {
-        case .engine(let t): token = t
-        case .upload(let t): ticket = t
-        }
+        let token: UInt64? = if case .engine(let t) = ending.runner { t } else { nil }
+        let ticket: UInt64? = if case .upload(let t) = ending.runner { t } else { nil }
         wallMilliseconds = max(wallMilliseconds, instant.wallMilliseconds)
         effects.reply.verdict = record(
             ending.attempt, facts, probeRandom: probeRandom, at: instant.wallMilliseconds, handOff: ticket, &effects)
