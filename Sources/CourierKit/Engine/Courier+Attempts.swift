@@ -34,13 +34,12 @@ extension Courier {
         var prepared = request
         do {
             try await prepare(&prepared)
+            return .success(prepared)
+        } catch  where Task.isCancelled || error is CancellationError {
+            return .failure(TransportFailure(.cancelled, "cancelled"))
         } catch {
-            if Task.isCancelled || error is CancellationError {
-                return .failure(TransportFailure(.cancelled, "cancelled"))
-            }
             return .failure(TransportFailure(.requestPreparation, "prepareRequest threw \(type(of: error))"))
         }
-        return .success(prepared)
     }
 
     /// The one outcome path, for both runners. The retry policy judges the outcome and a
