@@ -131,15 +131,10 @@ final class Replayer {
         // A message handed off when the log was last written is in the session's hands until
         // reconciliation (`Courier.reconcileHandOffs`) finds its task or not.
         for id in handOffs.keys { taken.withhold(id) }
-        var state = CoreState(projection: taken, resolved: resolved)
-        state.wallMilliseconds = now
-        state.retry = configuration.retry
-        state.handOffs = handOffs
-        if !report.isClean {
-            state.openingDamage = CourierError(
-                .storageFailed,
-                "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)")
-        }
+        let damage = "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"
+        let state = CoreState(
+            projection: taken, resolved: resolved, retry: configuration.retry, wallMilliseconds: now,
+            openingDamage: report.isClean ? nil : CourierError(.storageFailed, damage), handOffs: handOffs)
         return (state, report)
     }
 }
