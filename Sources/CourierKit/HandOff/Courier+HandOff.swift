@@ -62,11 +62,9 @@ extension Courier {
     /// Returns early if the calling task is cancelled.
     func waitForFirstAnswersFromHandOffs(within budget: Duration) async {
         let step = Duration.milliseconds(250)
-        let sleep = clock.sleep, elapsed = clock.elapsed
-        var turns = Int(budget / step)  // the loop's bound
-        while turns > 0, awaitsFirstAnswersFromHandOffs, !Task.isCancelled {
-            turns -= 1
-            try? await sleep(elapsed() + step)
+        for _ in 0..<max(0, Int(budget / step)) {  // the loop's bound
+            guard awaitsFirstAnswersFromHandOffs, !Task.isCancelled else { return }
+            try? await clock.sleep(clock.elapsed() + step)
         }
     }
 
