@@ -79,7 +79,9 @@ final class MessageLog: Sendable {
     var segmentNames: [String] { log.segmentNames }
     /// How many segments there are, and the first sequence of the one appended to.
     var segmentSummary: (count: Int, activeFirstSequence: UInt64) { log.segmentSummary }
-    /// The last sequence number on stable storage (what the durability tests watch).
+    /// The sequence number the next record gets, and the last one on stable storage (what
+    /// the durability tests watch).
+    var nextSequence: UInt64 { log.nextSequence }
     var durableSequence: UInt64 { log.durableSequence }
 
     /// Appends that grew a full segment because its successor was not prepared yet.
