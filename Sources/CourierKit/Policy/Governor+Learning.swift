@@ -126,17 +126,8 @@ extension Governor {
     /// cut up to 10 % past the pace where the server refused, +10 % a second beyond (CUBIC's
     /// plateau: each overshoot costs a refusal, and with `Retry-After` a held second).
     private func grownRate(_ rate: Double) -> Double? {
-        let step: Double
-        if flow.rateSlowStart {
-            step = 0.5
-        } else if let last = flow.rateAtLastCut, rate >= last * ConcurrencyLimit.rateCutRatio * 0.95,
-            rate <= last * 1.1
-        {
-            step = 0.04
-        } else {
-            step = 0.1
-        }
-        let grown = rate + step
+        let near = flow.rateAtLastCut.map { rate >= $0 * ConcurrencyLimit.rateCutRatio * 0.95 && rate <= $0 * 1.1 }
+        let grown = rate + (flow.rateSlowStart ? 0.5 : near == true ? 0.04 : 0.1)
         return grown >= ConcurrencyLimit.unpacedRatePerSecond ? nil : grown
     }
 
