@@ -50,8 +50,7 @@ extension Courier {
         let body = try JSONBody.serialize(json)
         let id = try enqueue(
             body: body, contentType: "application/json", url: url,
-            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
-            callbacks: Callbacks(onDelivered: nil, onAbandoned: nil))
+            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags), callbacks: Callbacks())
         return (id, Data(body))
     }
 
