@@ -128,10 +128,8 @@ public enum DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
     /// Whether the answer carried a `Retry-After` the policy honours, so the next due time may
     /// be the server's rather than backoff's.
     var carriesRetryAfter: Bool {
-        if case .response(let status, let header?) = self {
-            return Self.honoursRetryAfter(status: status) && !header.isEmpty
-        }
-        return false
+        guard case .response(let status, let header?) = self else { return false }
+        return Self.honoursRetryAfter(status: status) && !header.isEmpty
     }
 }
 
