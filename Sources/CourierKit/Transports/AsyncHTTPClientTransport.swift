@@ -69,16 +69,11 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 
     /// One POST; cancelling the calling task cancels it.
     private func post(_ request: DeliveryRequest, deadline: NIODeadline?) async -> DeliveryOutcome {
-        let task: HTTPClient.Task<StatusReader.Response>
         do {
             var http = try template(for: request.url)
             for (name, value) in request.headers { http.headers.add(name: name, value: value) }
             http.body = .bytes(request.body)
-            task = client.execute(request: http, delegate: StatusReader(), deadline: deadline)
-        } catch {
-            return .failure(Self.classify(error))
-        }
-        do {
+            let task = client.execute(request: http, delegate: StatusReader(), deadline: deadline)
             let response = try await withTaskCancellationHandler {
                 try await task.futureResult.get()
             } onCancel: {
