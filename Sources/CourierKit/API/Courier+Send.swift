@@ -159,12 +159,9 @@ extension Courier {
                 .messageTooLarge,
                 "\(body.count) bytes; the limit is \(maximumMessageBytes) (Configuration.maximumMessageBytes)")
         }
-        var headers = [Header(name: "Content-Type", value: contentType)]
-        for (name, value) in labels.headers.sorted(by: { $0.key < $1.key }) {
-            headers.append(Header(name: name, value: value))
-        }
+        let headers = labels.headers.sorted(by: { $0.key < $1.key }).map { Header(name: $0.key, value: $0.value) }
         return MessageState(
-            id: id, url: target, headers: headers, body: body,
+            id: id, url: target, headers: [Header(name: "Content-Type", value: contentType)] + headers, body: body,
             createdMilliseconds: min(now, labels.createdMilliseconds ?? now), nextDueMilliseconds: now,
             orderingKey: labels.orderingKey, tags: labels.tags.sorted())
     }
