@@ -118,9 +118,8 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The capped exponential delay for attempt `attempt` (1-based), before jitter.
     public func backoff(attempt: Int) -> Duration {
         let capSeconds = maximumDelay.seconds
-        let exponent = Double(max(0, attempt - 1))
         // pow overflows to +inf for huge attempts; min() then picks the cap.
-        let raw = initialDelay.seconds * pow(max(1, multiplier), exponent)
+        let raw = initialDelay.seconds * pow(max(1, multiplier), Double(max(0, attempt - 1)))
         return .seconds(min(capSeconds, raw.isFinite ? raw : capSeconds))
     }
 
