@@ -62,19 +62,12 @@ extension Courier {
         guard !core.status.isClosed else { return 0 }
         let fileSystem = configuration.fileSystem
         let refused = LogError(.io, "the system is suspending the app")
-        let claimed: Result<OutboxFiles.Claims, LogError> = configuration.suspensionGuard.run(
-            "Courier: collecting extension messages", refused: .failure(refused)
-        ) {
-            do throws(LogError) {
-                return .success(try OutboxFiles.claim(in: directory.path, fileSystem: fileSystem))
-            } catch {
-                return .failure(error)
-            }
-        }
         let claims: OutboxFiles.Claims
-        switch claimed {
-        case .success(let found): claims = found
-        case .failure(let error):
+        do throws(LogError) {
+            claims = try configuration.suspensionGuard.run("Courier: collecting extension messages", refused: refused) {
+                () throws(LogError) in try OutboxFiles.claim(in: directory.path, fileSystem: fileSystem)
+            }
+        } catch {
             configuration.logger.error("collecting the extension outbox failed: \(error)")
             return 0
         }

@@ -93,23 +93,13 @@ public final class ExtensionOutbox: Sendable {
             maximumMessageBytes: maximumMessageBytes)
         let record = Event.enqueued(state).encoded()
         let refused = LogError(.io, "not written: the system is suspending this extension")
-        // `do throws` rather than a typed `Result(catching:)`, which Swift 5.10's standard library
-        // (the iOS 17.4 SDK's) does not have.
-        let written: Result<Void, LogError> = suspensionGuard.run(
-            "Courier: ExtensionOutbox.send", refused: .failure(refused)
-        ) { [writer] in
-            do throws(LogError) {
-                try writer.append(record, kind: .enqueued)
-                return .success(())
-            } catch {
-                return .failure(error)
+        do throws(LogError) {
+            try suspensionGuard.run("Courier: ExtensionOutbox.send", refused: refused) {
+                [writer] () throws(LogError) in try writer.append(record, kind: .enqueued)
             }
-        }
-        switch written {
-        case .success: break
-        case .failure(let error) where error.code == .diskFull:
+        } catch  where error.code == .diskFull {
             throw CourierError(.storageFull, "the disk is full: \(error)")
-        case .failure(let error):
+        } catch {
             throw CourierError(error, while: "writing to the extension outbox")
         }
         ExtensionWake.post(for: directory)

@@ -28,11 +28,19 @@ struct SuspensionGuard: Sendable {
         #endif
     }
 
-    /// `run(reason, body)` returning what `body` returns, or `refused` if it could not run.
-    func run<T: Sendable>(_ reason: String, refused: T, _ body: @escaping @Sendable () -> T) -> T {
-        let result = Locked(refused)
-        _ = run(reason) { result.withLock { $0 = body() } }
-        return result.withLock { $0 }
+    /// `run(reason, body)` returning what `body` returns or throwing what it throws; throws
+    /// `refused` if it could not run. (`do throws` inside, not a typed `Result(catching:)`,
+    /// which Swift 5.10's standard library, the iOS 17.4 SDK's, does not have.)
+    func run<T: Sendable>(
+        _ reason: String, refused: LogError, _ body: @escaping @Sendable () throws(LogError) -> T
+    ) throws(LogError) -> T {
+        let result = Locked(Result<T, LogError>.failure(refused))
+        _ = run(reason) {
+            result.withLock { outcome in
+                do throws(LogError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
+            }
+        }
+        return try result.withLock { $0 }.get()
     }
 }
 
