@@ -36,10 +36,9 @@ extension Courier {
         // A handed-off message: the effects cancel its task too and remove its body file (on
         // the I/O queue). `cancel` appends its record on the caller's thread, as `send` does,
         // and under `.always` waits there for its fsync, as `send` does too.
-        let effects = core.handle(.cancel(id))
-        effects.run()
-        if effects.reply.count > 0 { pump() }
-        return effects.reply.count > 0
+        let cancelled = core.handle(.cancel(id)).run().count > 0
+        if cancelled { pump() }
+        return cancelled
     }
 
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
@@ -90,9 +89,7 @@ extension Courier {
         for task in inFlight { task.cancel() }
         for task in inFlight { await task.value }
         await onIOQueue { [log] in try? log.sync() }
-        let effects = core.handle(.forcedRun(.end), at: currentInstant())
-        effects.run()
-        let reply = effects.reply
+        let reply = core.handle(.forcedRun(.end), at: currentInstant()).run()
         return DeliverySummary(delivered: reply.count - before, remaining: reply.pending, handedOff: reply.handedOff)
     }
 

@@ -16,10 +16,9 @@ extension Courier {
     @discardableResult
     public func cancel(tagged tag: String) -> Int {
         guard Self.isValid(tag: tag) else { return 0 }
-        let effects = core.handle(.cancelTagged(tag))
-        effects.run()
-        if effects.reply.count > 0 { pump() }
-        return effects.reply.count
+        let cancelled = core.handle(.cancelTagged(tag)).run().count
+        if cancelled > 0 { pump() }
+        return cancelled
     }
 
     /// Keeps every message tagged `tag`, pending now or sent later, from any attempt and any
@@ -36,9 +35,7 @@ extension Courier {
             configuration.logger.warning("hold(tagged:) ignored an invalid tag (empty, or over 256 bytes)")
             return 0
         }
-        let effects = core.handle(.hold(tag: tag))
-        effects.run()
-        return effects.reply.count
+        return core.handle(.hold(tag: tag)).run().count
     }
 
     /// Ends `hold(tagged: tag)`: its messages are attempted again at their own due times, unless
@@ -47,9 +44,7 @@ extension Courier {
     @discardableResult
     public func release(tagged tag: String) -> Int {
         guard Self.isValid(tag: tag) else { return 0 }
-        let effects = core.handle(.release(tag: tag), at: currentInstant())
-        effects.run()
-        return effects.reply.count
+        return core.handle(.release(tag: tag), at: currentInstant()).run().count
     }
 
     /// The tags held now (`hold(tagged:)`), sorted: after a restart, what the log says.

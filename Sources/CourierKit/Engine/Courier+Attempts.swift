@@ -67,9 +67,7 @@ extension Courier {
 
     /// A background upload that ended without an outcome to judge (`UploadEnd`).
     func record(_ end: UploadEnd) -> Reply {
-        let effects = core.handle(.uploadEnded(end), at: currentInstant())
-        effects.run()
-        return effects.reply
+        core.handle(.uploadEnded(end), at: currentInstant()).run()
     }
 
     /// `record` from a runner, a task of the cooperative pool: under `durability: .always` it
@@ -173,9 +171,7 @@ extension Courier {
 
     /// Tells the core `input` about this runner's slot; the attempt it makes next, if any.
     private func carryOn(_ input: CoreInput) -> Attempt? {
-        let effects = core.handle(input, at: currentInstant())
-        effects.run()
-        return effects.reply.next
+        core.handle(input, at: currentInstant()).run().next
     }
 }
 

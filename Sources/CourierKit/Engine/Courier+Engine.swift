@@ -16,9 +16,7 @@ extension Courier {
     @discardableResult
     func pump(at now: EngineInstant? = nil, handOffAsked: Bool = false) -> Task<Int, Never>? {
         // Read the app's clock before taking a lock: no user code runs under one.
-        let effects = core.handle(.wake(handOffAsked: handOffAsked), at: now ?? currentInstant())
-        effects.run()
-        return effects.reply.pass
+        core.handle(.wake(handOffAsked: handOffAsked), at: now ?? currentInstant()).run().pass
     }
 
     /// How the core starts what its plans say: the tasks' bodies are the facade's (it holds

@@ -64,7 +64,9 @@ struct Effects {
         yieldedCount = events.count
     }
 
-    func run() {
+    /// Runs everything the section left, then returns its answer (`reply`).
+    @discardableResult
+    func run() -> Reply {
         for event in events[yieldedCount...] { for s in subscribers { s.yield(event) } }
         if let logger { for event in events { Self.log(event, to: logger) } }
         for (callback, id) in delivered { callback(id) }
@@ -74,6 +76,7 @@ struct Effects {
         for c in idle { c.resume() }
         for s in finishStreams { s.finish() }
         if let endHandOff { for (id, handOff) in endedHandOffs { endHandOff(id, handOff) } }
+        return reply
     }
 }
 

@@ -82,10 +82,9 @@ extension Courier {
     private func reconcileHandOffs(_ uploads: BackgroundUploads) async {
         let tasks = await uploads.session.outstandingTasks()
         let result = await onIOQueue { [self] () -> Reconciliation in
-            let effects = core.handle(.reconcile(tasks))
-            effects.run()
+            let reconciliation = core.handle(.reconcile(tasks)).run().reconciliation
             log.sweepBodies(keeping: core.status.handOffs)
-            return effects.reply.reconciliation
+            return reconciliation
         }
         for task in result.stale { uploads.session.cancel(task) }
         if !result.orphaned.isEmpty || !result.adopted.isEmpty {
@@ -171,10 +170,9 @@ extension Courier {
                 earliestBeginMilliseconds: max(ready.candidate.beginMilliseconds, now),
                 createdMilliseconds: ready.createdMilliseconds)
         }
-        let effects = core.handle(
-            .beginHandOffs(ready: zip(prepared, handOffs).map { ($0.candidate.slot.id, $1) }, aborted: aborted))
-        effects.run()
-        let begun = effects.reply.taken
+        let begun = core.handle(
+            .beginHandOffs(ready: zip(prepared, handOffs).map { ($0.candidate.slot.id, $1) }, aborted: aborted)
+        ).run().taken
         guard !prepared.isEmpty else { return 0 }
         var made: [(id: MessageID, ticket: UInt64, taskIdentifier: UInt64)] = [], tasks: [BackgroundUploadTask] = []
         var gone: [String] = []  // body files of hand-offs that did not begin: cancelled meanwhile
@@ -188,9 +186,8 @@ extension Courier {
             made.append((ready.candidate.slot.id, ready.ticket, UInt64(bitPattern: Int64(task.identifier))))
         }
         let (recorded, mayHandOff) = await onIOQueue { [self, made] () -> ([Bool], Bool) in
-            let effects = core.handle(.recordHandOffs(made))
-            effects.run()
-            return (effects.reply.taken, effects.reply.mayHandOff)
+            let reply = core.handle(.recordHandOffs(made)).run()
+            return (reply.taken, reply.mayHandOff)
         }
         for (task, (done, entry)) in zip(tasks, zip(recorded, made)) {
             if !done {
