@@ -14,13 +14,13 @@ import Foundation
 /// collected twice under two ids; one resolved longer ago than `resolvedMemoryCount` would be
 /// sent again under its same `Idempotency-Key`.
 extension Courier {
-    /// The extension outbox's state: collections run one at a time on their own queue.
-    final class ExtensionCollection: Sendable {
+    /// The extension outbox's state: collections run one at a time on their own queue. (A
+    /// struct: its queue and its observer's box are shared by every copy; `init(directory:)` is
+    /// the memberwise one.)
+    struct ExtensionCollection: Sendable {
         let directory: URL
         let queue = DispatchQueue(label: "courier.extension-outbox", qos: .utility)
         let observer = Locked<ExtensionWake.Observer?>(nil)
-
-        init(directory: URL) { self.directory = directory }
     }
 
     /// Collects now what extensions wrote to `Configuration.extensionOutboxDirectory` (see
