@@ -44,14 +44,9 @@ struct NetworkRecovery: Sendable {
 
     /// Takes the next update; true if it is a recovery.
     mutating func isRecovery(_ status: Status) -> Bool {
-        let satisfied: Bool
-        switch status {
-        case .satisfied: satisfied = true
-        case .unsatisfied: satisfied = false
-        case .requiresConnection: return false
-        }
-        defer { wasSatisfied = satisfied }
-        return satisfied && wasSatisfied == false
+        guard status != .requiresConnection else { return false }  // changes nothing
+        defer { wasSatisfied = status == .satisfied }
+        return status == .satisfied && wasSatisfied == false
     }
 }
 
