@@ -23,13 +23,11 @@ extension Courier {
     }
 
     /// Whether files can be locked by data protection here (iOS-family platforms).
-    static var platformHasDataProtection: Bool {
-        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        return true
-        #else
-        return false
-        #endif
-    }
+    #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+    static let platformHasDataProtection = true
+    #else
+    static let platformHasDataProtection = false
+    #endif
 
     /// Gives `directory` and every item in it `protection`, and nothing above it. The directory
     /// (and any missing parent) is made without a class: given one, Foundation's
