@@ -157,12 +157,9 @@ extension URLSessionBackgroundUploads: URLSessionTaskDelegate {
         let outcome = BackgroundUploadCompletion.outcome(
             statusCode: http?.statusCode, retryAfter: http?.value(forHTTPHeaderField: "Retry-After"), error: error,
             requestedURL: task.originalRequest?.url, finalURL: task.currentRequest?.url)
-        relay.completed(
-            BackgroundUploadCompletion(
-                task: BackgroundUploadTask(
-                    identifier: task.taskIdentifier, taskDescription: Self.courierDescription(of: task)),
-                outcome: outcome)
-        )
+        let upload = BackgroundUploadTask(
+            identifier: task.taskIdentifier, taskDescription: Self.courierDescription(of: task))
+        relay.completed(BackgroundUploadCompletion(task: upload, outcome: outcome))
     }
 
     public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
