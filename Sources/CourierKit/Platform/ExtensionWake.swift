@@ -39,9 +39,8 @@ enum ExtensionWake {
     static func observe(_ directory: URL, wake: @escaping @Sendable () -> Void) -> Observer {
         let observer = Observer(wake)
         #if canImport(Darwin)
-        let center = CFNotificationCenterGetDarwinNotifyCenter()
         CFNotificationCenterAddObserver(
-            center, Unmanaged.passUnretained(observer).toOpaque(),
+            CFNotificationCenterGetDarwinNotifyCenter(), Unmanaged.passUnretained(observer).toOpaque(),
             { _, context, _, _, _ in
                 guard let context else { return }
                 Unmanaged<Observer>.fromOpaque(context).takeUnretainedValue().wake()
