@@ -185,23 +185,20 @@ extension Courier {
             tasks.append(task)
             made.append((ready.candidate.slot.id, ready.ticket, UInt64(bitPattern: Int64(task.identifier))))
         }
-        let (recorded, mayHandOff) = await onIOQueue { [self, made] () -> ([Bool], Bool) in
-            let reply = core.handle(.recordHandOffs(made)).run()
-            return (reply.taken, reply.mayHandOff)
-        }
-        for (task, (done, entry)) in zip(tasks, zip(recorded, made)) {
+        let recorded = await onIOQueue { [self, made] in core.handle(.recordHandOffs(made)).run() }
+        for (task, (done, entry)) in zip(tasks, zip(recorded.taken, made)) {
             if !done {
                 // Cancelled meanwhile, or its completion was heard already: the task has no message.
                 uploads.session.cancel(task)
                 gone.append(log.bodyPath(of: entry.id, ticket: entry.ticket))
-            } else if !mayHandOff {
+            } else if !recorded.mayHandOff {
                 // The app came back while this was being made: back to the engine, as
                 // `appDidEnterForeground()` does for the others.
                 uploads.session.cancelUnlessSending(task)
             }
         }
         if !gone.isEmpty { await onIOQueue { [log, gone] in for path in gone { log.removeBody(at: path) } } }
-        return recorded.filter { $0 }.count
+        return recorded.taken.filter { $0 }.count
     }
 
     /// The session's request for a hand-off: the message's request, its body file, its begin
