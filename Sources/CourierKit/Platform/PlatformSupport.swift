@@ -92,10 +92,7 @@ struct BackgroundDeliveryRegistry: Sendable {
     /// `lifecycle:` (it waited for one until iOS expired it). `open(…, lifecycle:)` sets its
     /// courier over any offered one.
     func offer(_ courier: Courier) {
-        let taken = state.withLock { state -> Bool in
-            guard let current = state.courier else { return false }
-            return !current.core.status.isClosed
-        }
+        let taken = state.withLock { $0.courier.map { !$0.core.status.isClosed } ?? false }
         if !taken { self.courier = courier }
     }
 
