@@ -212,10 +212,9 @@ final class AppLifecycleIntegration: PlatformIntegration {
         else { return }
         relay = uploads.relay
         uploads.relay.eventsFinished = { [weak courier] in
-            guard await MainActor.run(body: { UIApplication.shared.applicationState == .background }) else {
-                return
+            if await MainActor.run(body: { UIApplication.shared.applicationState == .background }) {
+                await courier?.appDidEnterBackground()
             }
-            await courier?.appDidEnterBackground()
         }
         // Enabled while the app is on screen (after `didBecomeActive` fired): messages an
         // earlier process handed off come back to the engine now.
