@@ -57,17 +57,6 @@ extension Courier {
         core.awaitsFirstAnswers(nowMilliseconds: currentInstant().wallMilliseconds)
     }
 
-    /// Waits, at most `budget` on the courier's clock, while `awaitsFirstAnswersFromHandOffs`
-    /// (the lifecycle integration calls it within its background task, after the hand-off).
-    /// Returns early if the calling task is cancelled.
-    func waitForFirstAnswersFromHandOffs(within budget: Duration) async {
-        let step = Duration.milliseconds(250)
-        for _ in 0..<max(0, Int(budget / step)) {  // the loop's bound
-            guard awaitsFirstAnswersFromHandOffs, !Task.isCancelled else { return }
-            try? await clock.sleep(clock.elapsed() + step)
-        }
-    }
-
     /// Called by `init` with hand-off on: the engine waits for reconciliation; completions
     /// are heard from now on.
     func startBackgroundUploads(_ uploads: BackgroundUploads) {

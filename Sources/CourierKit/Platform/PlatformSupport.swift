@@ -153,8 +153,14 @@ extension Courier {
         if engine > .zero, !core.status.isPaused { _ = await deliverPending(within: engine) }
         if handsOff, await stillInBackground() {
             await appDidEnterBackground()
-            let left = window - (clock.elapsed() - start)
-            await waitForFirstAnswersFromHandOffs(within: min(firstAnswersWithin, left))
+            // The first answers: checked every 250 ms on the courier's clock while
+            // `awaitsFirstAnswersFromHandOffs`, until the cap (or what is left of the window), or
+            // until the calling task is cancelled.
+            let left = window - (clock.elapsed() - start), step = Duration.milliseconds(250)
+            for _ in 0..<max(0, Int(min(firstAnswersWithin, left) / step)) {  // the loop's bound
+                guard awaitsFirstAnswersFromHandOffs, !Task.isCancelled else { break }
+                try? await clock.sleep(clock.elapsed() + step)
+            }
         }
         let left = pendingCount - handedOffCount
         return (left == 0, left > 0)
