@@ -42,8 +42,8 @@ extension Courier {
 final class OneShotSignal: Sendable {
     private struct State {
         var fired = false
-        var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
-        var nextTicket: UInt64 = 0
+        /// By each waiting call's own key (`WaitKey`, alive while it waits).
+        var waiters: [ObjectIdentifier: CheckedContinuation<Bool, Never>] = [:]
     }
 
     private let state = Locked(State())
@@ -58,22 +58,19 @@ final class OneShotSignal: Sendable {
     }
 
     func wait() async -> Bool {
-        let ticket = state.withLock { state -> UInt64 in
-            defer { state.nextTicket += 1 }
-            return state.nextTicket
-        }
+        let key = WaitKey()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let ready = state.withLock { state -> Bool? in
                     if state.fired { return true }
                     if Task.isCancelled { return false }
-                    state.waiters[ticket] = continuation
+                    state.waiters[key.id] = continuation
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: ticket) }?.resume(returning: false)
+            state.withLock { $0.waiters.removeValue(forKey: key.id) }?.resume(returning: false)
         }
     }
 }

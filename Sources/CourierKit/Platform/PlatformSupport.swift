@@ -63,9 +63,9 @@ struct BackgroundDeliveryRegistry: Sendable {
     private struct State {
         /// Weak: the registry must not keep a closed or released courier alive.
         weak var courier: Courier?
-        /// Tasks waiting for a courier, by ticket; each is resumed exactly once.
-        var waiters: [UInt64: CheckedContinuation<Courier?, Never>] = [:]
-        var nextTicket: UInt64 = 0
+        /// Tasks waiting for a courier, by each waiting call's own key (`WaitKey`, alive while
+        /// it waits); each is resumed exactly once.
+        var waiters: [ObjectIdentifier: CheckedContinuation<Courier?, Never>] = [:]
     }
 
     var identifier: String? {
@@ -100,22 +100,19 @@ struct BackgroundDeliveryRegistry: Sendable {
     /// cancelled first (how an expiring background task stops waiting). `waiting` is called
     /// once the task is registered as a waiter (tests).
     func waitForCourier(waiting: (@Sendable () -> Void)? = nil) async -> Courier? {
-        let ticket = state.withLock { state -> UInt64 in
-            defer { state.nextTicket += 1 }
-            return state.nextTicket
-        }
+        let key = WaitKey()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Courier?, Never>) in
                 let ready = state.withLock { state -> Courier?? in
                     if let courier = state.courier { return .some(courier) }
                     if Task.isCancelled { return .some(nil) }
-                    state.waiters[ticket] = continuation
+                    state.waiters[key.id] = continuation
                     return .none
                 }
                 if let ready { continuation.resume(returning: ready) } else { waiting?() }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: ticket) }?.resume(returning: nil)
+            state.withLock { $0.waiters.removeValue(forKey: key.id) }?.resume(returning: nil)
         }
     }
 
