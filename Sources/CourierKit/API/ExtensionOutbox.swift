@@ -62,9 +62,7 @@ public final class ExtensionOutbox: Sendable {
         self.directory = directory
         self.suspensionGuard = suspensionGuard
         // Before the writer makes its folder and file: they take the outbox folder's class.
-        Courier.applyDataProtection(
-            to: directory.path, fileProtection, fileSystem: fileSystem, set: setProtection)
-        Courier.excludeFromBackup(directory.path)
+        Courier.protectDirectory(directory.path, fileProtection, fileSystem: fileSystem, set: setProtection)
         do {
             writer = try OutboxWriter(
                 directory: directory.path, name: "w-" + UUID().uuidString.lowercased(), fileSystem: fileSystem,

@@ -29,15 +29,15 @@ extension Courier {
     static let platformHasDataProtection = false
     #endif
 
-    /// Gives `directory` and every item in it `protection`, and nothing above it. The directory
-    /// (and any missing parent) is made without a class: given one, Foundation's
-    /// `createDirectory(…attributes:)` sets it on every directory it makes on the way too
-    /// (`Application Support` on a fresh install, and every file the app makes there later).
-    /// Then the class is set on it before the log makes a file there (files take their
+    /// Gives `directory` and every item in it `protection`, and nothing above it, then keeps it
+    /// out of backups. The directory (and any missing parent) is made without a class: given
+    /// one, Foundation's `createDirectory(…attributes:)` sets it on every directory it makes on
+    /// the way too (`Application Support` on a fresh install, and every file the app makes there
+    /// later). Then the class is set on it before the log makes a file there (files take their
     /// directory's class), and on what an earlier version made. Platform-neutral and tested;
     /// `set` is the platform's (`setPlatformProtection`). A failure leaves the system's default.
-    static func applyDataProtection(
-        to directory: String, _ protection: FileProtection, fileSystem: any LogFileSystem,
+    static func protectDirectory(
+        _ directory: String, _ protection: FileProtection, fileSystem: any LogFileSystem,
         set: (String, FileProtection) -> Void
     ) {
         try? fileSystem.createDirectory(atPath: directory)
@@ -45,6 +45,14 @@ extension Courier {
         for name in (try? fileSystem.contentsOfDirectory(atPath: directory)) ?? [] {
             set(directory + "/" + name, protection)
         }
+        // Out of iCloud and device backups on iOS-family platforms: an outbox restored onto
+        // another device would send old messages again.
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        var url = URL(fileURLWithPath: directory)
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = true
+        try? url.setResourceValues(values)
+        #endif
     }
 
     /// The protection class of the item at `path` on iOS-family platforms (Foundation's
@@ -54,25 +62,13 @@ extension Courier {
         try? FileManager.default.setAttributes([.protectionKey: protection.type], ofItemAtPath: path)
         #endif
     }
-
-    /// Keeps `directory` out of iCloud and device backups on iOS-family platforms: an outbox
-    /// restored onto another device would send old messages again.
-    static func excludeFromBackup(_ directory: String) {
-        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        var url = URL(fileURLWithPath: directory)
-        var values = URLResourceValues()
-        values.isExcludedFromBackup = true
-        try? url.setResourceValues(values)
-        #endif
-    }
 }
 
 extension Courier.Configuration {
     /// `fileProtection` on `directory` (made if missing) and its items, and the directory kept
     /// out of backups: before the log opens, once it is open, and for the hand-off's bodies.
     func protect(_ directory: String) {
-        Courier.applyDataProtection(to: directory, fileProtection, fileSystem: fileSystem, set: setFileProtection)
-        Courier.excludeFromBackup(directory)
+        Courier.protectDirectory(directory, fileProtection, fileSystem: fileSystem, set: setFileProtection)
     }
 }
 
