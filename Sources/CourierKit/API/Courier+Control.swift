@@ -79,7 +79,7 @@ extension Courier {
         retryNow()
         let deadline = currentInstant().elapsed + budget
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.waitUntilIdleOrCancelled(exceptHandedOff: true) }
+            group.addTask { await self.waitUntilIdle(exceptHandedOff: true, cancellable: true) }
             group.addTask { [clock] in try? await clock.sleep(deadline) }
             // The first to end (idle, budget spent, or this task cancelled) ends the wait.
             _ = await group.next()
@@ -93,17 +93,18 @@ extension Courier {
         return DeliverySummary(delivered: reply.count - before, remaining: reply.pending, handedOff: reply.handedOff)
     }
 
-    /// `waitUntilIdle()` that also ends when the calling task is cancelled (and, with
-    /// `exceptHandedOff`, when only handed-off messages are left).
-    func waitUntilIdleOrCancelled(exceptHandedOff: Bool = false) async {
+    /// Returns when no message is pending (or the courier is closed); with `exceptHandedOff`,
+    /// also when only handed-off messages are left; if `cancellable`, also when the calling task
+    /// is cancelled (else a cancellation changes nothing: `waitUntilIdle()`).
+    func waitUntilIdle(exceptHandedOff: Bool, cancellable: Bool) async {
         let key = WaitKey()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let waiter = IdleWaiter(continuation: continuation, exceptHandedOff: exceptHandedOff)
-                core.handle(.waitUntilIdle(key: key.id, waiter, cancelled: { Task.isCancelled })).run()
+                core.handle(.waitUntilIdle(key: key.id, waiter, cancelled: { cancellable && Task.isCancelled })).run()
             }
         } onCancel: {
-            core.handle(.stopWaiting(key: key.id, for: nil)).run()
+            if cancellable { core.handle(.stopWaiting(key: key.id, for: nil)).run() }
         }
     }
 }

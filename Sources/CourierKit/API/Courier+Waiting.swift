@@ -21,11 +21,7 @@ extension Courier {
 
     /// Returns when no message is pending (or the courier is closed).
     public func waitUntilIdle() async {
-        let key = WaitKey()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waiter = IdleWaiter(continuation: continuation, exceptHandedOff: false)
-            core.handle(.waitUntilIdle(key: key.id, waiter, cancelled: { false })).run()
-        }
+        await waitUntilIdle(exceptHandedOff: false, cancellable: false)
     }
 
     /// Subscribes: a new stream of everything that happens from now on, which finishes on
