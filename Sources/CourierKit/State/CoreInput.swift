@@ -234,19 +234,8 @@ extension CoreState {
     private mutating func changeByApp(_ input: CoreInput, _ effects: inout Effects) -> Bool {
         guard !closed else { return false }
         switch input {
-        case .cancel(let id):
-            guard let slot = projection.slot(of: id) else { return false }
-            effects.append(.cancelled(id))
-            resolve(id, .cancelled, attempts: Int(slot.attempts), &effects)
-            effects.reply.count = 1
-        case .cancelTagged(let tag):
-            let ids = projection.ids(tagged: tag)
-            effects.append(batch: ids.map { .cancelled($0) })
-            for id in ids {
-                let attempts = projection.slot(of: id).map { Int($0.attempts) } ?? 0
-                resolve(id, .cancelled, attempts: attempts, &effects)
-            }
-            effects.reply.count = ids.count
+        case .cancel(let id): cancel(projection.slotIndex(of: id) == nil ? [] : [id], &effects)
+        case .cancelTagged(let tag): cancel(projection.ids(tagged: tag), &effects)
         case .hold(let tag):
             if !projection.tags.held.contains(tag) { effects.append(.held(tag: tag)) }
             effects.reply.count = projection.holdTag(tag)
@@ -261,6 +250,16 @@ extension CoreState {
         default: preconditionFailure("not an intent that appends: \(input)")
         }
         return true
+    }
+
+    /// Pending messages `ids` are cancelled: their `cancelled` records (a single cancel is a batch
+    /// of one, or of none if its message is not pending), then each resolves as cancelled.
+    private mutating func cancel(_ ids: [MessageID], _ effects: inout Effects) {
+        effects.append(batch: ids.map { .cancelled($0) })
+        for id in ids {
+            resolve(id, .cancelled, attempts: projection.slot(of: id).map { Int($0.attempts) } ?? 0, &effects)
+        }
+        effects.reply.count = ids.count
     }
 
     private mutating func forcedRun(_ step: CoreInput.ForcedRun, _ reply: inout Reply) {
