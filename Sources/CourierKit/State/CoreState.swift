@@ -120,8 +120,7 @@ extension CoreState {
     /// attempt count and due time the projection holds; nil if it is not pending or not kept.
     func recentState(of id: MessageID) -> MessageState? {
         guard let slot = projection.slot(of: id), var message = recent[id, order: slot.order] else { return nil }
-        message.attempts = slot.attempts
-        message.nextDueMilliseconds = slot.dueMilliseconds
+        slot.stamp(&message)
         return message
     }
 }

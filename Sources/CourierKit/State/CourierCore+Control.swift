@@ -102,8 +102,7 @@ extension CourierCore {
             guard let slot = read({ $0.projection.slot(of: id) }) else { return nil }
             do throws(LogError) {
                 var message = try log.readState(at: slot.address, of: id).state
-                message.attempts = slot.attempts
-                message.nextDueMilliseconds = slot.dueMilliseconds
+                slot.stamp(&message)
                 return message
             } catch let error where error.code == .notFound {
                 lastError = error
@@ -287,8 +286,7 @@ extension CourierCore {
             for (var message, address) in chunk {
                 // Resolved, or moved by an append since the read: nothing to keep.
                 guard let slot = state.projection.slot(of: message.id), slot.address == address else { continue }
-                message.attempts = slot.attempts
-                message.nextDueMilliseconds = slot.dueMilliseconds
+                slot.stamp(&message)
                 snapshots.append((message.id, entries.count))
                 entries.append(LogEntry(kind: .snapshot, body: Event.snapshot(message).encoded()))
                 // A recorded hand-off goes along: its record may lie in a segment about to go.

@@ -29,6 +29,9 @@ struct Projection {
         /// Position in `heap`, or `notInHeap` (in flight, held by a tag, parked, behind its lane's head, free).
         var heapIndex: UInt32
         var flags: Flags
+
+        /// Gives `m`, the message's state as its record has it, the attempt count and due time the slot holds now.
+        func stamp(_ m: inout MessageState) { (m.attempts, m.nextDueMilliseconds) = (attempts, dueMilliseconds) }
     }
 
     struct Flags: OptionSet {
