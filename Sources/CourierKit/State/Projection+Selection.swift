@@ -81,6 +81,14 @@ extension Projection {
         return true
     }
 
+    /// Slot `i` taken (`startDelivery`), or, without a token, back in the heap: due at the next
+    /// token, later than now, so the selection does not see it again.
+    private mutating func started(_ i: UInt32, origin o: UInt32, _ start: Start, at begin: UInt64) -> Taken? {
+        if startDelivery(i, origin: o, start, at: begin) { return Taken(slot: slots[Int(i)], beginMilliseconds: begin) }
+        heapPush(i)
+        return nil
+    }
+
     private func skips(_ i: UInt32, _ skip: (Slot, String) -> Bool) -> Bool {
         skip(slots[Int(i)], url(of: slots[Int(i)]))
     }
@@ -121,11 +129,7 @@ extension Projection {
                 start == .whenAllowed || begin == now, let i = popParked(o)
             {
                 assert(i == first, "the first parked entry is the one popped")
-                guard startDelivery(i, origin: o, start, at: begin) else {
-                    heapPush(i)
-                    continue
-                }
-                return Taken(slot: slots[Int(i)], beginMilliseconds: begin)
+                if let taken = started(i, origin: o, start, at: begin) { return taken }
             }
         }
         return nil
@@ -151,12 +155,7 @@ extension Projection {
                 park(top)
                 continue
             }
-            // Due at the next token: later than now, so this loop does not see it again.
-            guard startDelivery(top, origin: o, start, at: begin) else {
-                heapPush(top)
-                continue
-            }
-            return Taken(slot: slots[Int(top)], beginMilliseconds: begin)
+            if let taken = started(top, origin: o, start, at: begin) { return taken }
         }
         return nil
     }
