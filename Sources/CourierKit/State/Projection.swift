@@ -167,11 +167,9 @@ struct Projection {
     /// An attempt ended without resolving the message: record it and schedule the next one.
     mutating func retry(_ id: MessageID, attempts: UInt32, dueMilliseconds: UInt64) {
         guard let i = lookup(id) else { return }
-        stopSending(i)
-        slots[Int(i)].flags.remove(.inFlight)
         slots[Int(i)].attempts = attempts
         slots[Int(i)].dueMilliseconds = dueMilliseconds
-        reschedule(i)
+        release(id)  // rescheduled with them
     }
 
     /// Message `id`'s next attempt is a retry its destination's limit paces (after a 429 or
