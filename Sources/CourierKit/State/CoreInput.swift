@@ -300,24 +300,21 @@ extension CoreState {
         compaction.resolvedSinceCompaction += 1
         let callbacks = callbacks.removeValue(forKey: id)
         let waiters = Array((waiters.removeValue(forKey: id) ?? [:]).values)
+        let error = Self.waiterError(resolution, of: id)
+        if let error { effects.failures += waiters.map { ($0, error) } } else { effects.successes += waiters }
         switch resolution {
         case .delivered:
             deliveredCount += 1
             effects.emit(.delivered(id, attempts: attempts))
             if let callback = callbacks?.onDelivered { effects.delivered.append((callback, id)) }
-            effects.successes += waiters
         case .abandoned(let reason):
-            let error = CourierError(.abandoned, reason.description)
             effects.emit(.abandoned(id, attempts: attempts, reason: reason))
-            if let callback = callbacks?.onAbandoned { effects.abandoned.append((callback, id, error)) }
-            effects.failures += waiters.map { ($0, error) }
-        case .abandonedEarlier(let reason):
+            if let callback = callbacks?.onAbandoned, let error { effects.abandoned.append((callback, id, error)) }
+        case .abandonedEarlier:
             assertionFailure("only replay records an earlier run's resolution, never a live one")
-            effects.failures += waiters.map { ($0, CourierError(.abandoned, reason)) }
         case .cancelled:
             // The app asked: its callbacks are dropped, not called; waiters learn why.
             effects.emit(.cancelled(id))
-            effects.failures += waiters.map { ($0, CourierError(.cancelled, "message \(id) was cancelled")) }
         }
         tellIdleWaiters(&effects)
     }

@@ -191,15 +191,8 @@ extension CoreState {
                 }
                 return
             }
-            switch resolved[id] {
-            case .delivered: effects.successes.append(waiter)
-            case .abandoned(let reason): effects.failures.append((waiter, CourierError(.abandoned, reason.description)))
-            case .abandonedEarlier(let reason): effects.failures.append((waiter, CourierError(.abandoned, reason)))
-            case .cancelled: effects.failures.append((waiter, CourierError(.cancelled, "message \(id) was cancelled")))
-            case nil:
-                let error = CourierError(.unknownMessage, "no message \(id) is pending or recently resolved")
-                effects.failures.append((waiter, error))
-            }
+            let error = Self.waiterError(resolved[id], of: id)
+            if let error { effects.failures.append((waiter, error)) } else { effects.successes.append(waiter) }
         case .waitUntilIdle(let key, let waiter, let cancelled):
             if isIdle(exceptHandedOff: waiter.exceptHandedOff) || closed || cancelled() {
                 effects.idle.append(waiter.continuation)
@@ -226,6 +219,18 @@ extension CoreState {
             subscribers[ObjectIdentifier(buffer)] = buffer
         case .unsubscribe(let key): subscribers[key] = nil
         default: preconditionFailure("not a wait: \(input)")
+        }
+    }
+
+    /// What a task in `delivered(_:)` learns of message `id`, resolved as `resolution` (nil: not
+    /// remembered): nil if it was delivered, else why not.
+    static func waiterError(_ resolution: Resolution?, of id: MessageID) -> CourierError? {
+        switch resolution {
+        case .delivered: nil
+        case .abandoned(let reason): CourierError(.abandoned, reason.description)
+        case .abandonedEarlier(let reason): CourierError(.abandoned, reason)
+        case .cancelled: CourierError(.cancelled, "message \(id) was cancelled")
+        case nil: CourierError(.unknownMessage, "no message \(id) is pending or recently resolved")
         }
     }
 
