@@ -174,24 +174,17 @@ package enum Event: Sendable, Equatable {
     /// exactly the same bodies.
     package static func decode(kind: RecordKind, body: UnsafeRawBufferPointer) -> Event? {
         switch EventView.parse(kind: kind, body: body) {
-        case nil: return nil
-        case .fullState(let s)?:
-            let state = MessageState(s)
-            return kind == .snapshot ? .snapshot(state) : .enqueued(state)
+        case nil: nil
+        case .fullState(let s)?: kind == .snapshot ? .snapshot(MessageState(s)) : .enqueued(MessageState(s))
         case .attempted(let id, let attempt, let outcome, let due)?:
-            return .attempted(id, attempt: attempt, outcome: DeliveryOutcome(outcome), nextDueMilliseconds: due)
-        case .delivered(let id, let attempt, let status)?:
-            return .delivered(id, attempt: attempt, status: status)
+            .attempted(id, attempt: attempt, outcome: DeliveryOutcome(outcome), nextDueMilliseconds: due)
+        case .delivered(let id, let attempt, let status)?: .delivered(id, attempt: attempt, status: status)
         case .abandoned(let id, let attempt, let reason)?:
-            return .abandoned(id, attempt: attempt, reason: String(decoding: reason, as: UTF8.self))
-        case .cancelled(let id)?:
-            return .cancelled(id)
-        case .handedOff(let id, let task)?:
-            return .handedOff(id, task)
-        case .held(let tag)?:
-            return .held(tag: String(decoding: tag, as: UTF8.self))
-        case .released(let tag)?:
-            return .released(tag: String(decoding: tag, as: UTF8.self))
+            .abandoned(id, attempt: attempt, reason: String(decoding: reason, as: UTF8.self))
+        case .cancelled(let id)?: .cancelled(id)
+        case .handedOff(let id, let task)?: .handedOff(id, task)
+        case .held(let tag)?: .held(tag: String(decoding: tag, as: UTF8.self))
+        case .released(let tag)?: .released(tag: String(decoding: tag, as: UTF8.self))
         }
     }
 }
