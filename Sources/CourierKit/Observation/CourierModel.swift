@@ -44,17 +44,20 @@ public final class CourierModel: Observable {
 
     /// Follows `courier`, keeping the newest `keepingResolved` resolved messages listed (100
     /// by default).
-    public init(courier: Courier, keepingResolved: Int = 100) {
-        self.courier = courier
-        storedBoard = MessageBoard(keepsResolved: max(0, keepingResolved))
-        start(bufferCapacity: 10_000)
+    public convenience init(courier: Courier, keepingResolved: Int = 100) {
+        self.init(courier: courier, keepingResolved: keepingResolved, bufferCapacity: 10_000)
     }
 
     /// `init(courier:keepingResolved:)` with a smaller event buffer (tests).
     init(courier: Courier, keepingResolved: Int, bufferCapacity: Int) {
         self.courier = courier
         storedBoard = MessageBoard(keepsResolved: max(0, keepingResolved))
-        start(bufferCapacity: bufferCapacity)
+        follower.set(
+            ModelFollower.follow(courier, bufferCapacity: bufferCapacity) { [weak self] update in
+                guard let self else { return false }
+                board.apply(update)
+                return true
+            })
     }
 
     /// Pending messages and the newest resolved ones, oldest first.
@@ -83,15 +86,6 @@ public final class CourierModel: Observable {
         tags: Set<String> = []
     ) throws(CourierError) -> MessageID {
         try board.send(json, to: url, orderingKey: orderingKey, headers: headers, tags: tags, through: courier)
-    }
-
-    private func start(bufferCapacity: Int) {
-        follower.set(
-            ModelFollower.follow(courier, bufferCapacity: bufferCapacity) { [weak self] update in
-                guard let self else { return false }
-                board.apply(update)
-                return true
-            })
     }
 }
 #endif
