@@ -197,12 +197,7 @@ extension CoreState {
             return plan
         case .compactionEnded(let error):
             compaction.compacting = false
-            if let error {
-                effects.emit(.storageFailed(error))
-            } else {
-                compaction.compactions += 1
-                compaction.segmentsAtLastCheck = 0  // the forget changes the count: look again next time
-            }
+            if let error { effects.emit(.storageFailed(error)) } else { compaction.succeeded() }
             return plan
         case .runnerFree(let token, let continuing):
             return instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }

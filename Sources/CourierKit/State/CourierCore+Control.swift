@@ -190,6 +190,10 @@ struct CompactionState {
     /// per roll and once per `compactionThreshold` resolutions, whatever it decided.
     var checks = 0
     var compactions = 0
+
+    /// A compaction forgot what it planned to: one more, and the segments are weighed again next
+    /// time (the forget changed their count).
+    mutating func succeeded() { (compactions, segmentsAtLastCheck) = (compactions + 1, 0) }
 }
 
 /// A compaction decided on: forget below `floor` once `pinned` are re-snapshotted above it.
