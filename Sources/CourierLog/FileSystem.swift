@@ -172,6 +172,14 @@ extension LogFile {
         }
         if let failure { throw failure }
     }
+
+    /// Writes `bytes` at the start of the file, syncs it, then syncs `directory` (the file's entry
+    /// there) through `fileSystem`: a file written whole, durable with its name.
+    func writeDurably(_ bytes: [UInt8], listedIn directory: String, _ fileSystem: any LogFileSystem) throws(LogError) {
+        try writeFully(bytes, at: 0)
+        try sync()
+        try fileSystem.syncDirectory(atPath: directory)
+    }
 }
 
 func joinPath(_ directory: String, _ name: String) -> String {

@@ -92,9 +92,7 @@ public final class OutboxWriter: @unchecked Sendable {
         let salt = UInt32.random(in: 0...UInt32.max)
         let header = SegmentHeader(salt: salt, firstSequence: 1, createdMilliseconds: now()).encoded()
         try file.truncate(to: 0)
-        try file.writeFully(header, at: 0)
-        try file.sync()
-        try fileSystem.syncDirectory(atPath: OutboxFiles.parent(path))
+        try file.writeDurably(header, listedIn: OutboxFiles.parent(path), fileSystem)
         var status = opened
         status.sizeBytes = header.count
         return Current(file: status, salt: salt, nextSequence: 1)

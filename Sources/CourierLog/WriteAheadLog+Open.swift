@@ -94,9 +94,7 @@ struct Opener {
         let copy = path + "." + String(offset) + Format.tornSuffix
         try fileSystem.removeFile(atPath: copy)
         let file = try fileSystem.openFile(atPath: copy, create: true)
-        try file.writeFully(bytes, at: 0)
-        try file.sync()
-        try fileSystem.syncDirectory(atPath: directory)
+        try file.writeDurably(bytes, listedIn: directory, fileSystem)
         return copy
     }
 
@@ -109,11 +107,9 @@ struct Opener {
             salt: salt, firstSequence: firstSequence, createdMilliseconds: configuration.now())
         let file = try fileSystem.openFile(atPath: path, create: true)
         do {
-            try file.writeFully(header.encoded(), at: 0)
-            try file.sync()
-            // Without this the new file's entry may vanish in a crash while its records, and
-            // the deletion of older segments, survive: the ALICE paper's classic miss.
-            try fileSystem.syncDirectory(atPath: directory)
+            // Without the directory's sync the new file's entry may vanish in a crash while its
+            // records, and the deletion of older segments, survive: the ALICE paper's classic miss.
+            try file.writeDurably(header.encoded(), listedIn: directory, fileSystem)
         } catch {
             try? fileSystem.removeFile(atPath: path)
             throw error
