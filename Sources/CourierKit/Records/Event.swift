@@ -287,6 +287,17 @@ struct ByteReader {
         utf8().map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// `count` strings (each non-empty when `nonEmpty`), checked as `utf8()` checks one, and
+    /// their bytes as stored; nil if one is not there or not valid.
+    mutating func strings(_ count: Int, nonEmpty: Bool) -> UnsafeRawBufferPointer? {
+        let start = offset
+        // Bounded by `count` (a u8, or twice one, in the format).
+        for _ in 0..<count {
+            guard let string = utf8(), !nonEmpty || !string.isEmpty else { return nil }
+        }
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
+    }
+
     mutating func id() -> MessageID? {
         guard let b = take(16) else { return nil }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

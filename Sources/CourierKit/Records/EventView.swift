@@ -98,15 +98,9 @@ enum EventView {
     }
 
     private static func parseState(_ r: inout ByteReader, _ id: MessageID) -> State? {
-        guard let url = r.utf8(), let count = r.u8() else { return nil }
-        let headersStart = r.offset
-        // Bounded: at most 255 pairs.
-        for _ in 0..<count {
-            guard r.utf8() != nil, r.utf8() != nil else { return nil }
-        }
-        let headers = UnsafeRawBufferPointer(rebasing: r.bytes[headersStart..<r.offset])
-        // The body, a blob (u32 length, then the bytes), in place.
-        guard let n = r.u32(), let body = r.take(Int(n)), let created = r.u64(), let attempts = r.u32(),
+        // The header pairs (at most 255), then the body, a blob (u32 length, then the bytes), in place.
+        guard let url = r.utf8(), let count = r.u8(), let headers = r.strings(2 * Int(count), nonEmpty: false),
+            let n = r.u32(), let body = r.take(Int(n)), let created = r.u64(), let attempts = r.u32(),
             let due = r.u64()
         else { return nil }
         var key: UnsafeRawBufferPointer?
@@ -120,14 +114,9 @@ enum EventView {
         }
         if !r.isAtEnd {
             // Written only when there are tags, each non-empty (an empty key then means none).
-            guard let count = r.u8(), count > 0 else { return nil }
-            let start = r.offset
-            // Bounded: at most 255 tags.
-            for _ in 0..<count {
-                guard let tag = r.utf8(), !tag.isEmpty else { return nil }
-            }
+            guard let count = r.u8(), count > 0, let stored = r.strings(Int(count), nonEmpty: true) else { return nil }
             tagCount = Int(count)
-            tags = UnsafeRawBufferPointer(rebasing: r.bytes[start..<r.offset])
+            tags = stored
         }
         return State(
             id: id, url: url, headerCount: Int(count), headers: headers, body: body, createdMilliseconds: created,
