@@ -165,7 +165,7 @@ extension LogFile {
     /// (`do throws(LogError)`, not `Result`): this compiles the same against Swift 6's standard
     /// library and Swift 5.10's (the iOS 17.4 SDK's, which `make ios-check` uses), whose
     /// `withUnsafeBytes` and `Result` know only untyped errors.
-    func writeFully(_ bytes: [UInt8], at offset: Int) throws(LogError) {
+    package func writeFully(_ bytes: [UInt8], at offset: Int) throws(LogError) {
         var failure: LogError?
         bytes.withUnsafeBytes { raw in
             do throws(LogError) { try writeFully(raw, at: offset) } catch { failure = error }

@@ -133,17 +133,8 @@ extension MessageLog {
         guard (try? fileSystem.removeFile(atPath: path)) != nil,
             let file = try? fileSystem.openFile(atPath: path, create: true)
         else { return false }
-        let written = body.withUnsafeBytes { raw -> Bool in
-            var done = 0
-            // Each turn writes at least one byte or stops.
-            while done < raw.count {
-                let rest = UnsafeRawBufferPointer(rebasing: raw[done...])
-                guard let n = try? file.write(rest, at: done), n > 0 else { return false }
-                done += n
-            }
-            return true
-        }
-        return written && (try? file.sync()) != nil
+        // The log's own loop over short writes: a write that fails or makes no progress stops it.
+        return (try? file.writeFully(body, at: 0)) != nil && (try? file.sync()) != nil
     }
 
     func removeBody(at path: String) {
