@@ -13,13 +13,8 @@ extension WriteAheadLog {
         let found = try segment(holding: address.sequence)
         let path = joinPath(directory, found.name)
         do throws(LogError) {
-            let reader: any LogReadableFile
-            if let kept = found.reader {
-                reader = kept
-            } else {
-                // Opened outside the lock; two readers racing both open, and one is kept.
-                reader = try fileSystem.openForReading(atPath: path)
-            }
+            // Opened outside the lock, unless kept; two readers racing both open, and one is kept.
+            let reader = if let kept = found.reader { kept } else { try fileSystem.openForReading(atPath: path) }
             let salt: UInt32
             if let known = found.salt {
                 salt = known
