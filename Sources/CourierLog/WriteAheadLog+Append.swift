@@ -56,12 +56,9 @@ extension WriteAheadLog {
     ) throws(LogError) -> RecordAddress {
         // Not `append(batch:)` of one: that would allocate an array on every append.
         let (address, work) = try mutex.withLock { () throws(LogError) -> (RecordAddress, RollWork) in
-            let (range, work) = try encodeAndWrite(
+            let (first, work) = try encodeAndWrite(
                 CollectionOfOne(LogEntry(kind: kind, body: body)), timestamp: timestampMilliseconds)
-            let address = RecordAddress(
-                sequence: range.lowerBound, offset: UInt32(state.lastWriteOffset),
-                length: UInt32(state.scratch.count))
-            return (address, work)
+            return (writtenAddress(0, first: first), work)
         }
         try finish(work, through: address.sequence)
         return address
@@ -77,25 +74,28 @@ extension WriteAheadLog {
     ) throws(LogError) -> [RecordAddress] {
         guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
         let (addresses, work) = try mutex.withLock { () throws(LogError) -> ([RecordAddress], RollWork) in
-            let (range, work) = try encodeAndWrite(entries, timestamp: timestampMilliseconds)
-            let starts = state.recordStarts, total = state.scratch.count, base = state.lastWriteOffset
-            let addresses = starts.indices.map { i in
-                let end = i + 1 < starts.count ? starts[i + 1] : total
-                return RecordAddress(
-                    sequence: range.lowerBound + UInt64(i), offset: UInt32(base + starts[i]),
-                    length: UInt32(end - starts[i]))
-            }
-            return (addresses, work)
+            let (first, work) = try encodeAndWrite(entries, timestamp: timestampMilliseconds)
+            return (state.recordStarts.indices.map { writtenAddress($0, first: first) }, work)
         }
         try finish(work, through: addresses.last!.sequence)
         return addresses
     }
 
+    /// Under `mutex`, right after `encodeAndWrite`: where the write's record `i` lies (its
+    /// sequence number `first + i`).
+    private func writtenAddress(_ i: Int, first: UInt64) -> RecordAddress {
+        let starts = state.recordStarts
+        let end = i + 1 < starts.count ? starts[i + 1] : state.scratch.count
+        return RecordAddress(
+            sequence: first + UInt64(i), offset: UInt32(state.lastWriteOffset + starts[i]),
+            length: UInt32(end - starts[i]))
+    }
+
     /// Under `mutex`. Checks that the log is open, encodes into the scratch buffer, rolls if
-    /// needed (and a spare segment is ready), writes. Returns the sequence numbers written and
-    /// the roll work to carry out once `mutex` is released.
+    /// needed (and a spare segment is ready), writes. Returns the first sequence number written
+    /// and the roll work to carry out once `mutex` is released.
     private func encodeAndWrite<C: Collection<LogEntry>>(_ entries: C, timestamp: UInt64?) throws(LogError)
-        -> (ClosedRange<UInt64>, RollWork)
+        -> (UInt64, RollWork)
     {
         try state.checkOpen()
         // A reader would reject a larger body: refuse it before anything is written.
@@ -151,7 +151,7 @@ extension WriteAheadLog {
             state.preparingSpare = true
             work.insert(.prepareSpare)
         }
-        return (first...(first + UInt64(entries.count) - 1), work)
+        return (first, work)
     }
 
     /// Under `mutex`: seals the active segment and makes the spare the active one, named for
