@@ -40,9 +40,9 @@ extension Courier {
 /// A signal fired once that tasks wait for: `wait()` returns true once `fire()` was called
 /// (at once if it was already), false if the waiting task is cancelled first.
 final class OneShotSignal: Sendable {
-    private struct State {
-        var fired = false
-        /// By each waiting call's own key (`WaitKey`, alive while it waits).
+    private struct State: WaitedOn {
+        /// True once fired.
+        var ready: Bool?
         var waiters: [ObjectIdentifier: CheckedContinuation<Bool, Never>] = [:]
     }
 
@@ -50,7 +50,7 @@ final class OneShotSignal: Sendable {
 
     func fire() {
         let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            state.fired = true
+            state.ready = true
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
         }
@@ -58,19 +58,6 @@ final class OneShotSignal: Sendable {
     }
 
     func wait() async -> Bool {
-        let key = WaitKey()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let ready = state.withLock { state -> Bool? in
-                    if state.fired { return true }
-                    if Task.isCancelled { return false }
-                    state.waiters[key.id] = continuation
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: key.id) }?.resume(returning: false)
-        }
+        await state.waitUntilReady(cancelled: false)
     }
 }

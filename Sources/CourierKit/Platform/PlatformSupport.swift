@@ -50,6 +50,39 @@ struct NetworkRecovery: Sendable {
     }
 }
 
+/// Lock-protected state that tasks wait on (`Locked.waitUntilReady(cancelled:registered:)`):
+/// `OneShotSignal`'s, `BackgroundDeliveryRegistry`'s. Its waiters, by each waiting call's own
+/// key (`WaitKey`, alive while it waits), are each resumed exactly once: by whoever takes them
+/// all, or by the waiter's cancellation.
+protocol WaitedOn: Sendable {
+    associatedtype Answer: Sendable
+    /// What a waiter is answered at once; nil while it must wait.
+    var ready: Answer? { get }
+    var waiters: [ObjectIdentifier: CheckedContinuation<Answer, Never>] { get set }
+}
+
+extension Locked where Value: WaitedOn {
+    /// `ready` at once unless it is nil, else what the waiters are later resumed with;
+    /// `cancelled` if the calling task is cancelled first. `registered` is called once the task
+    /// is a waiter.
+    func waitUntilReady(cancelled: Value.Answer, registered: (@Sendable () -> Void)? = nil) async -> Value.Answer {
+        let key = WaitKey()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Value.Answer, Never>) in
+                let ready = withLock { state -> Value.Answer? in
+                    if let ready = state.ready { return ready }
+                    if Task.isCancelled { return cancelled }
+                    state.waiters[key.id] = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) } else { registered?() }
+            }
+        } onCancel: {
+            withLock { $0.waiters.removeValue(forKey: key.id) }?.resume(returning: cancelled)
+        }
+    }
+}
+
 /// The courier that background delivery works for, and the task identifier it was registered
 /// under: set by `registerBackgroundDelivery(identifier:)` and `open(…, lifecycle:)`, offered by
 /// every other courier opened (`offer(_:)`), read when iOS launches a background task, possibly
@@ -60,11 +93,12 @@ struct BackgroundDeliveryRegistry: Sendable {
     private let identifierBox = Locked<String?>(nil)
     private let state = Locked(State())
 
-    private struct State {
+    private struct State: WaitedOn {
         /// Weak: the registry must not keep a closed or released courier alive.
         weak var courier: Courier?
-        /// Tasks waiting for a courier, by each waiting call's own key (`WaitKey`, alive while
-        /// it waits); each is resumed exactly once.
+        /// The courier once one is set; nil while a waiter must wait.
+        var ready: Courier?? { if let courier { .some(courier) } else { nil } }
+        /// Tasks waiting for a courier.
         var waiters: [ObjectIdentifier: CheckedContinuation<Courier?, Never>] = [:]
     }
 
@@ -100,20 +134,7 @@ struct BackgroundDeliveryRegistry: Sendable {
     /// cancelled first (how an expiring background task stops waiting). `waiting` is called
     /// once the task is registered as a waiter (tests).
     func waitForCourier(waiting: (@Sendable () -> Void)? = nil) async -> Courier? {
-        let key = WaitKey()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Courier?, Never>) in
-                let ready = state.withLock { state -> Courier?? in
-                    if let courier = state.courier { return .some(courier) }
-                    if Task.isCancelled { return .some(nil) }
-                    state.waiters[key.id] = continuation
-                    return .none
-                }
-                if let ready { continuation.resume(returning: ready) } else { waiting?() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: key.id) }?.resume(returning: nil)
-        }
+        await state.waitUntilReady(cancelled: nil, registered: waiting)
     }
 
     /// Tasks waiting now (tests).
