@@ -11,8 +11,8 @@ struct Effects {
     var subscribers: [EventBuffer] = []
     var delivered: [(@Sendable (MessageID) -> Void, MessageID)] = []
     var abandoned: [(@Sendable (MessageID, CourierError) -> Void, MessageID, CourierError)] = []
-    var successes: [DeliveryWaiter] = []
-    var failures: [(DeliveryWaiter, any Error)] = []
+    /// Each `delivered(_:)` waiter released, with the error it is told (nil: delivered).
+    var answered: [(DeliveryWaiter, (any Error)?)] = []
     var idle: [CheckedContinuation<Void, Never>] = []
     var finishStreams: [EventBuffer] = []
     /// Hand-offs that ended with their message (cancelled, or delivered by a late completion):
@@ -71,8 +71,8 @@ struct Effects {
         if let logger { for event in events { Self.log(event, to: logger) } }
         for (callback, id) in delivered { callback(id) }
         for (callback, id, error) in abandoned { callback(id, error) }
-        for c in successes { c.resume(returning: .success(())) }
-        for (c, error) in failures { c.resume(returning: .failure(error)) }
+        for case (let c, .none) in answered { c.resume(returning: .success(())) }
+        for case (let c, let error?) in answered { c.resume(returning: .failure(error)) }
         for c in idle { c.resume() }
         for s in finishStreams { s.finish() }
         if let endHandOff { for (id, handOff) in endedHandOffs { endHandOff(id, handOff) } }

@@ -294,9 +294,8 @@ extension CoreState {
         resolved.record(id, resolution)
         compaction.resolvedSinceCompaction += 1
         let callbacks = callbacks.removeValue(forKey: id)
-        let waiters = Array((waiters.removeValue(forKey: id) ?? [:]).values)
         let error = Self.waiterError(resolution, of: id)
-        if let error { effects.failures += waiters.map { ($0, error) } } else { effects.successes += waiters }
+        effects.answered += (waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, error) }
         switch resolution {
         case .delivered:
             deliveredCount += 1

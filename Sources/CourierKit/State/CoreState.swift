@@ -183,16 +183,15 @@ extension CoreState {
         case .waitForDelivery(let id, let key, let waiter, let cancelled):
             if projection.slotIndex(of: id) != nil {
                 if closed {
-                    effects.failures.append((waiter, CourierError(.closed, "the courier is closed")))
+                    effects.answered.append((waiter, CourierError(.closed, "the courier is closed")))
                 } else if cancelled() {
-                    effects.failures.append((waiter, CancellationError()))
+                    effects.answered.append((waiter, CancellationError()))
                 } else {
                     waiters[id, default: [:]][key] = waiter
                 }
                 return
             }
-            let error = Self.waiterError(resolved[id], of: id)
-            if let error { effects.failures.append((waiter, error)) } else { effects.successes.append(waiter) }
+            effects.answered.append((waiter, Self.waiterError(resolved[id], of: id)))
         case .waitUntilIdle(let key, let waiter, let cancelled):
             if isIdle(exceptHandedOff: waiter.exceptHandedOff) || closed || cancelled() {
                 effects.idle.append(waiter.continuation)
@@ -201,7 +200,7 @@ extension CoreState {
             }
         case .stopWaiting(let key, let id?):
             if let waiter = waiters[id]?.removeValue(forKey: key) {
-                effects.failures.append((waiter, CancellationError()))
+                effects.answered.append((waiter, CancellationError()))
             }
             if waiters[id]?.isEmpty == true { waiters[id] = nil }
         case .stopWaiting(let key, nil):
@@ -237,7 +236,7 @@ extension CoreState {
     /// `close()` ended: every waiter is released, every stream finished.
     mutating func releaseEveryone(_ effects: inout Effects) {
         for (_, waiters) in waiters {
-            effects.failures += waiters.values.map { ($0, CourierError(.closed, "the courier was closed")) }
+            effects.answered += waiters.values.map { ($0, CourierError(.closed, "the courier was closed")) }
         }
         waiters.removeAll()
         effects.idle = idleWaiters.values.map(\.continuation) + scheduler.settleWaiters

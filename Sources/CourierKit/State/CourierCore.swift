@@ -226,7 +226,7 @@ extension CourierCore {
         effects.events.removeAll { $0 == .enqueued(id) }
         state.callbacks[id] = nil
         if let removed = state.projection.remove(id) { state.recent.remove(id, order: removed.order) }
-        effects.failures += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, thrown) }
+        effects.answered += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, thrown) }
         state.tellIdleWaiters(&effects)
     }
 }
