@@ -54,9 +54,7 @@ public final class CourierModel: Observable {
         storedBoard = MessageBoard(keepsResolved: max(0, keepingResolved))
         follower.set(
             ModelFollower.follow(courier, bufferCapacity: bufferCapacity) { [weak self] update in
-                guard let self else { return false }
-                board.apply(update)
-                return true
+                self?.board.apply(update) != nil  // false once the model is gone
             })
     }
 

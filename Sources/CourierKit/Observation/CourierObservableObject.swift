@@ -22,9 +22,7 @@ public final class CourierObservableObject: ObservableObject {
         board = MessageBoard(keepsResolved: max(0, keepingResolved))
         follower.set(
             ModelFollower.follow(courier, bufferCapacity: 10_000) { [weak self] update in
-                guard let self else { return false }
-                board.apply(update)
-                return true
+                self?.board.apply(update) != nil  // false once the model is gone
             })
     }
 
