@@ -10,10 +10,11 @@ import os
 /// upload (`Courier+HandOff.swift`, `Courier+HandOffCompletion.swift`) differ only in who
 /// sends the request and when.
 extension Courier {
-    /// Message `id`'s full state, from memory or read back from the log (on the read queue:
-    /// a positioned read); nil if it is no longer pending; the error if it cannot be read.
-    func readState(of id: MessageID) async -> Result<MessageState?, LogError> {
-        if let recent = core.recentState(id) { return .success(recent) }
+    /// Message `id`'s full state: `kept` if given (an attempt's, kept when it was taken), else
+    /// from memory or read back from the log (on the read queue: a positioned read); nil if it
+    /// is no longer pending; the error if it cannot be read.
+    func readState(of id: MessageID, kept: MessageState? = nil) async -> Result<MessageState?, LogError> {
+        if let recent = kept ?? core.recentState(id) { return .success(recent) }
         return await onIOQueue(readQueue) { [core] in Result { () throws(LogError) in try core.loadState(id) } }
     }
 
@@ -133,11 +134,7 @@ extension Courier {
     /// - Returns: the attempt this runner makes next, if the scheduler gave it one.
     private func run(_ attempt: Attempt, token: UInt64) async -> Attempt? {
         let state: MessageState
-        let read =
-            if let kept = attempt.message { Result<MessageState?, LogError>.success(kept) } else {
-                await readState(of: attempt.id)
-            }
-        switch read {
+        switch await readState(of: attempt.id, kept: attempt.message) {
         case .success(let loaded?):
             state = loaded
         case .success(nil):
