@@ -48,14 +48,7 @@ final class OneShotSignal: Sendable {
 
     private let state = Locked(State())
 
-    func fire() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            state.ready = true
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.resume(returning: true) }
-    }
+    func fire() { state.update(resuming: true) { $0.ready = true } }
 
     func wait() async -> Bool {
         await state.waitUntilReady(cancelled: false)

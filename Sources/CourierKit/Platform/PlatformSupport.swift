@@ -52,8 +52,8 @@ struct NetworkRecovery: Sendable {
 
 /// Lock-protected state that tasks wait on (`Locked.waitUntilReady(cancelled:registered:)`):
 /// `OneShotSignal`'s, `BackgroundDeliveryRegistry`'s. Its waiters, by each waiting call's own
-/// key (`WaitKey`, alive while it waits), are each resumed exactly once: by whoever takes them
-/// all, or by the waiter's cancellation.
+/// key (`WaitKey`, alive while it waits), are each resumed exactly once: all together by the
+/// change that makes it ready (`Locked.update(resuming:_:)`), or one by its cancellation.
 protocol WaitedOn: Sendable {
     associatedtype Answer: Sendable
     /// What a waiter is answered at once; nil while it must wait.
@@ -80,6 +80,18 @@ extension Locked where Value: WaitedOn {
         } onCancel: {
             withLock { $0.waiters.removeValue(forKey: key.id) }?.resume(returning: cancelled)
         }
+    }
+
+    /// Runs `change` on the state; if the state is then ready, resumes every waiter with
+    /// `answer`, once the lock is let go.
+    func update(resuming answer: Value.Answer, _ change: (inout Value) -> Void) {
+        let waiters = withLock { state -> [CheckedContinuation<Value.Answer, Never>] in
+            change(&state)
+            guard state.ready != nil else { return [] }
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: answer) }
     }
 }
 
@@ -110,15 +122,7 @@ struct BackgroundDeliveryRegistry: Sendable {
     /// Setting a courier resumes every task waiting for one.
     var courier: Courier? {
         get { state.withLock { $0.courier } }
-        nonmutating set {
-            let waiters = state.withLock { state -> [CheckedContinuation<Courier?, Never>] in
-                state.courier = newValue
-                guard newValue != nil else { return [] }
-                defer { state.waiters.removeAll() }
-                return Array(state.waiters.values)
-            }
-            for waiter in waiters { waiter.resume(returning: newValue) }
-        }
+        nonmutating set { state.update(resuming: newValue) { $0.courier = newValue } }
     }
 
     /// Sets `courier` unless an open one is set already: so a processing task registered with
