@@ -131,10 +131,16 @@ final class Replayer {
         // A message handed off when the log was last written is in the session's hands until
         // reconciliation (`Courier.reconcileHandOffs`) finds its task or not.
         for id in handOffs.keys { taken.withhold(id) }
-        let damage = "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)"
+        // The damage's text only when there is damage: a clean open builds no summary.
+        let damage =
+            report.isClean
+            ? nil
+            : CourierError(
+                .storageFailed,
+                "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)")
         let state = CoreState(
             projection: taken, resolved: resolved, retry: configuration.retry, wallMilliseconds: now,
-            openingDamage: report.isClean ? nil : CourierError(.storageFailed, damage), handOffs: handOffs)
+            openingDamage: damage, handOffs: handOffs)
         return (state, report)
     }
 }
