@@ -126,9 +126,10 @@ let package = Package(
         // asserted by `make test` (RetryTailPromiseTests).
         .target(name: "RetryScenarios", dependencies: ["CourierKit", "CourierTesting", "CourierLog"],
                 path: "Tools/retry-scenarios"),
+        .target(name: "CHeap", path: "Tools/courier-bench-heap"),  // `courier-bench --model`: heap in use
         .executableTarget(
             name: "courier-bench",
-            dependencies: ["CourierKit", "CourierLog", "FlakyServer", "RetryScenarios",
+            dependencies: ["CourierKit", "CourierLog", "FlakyServer", "RetryScenarios", "CHeap",
                            .product(name: "AsyncHTTPClient", package: "async-http-client",
                                     condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),
                            .product(name: "NIOSSL", package: "swift-nio-ssl",

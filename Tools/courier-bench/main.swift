@@ -11,6 +11,7 @@
 //    URLSession and bare AsyncHTTPClient POSTing the same number of requests 8 wide.
 // 4. Idle: CPU and wake-ups of a process with an open courier and nothing due.
 // `--outbox N`: ExtensionOutbox.send next to Courier.send (rate, and send to delivered).
+// `--model [N,...]`: a CourierModel's main-actor CPU per event and heap per message.
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
 #endif
@@ -110,6 +111,13 @@ if arguments.count >= 2 && arguments[1] == "--drain" {
 if arguments.count >= 2 && arguments[1] == "--outbox" {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-outbox-\(getpid())")
     try await outboxBenchmark(count: arguments.count >= 3 ? Int(arguments[2]) ?? 2000 : 2000, root: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+if arguments.count >= 2 && arguments[1] == "--model" {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-model-\(getpid())")
+    let sizes = arguments.count >= 3 ? arguments[2].split(separator: ",").compactMap { Int($0) } : []
+    try await modelBenchmark(sizes: sizes.isEmpty ? [1_000, 5_000, 10_000] : sizes, root: directory)
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }
