@@ -101,6 +101,35 @@ def resource_dir(scratch):
     return res
 
 
+def observation_overlay(sdk, scratch):
+    """The SDK's Observation module, with the `@Observable` macro declared as this compiler's
+    macro plugin expands it. The plugin comes with the compiler: Swift 6.2's and later add
+    `shouldNotifyObservers` members, which the iOS 17.4 SDK's declaration (Swift 5.10) does not
+    name, so every `@Observable` class fails with "declaration name 'shouldNotifyObservers' is
+    not covered by macro 'Observable'". Xcode 26 (which App Store Connect requires) pairs that
+    plugin with an SDK declaring the name: the overlay makes this check see what Xcode 26
+    compiles, and changes nothing else (the members are plain Swift, no new runtime symbol).
+    Returns the directory to search before the SDK, or None when the SDK needs no overlay."""
+    toolchain = os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("swiftc"))))
+    own = glob.glob(os.path.join(toolchain, "lib", "swift", "*", "Observation.swiftmodule", "*.swiftinterface"))
+    sdk_interface = os.path.join(sdk, "usr", "lib", "swift", "Observation.swiftmodule", "arm64-apple-ios.swiftinterface")
+    if not own or not os.path.isfile(sdk_interface):
+        return None
+    name = "named(shouldNotifyObservers)"
+    text = open(sdk_interface).read()
+    if name in text or name not in open(own[0]).read():
+        return None  # the SDK and the plugin agree
+    patched = text.replace("named(withMutation))", "named(withMutation), %s)" % name)
+    assert patched != text, "the SDK's @Observable declaration has an unexpected form"
+    overlay = os.path.join(scratch, "overlay")
+    path = os.path.join(overlay, "Observation.swiftmodule", "arm64-apple-ios.swiftinterface")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if not os.path.isfile(path) or open(path).read() != patched:  # rewritten only on change: the cache
+        with open(path, "w") as out:
+            out.write(patched)
+    return overlay
+
+
 def ios_targets(description):
     """Targets of the library products, closed over local dependencies, in dependency order."""
     targets = {t["name"]: t for t in description["targets"]}
@@ -135,6 +164,8 @@ class Checker:
         self.cache = os.environ.get("IOS_MODULE_CACHE") or os.path.normpath(os.path.join(scratch, "..", "module-cache"))
         self.base = ["-target", TRIPLE, "-sdk", sdk, "-resource-dir", resource_dir(scratch),
                      "-module-cache-path", self.cache, "-I", self.out, "-D", "SWIFT_PACKAGE"]
+        overlay = observation_overlay(sdk, scratch)
+        self.base += ["-I", overlay] if overlay else []
         self.external = {os.path.basename(d): d for d in glob.glob(".build/checkouts/*/Sources/*") if swift_files(d)}
         self.built = set()
         self.failed = set()
