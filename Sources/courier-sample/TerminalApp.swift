@@ -21,7 +21,7 @@ final class TerminalApp {
     /// Lists the pending messages and follows every change after them (`CourierModel`).
     init(courier: Courier, server: URL, logDirectory: String, serverDescription: String) {
         self.courier = courier
-        model = CourierModel(courier: courier)
+        model = CourierModel(courier: courier, keepingBodies: true)  // the rows show what was sent
         screen = SampleViewModel(server: server)
         self.logDirectory = logDirectory
         self.serverDescription = serverDescription

@@ -1,6 +1,8 @@
 @testable @_spi(CourierTesting) import CourierKit
+import CourierLog
 import CourierTesting
 import Foundation
+import Observation
 import Testing
 
 /// The board behind the models: pure, so each rule is a plain check.
@@ -106,7 +108,7 @@ import Testing
         let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 500) : .response(status: 200) }
         let courier = try Courier(
             directory: scratch.url, configuration: testConfiguration(clock: clock, transport: transport))
-        let model = CourierModel(courier: courier)
+        let model = CourierModel(courier: courier, keepingBodies: true)
         #expect(await eventually { model.hasLoadedForTesting })
         let viaModel = try model.send(["text": "hi"], to: inbox)
         #expect(model.status(of: viaModel)?.body == Data(#"{"text":"hi"}"#.utf8), "listed at once, with its body")
@@ -140,7 +142,7 @@ import Testing
         await first.settle()
         await first.close()
         let second = try Courier(directory: scratch.url, configuration: configuration)
-        let model = CourierModel(courier: second)
+        let model = CourierModel(courier: second, keepingBodies: true)
         #expect(await eventually { model.messages.count == 3 }, "\(model.messages)")
         #expect(model.messages.map(\.id) == ids)
         let waiting = MessageStatus.State.waiting(until: wallStart.addingTimeInterval(60), after: nil)
@@ -156,7 +158,8 @@ import Testing
             directory: scratch.url,
             configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
         courier.pause()
-        let model = CourierModel(courier: courier, keepingResolved: 100, bufferCapacity: 4)
+        let model = CourierModel(keepingResolved: 100, keepingBodies: false, bufferCapacity: 4)
+        model.follow(courier)
         // Loaded: the follower subscribed (in the section that listed the pending messages).
         #expect(await eventually { model.hasLoadedForTesting && model.messages.isEmpty && model.pendingCount == 0 })
         let ids = try (0..<40).map { try courier.send(["n": $0], to: inbox) }  // no suspension: it cannot read
@@ -164,5 +167,95 @@ import Testing
         #expect(model.messages.map(\.id) == ids)
         #expect(model.missedEventCount > 0)
         await courier.close()
+    }
+}
+
+/// What a view that reads part of the model redraws for (Observation's tracking, as SwiftUI
+/// uses it), and the model made before its courier.
+@MainActor @Suite struct CourierModelObservationTests {
+    let scratch = TemporaryDirectory()
+
+    /// Whether reading `read` is invalidated by `change`.
+    func invalidates(_ read: () -> Void, _ change: () async throws -> Void) async rethrows -> Bool {
+        let fired = Locked(false)
+        withObservationTracking(read) { fired.withLock { $0 = true } }
+        try await change()
+        return fired.withLock { $0 }
+    }
+
+    func openModel() async throws -> (CourierModel, Courier) {
+        let courier = try Courier(
+            directory: scratch.url,
+            configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        courier.pause()
+        let model = CourierModel(courier: courier)
+        #expect(await eventually { model.hasLoadedForTesting })
+        return (model, courier)
+    }
+
+    func eventually(_ condition: () -> Bool) async -> Bool {
+        for _ in 0..<5_000 where !condition() { try? await Task.sleep(for: .milliseconds(1)) }
+        return condition()
+    }
+
+    @Test func aViewReadingOneMessageRedrawsForThatMessageOnly() async throws {
+        let (model, courier) = try await openModel()
+        let (a, b) = (try model.send(["n": 1], to: inbox), try model.send(["n": 2], to: inbox))
+        let byAnother = await invalidates({ _ = model.status(of: a) }) {
+            #expect(courier.cancel(b))
+            #expect(await eventually { model.status(of: b)?.state == .cancelled })
+        }
+        #expect(!byAnother, "another message's change")
+        let byItself = await invalidates({ _ = model.status(of: a) }) {
+            #expect(courier.cancel(a))
+            #expect(await eventually { model.pendingCount == 0 })
+        }
+        #expect(byItself)
+        await courier.close()
+    }
+
+    @Test func theListOfIDsRedrawsWhenMessagesJoinOrLeaveNotWhenTheyChange() async throws {
+        let (model, courier) = try await openModel()
+        let a = try model.send(["n": 1], to: inbox)
+        let byAChange = await invalidates({ _ = model.ids }) {
+            #expect(courier.cancel(a))
+            #expect(await eventually { model.status(of: a)?.state == .cancelled })
+        }
+        #expect(!byAChange, "a state change")
+        let byASend = try await invalidates({ _ = model.ids }) { _ = try model.send(["n": 2], to: inbox) }
+        #expect(byASend)
+        let b = model.ids[1]
+        let byACancel = await invalidates({ _ = model.messages }) {
+            #expect(courier.cancel(b))
+            #expect(await eventually { model.status(of: b)?.state == .cancelled })
+        }
+        #expect(byACancel, "the whole list changes with any message")
+        await courier.close()
+    }
+
+    @Test func aModelMadeBeforeItsCourierOpensItAndKeepsWhyItCouldNot() async throws {
+        let model = CourierModel()
+        #expect(throws: CourierError.self) { try model.send(["n": 1], to: inbox) }
+        let configuration = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        let blocker = try Courier(directory: scratch.url, configuration: configuration)
+        await model.open(directory: scratch.url, configuration: configuration)
+        #expect(model.openError?.code == .directoryLocked && !model.isOpen, "\(String(describing: model.openError))")
+        await blocker.close()
+        await model.open(directory: scratch.url, configuration: configuration)
+        #expect(model.isOpen && model.openError == nil)
+        model.courier?.pause()
+        let id = try model.send(["n": 1], to: inbox)
+        #expect(model.status(of: id)?.state == .queued && model.status(of: id)?.body == nil, "no body unless asked")
+        #expect(model.pendingCount == 1)
+        await model.courier?.close()
+    }
+
+    @Test func aStatusReadsAsWordsAScreenShows() {
+        let t0 = Date(timeIntervalSince1970: 1_790_000_000), id = MessageID()
+        let waiting = MessageStatus(
+            id: id, state: .waiting(until: t0 + 4, after: .response(status: 500)), attempts: 2)
+        #expect(waiting.summary(at: t0) == "attempt 2 failed (500) — next in 4.0 s")
+        let delivered = MessageStatus(id: id, state: .delivered, attempts: 3, sentAt: t0, changedAt: t0 + 1.5)
+        #expect("\(delivered)" == "delivered after 3 attempts (1.5 s)")
     }
 }

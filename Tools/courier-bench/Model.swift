@@ -45,6 +45,7 @@ private func cancelRun(size: Int, cancels: Int, withModel: Bool, directory: URL)
     var model: CourierModel?
     var heap = 0.0
     if withModel {
+        try await Task.sleep(for: .seconds(1.5))  // past the log's 1 s sync: its buffers settle
         let before = heapBytes()
         model = CourierModel(courier: courier)
         try await waitUntil { model!.pendingCount == size }

@@ -166,6 +166,10 @@ class Checker:
                      "-module-cache-path", self.cache, "-I", self.out, "-D", "SWIFT_PACKAGE"]
         overlay = observation_overlay(sdk, scratch)
         self.base += ["-I", overlay] if overlay else []
+        # The driver finds the compiler's macro plugins (`@Observable`) by itself; a frontend
+        # run (`-emit-module` below) is told where they are.
+        toolchain = os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("swiftc"))))
+        self.base += ["-plugin-path", os.path.join(toolchain, "lib", "swift", "host", "plugins")]
         self.external = {os.path.basename(d): d for d in glob.glob(".build/checkouts/*/Sources/*") if swift_files(d)}
         self.built = set()
         self.failed = set()

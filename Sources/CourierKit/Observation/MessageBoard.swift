@@ -3,10 +3,26 @@ import Foundation
 /// The state behind `CourierModel` and `CourierObservableObject`, with no I/O and no actor: the
 /// pending messages it was loaded with, moved along by events; resolved ones kept for a while
 /// (the newest `keepsResolved`), so a screen can show "delivered". Pure, and tested as such.
-struct MessageBoard: Equatable {
-    /// Pending and recently resolved messages, oldest first.
-    private(set) var messages: [MessageStatus] = []
-    private var index: [MessageID: Int] = [:]
+///
+/// **An event costs O(1) (amortized), whatever the backlog**: statuses sit in a dictionary;
+/// the list order is an array that a message leaving only marks (it is swept once the marks
+/// outnumber the listed, so a sweep's cost is spread over the removals that made it); the
+/// counts are kept, not recounted; the resolved wait in the order they resolved, so the oldest
+/// is dropped without a search. Only `load` (at the start and after a gap) and reading the whole
+/// list cost O(n). `apply` says what changed, so a model tells only the views that read it.
+/// **A listed message costs about 160 bytes** (`Entry`, packed: half a `MessageStatus`; URLs
+/// shared; bodies only if kept), measured by `courier-bench --model`.
+struct MessageBoard {
+    private var statuses: [MessageID: Entry] = [:]
+    private var bodies: [MessageID: Data] = [:]
+    /// Listed ids, oldest first, and ids no longer listed (`statuses` has none): `swept` away.
+    private var order: [MessageID] = []
+    private var unlistedInOrder = 0
+    /// Resolved ids, in the order they resolved, from `resolvedHead` (earlier ones were dropped).
+    private var resolvedQueue: [MessageID] = []
+    private var resolvedHead = 0
+    private(set) var resolvedCount = 0
+    private(set) var handedOffCount = 0
     private(set) var destinations: [DestinationStatus] = []
     /// Events a reader fell too far behind to read (`.missedEvents`), over the model's life:
     /// after each gap the state was read again, so the list is right; this says it happened.
@@ -16,90 +32,126 @@ struct MessageBoard: Equatable {
     /// Whether the courier's state was read once (`load`).
     private(set) var hasLoaded = false
     let keepsResolved: Int
+    /// Whether statuses keep the body (a model made with `keepingBodies`).
+    let keepsBodies: Bool
+    /// Each URL once, shared by its messages (a list of 10,000 holds a few): `Entry.url`.
+    private var urls: [URL] = []
+    private var urlNumbers: [URL: Int32] = [:]
 
-    init(keepsResolved: Int) {
+    /// A listed message's `MessageStatus`, packed (72 bytes, not 136).
+    private struct Entry {
+        var state: MessageStatus.State
+        var attempts: Int32
+        var url: Int32  // in `urls`; -1: unknown
+        var sentAt: Double  // seconds since 1970; -infinity: unknown
+        var changedAt: Double
+    }
+
+    /// What one change touched: the models tell the views that read it, and no other.
+    struct Change: Equatable {
+        /// Messages whose status changed (joined or left included).
+        var messages: [MessageID] = []
+        /// Messages joined or left the list.
+        var membership = false
+        /// Counts, destinations, missed events or the storage problem changed.
+        var summary = false
+        /// Everything may have changed (`load`).
+        var everything = false
+    }
+
+    init(keepsResolved: Int, keepsBodies: Bool = true) {
         precondition(keepsResolved >= 0)
         self.keepsResolved = keepsResolved
+        self.keepsBodies = keepsBodies
     }
 
     /// Messages not yet resolved.
-    var pendingCount: Int { messages.reduce(0) { $0 + ($1.state.isResolved ? 0 : 1) } }
+    var pendingCount: Int { statuses.count - resolvedCount }
+    /// Listed ids, oldest first. O(n).
+    var ids: [MessageID] { order.filter { statuses[$0] != nil } }
+    /// Pending and recently resolved messages, oldest first. O(n).
+    var messages: [MessageStatus] { order.compactMap { status(of: $0) } }
 
-    func status(of id: MessageID) -> MessageStatus? { index[id].map { messages[$0] } }
+    func status(of id: MessageID) -> MessageStatus? {
+        guard let entry = statuses[id] else { return nil }
+        func date(_ seconds: Double) -> Date? { seconds.isFinite ? Date(timeIntervalSince1970: seconds) : nil }
+        return MessageStatus(
+            id: id, state: entry.state, attempts: Int(entry.attempts), url: entry.url < 0 ? nil : urls[Int(entry.url)],
+            body: bodies[id], sentAt: date(entry.sentAt), changedAt: date(entry.changedAt))
+    }
+
+    /// One change the follower brings (`ModelFollower.Update`).
+    @discardableResult
+    mutating func apply(_ update: ModelFollower.Update) -> Change {
+        switch update {
+        case .load(let pending, let asked): return load(pending, asked: asked)
+        case .event(let event, let now): return apply(event, now: now)
+        }
+    }
 
     /// The state read from the courier (at the start, and after a gap), as it was at `asked`:
     /// pending messages are replaced by what it says; resolved ones stay, and so does a message
     /// that changed after `asked` (one the model sent while the list was read). A message listed
     /// before and missing from the list resolved in the gap: it goes (how it ended is unknown).
-    mutating func load(_ pending: [PendingMessage], asked: Date) {
+    @discardableResult
+    mutating func load(_ pending: [PendingMessage], asked: Date) -> Change {
         hasLoaded = true
         let pendingIDs = Set(pending.map(\.id))
-        messages = messages.filter {
+        let kept = messages.filter {
             !pendingIDs.contains($0.id) && ($0.state.isResolved || ($0.changedAt.map { $0 > asked } ?? false))
         }
+        statuses = [:]
+        bodies = [:]
+        order = []
+        unlistedInOrder = 0
+        (resolvedCount, handedOffCount) = (0, 0)
+        for status in kept { list(status) }
         for message in pending {
             let state: MessageStatus.State =
                 message.isHandedOff
                 ? .handedOff(attempt: message.attempts + 1)
                 : message.attempts == 0 ? .queued : .waiting(until: message.nextAttemptAt, after: nil)
-            messages.append(
+            list(
                 MessageStatus(
-                    id: message.id, state: state, attempts: message.attempts, url: message.url, body: message.body,
-                    sentAt: message.sentAt))
+                    id: message.id, state: state, attempts: message.attempts, url: message.url,
+                    body: message.body, sentAt: message.sentAt))
         }
-        reindex()
+        resolvedQueue = resolvedQueue[resolvedHead...].filter { statuses[$0] != nil }
+        resolvedHead = 0
+        return Change(membership: true, summary: true, everything: true)
     }
 
-    /// One change the follower brings (`ModelFollower.Update`).
-    mutating func apply(_ update: ModelFollower.Update) {
-        switch update {
-        case .load(let pending, let asked): load(pending, asked: asked)
-        case .event(let event, let now): apply(event, now: now)
-        }
-    }
-
-    /// Sends `json` through `courier` (`Courier.send`) and lists the message at once, with its
-    /// URL and body: what both models' `send` does.
-    mutating func send(
-        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], tags: Set<String>,
-        through courier: Courier
-    ) throws(CourierError) -> MessageID {
-        let (id, body) = try courier.sendReturningBody(
-            json, to: url, orderingKey: orderingKey, headers: headers, tags: tags)
-        didSend(id, url: url, body: body, at: courier.wallDate())
-        return id
-    }
-
-    /// A message the model sent itself: known from the start with its URL and body.
-    mutating func didSend(_ id: MessageID, url: URL, body: Data, at date: Date) {
-        guard index[id] == nil else { return }  // its `.enqueued` came first
-        index[id] = messages.count
-        messages.append(MessageStatus(id: id, state: .queued, url: url, body: body, sentAt: date, changedAt: date))
+    /// A message the model sent itself: known from the start with its URL (and body, if kept).
+    @discardableResult
+    mutating func didSend(_ id: MessageID, url: URL, body: Data, at date: Date) -> Change {
+        guard statuses[id] == nil else { return Change() }  // its `.enqueued` came first
+        list(MessageStatus(id: id, state: .queued, url: url, body: body, sentAt: date, changedAt: date))
+        return Change(messages: [id], membership: true, summary: true)
     }
 
     /// Moves a message (or a destination) along.
-    mutating func apply(_ event: CourierEvent, now: Date) {
+    @discardableResult
+    mutating func apply(_ event: CourierEvent, now: Date) -> Change {
         switch event {
         case .enqueued(let id):
-            if index[id] == nil {
-                index[id] = messages.count
-                messages.append(MessageStatus(id: id, state: .queued, changedAt: now))
-            }
+            guard statuses[id] == nil else { return Change() }
+            list(MessageStatus(id: id, state: .queued, changedAt: now))
+            return Change(messages: [id], membership: true, summary: true)
         case .attemptStarted(let id, let number):
-            update(id, at: now) { $0.state = .sending(attempt: number) }
+            return update(id, at: now) { $0.state = .sending(attempt: number) }
         case .handedOff(let id, let attempt):
-            update(id, at: now) { $0.state = .handedOff(attempt: attempt) }
+            return update(id, at: now) { $0.state = .handedOff(attempt: attempt) }
         case .failed(let id, let attempt, let outcome, let next):
-            update(id, at: now) {
+            return update(id, at: now) {
                 $0.attempts = attempt
                 if let next { $0.state = .waiting(until: next, after: outcome) }  // else `.abandoned` follows
             }
         case .delivered(let id, let attempts):
-            resolve(id, .delivered, attempts: attempts, at: now)
+            return resolve(id, .delivered, attempts: attempts, at: now)
         case .abandoned(let id, let attempts, let reason):
-            resolve(id, .abandoned(reason: reason), attempts: attempts, at: now)
+            return resolve(id, .abandoned(reason: reason), attempts: attempts, at: now)
         case .cancelled(let id):
-            resolve(id, .cancelled, attempts: nil, at: now)
+            return resolve(id, .cancelled, attempts: nil, at: now)
         case .storageFailed(let problem):
             storageProblem = problem
         case .destinationDown(let origin, let failures):
@@ -109,28 +161,84 @@ struct MessageBoard: Equatable {
         case .missedEvents(let count):
             missedEventCount += count  // the follower reads the state again (`load`)
         }
+        return Change(summary: true)
     }
 
-    private mutating func update(_ id: MessageID, at now: Date, _ change: (inout MessageStatus) -> Void) {
-        guard let i = index[id] else { return }
-        change(&messages[i])
-        messages[i].changedAt = now
+    /// Lists `status` last, counting it.
+    private mutating func list(_ status: MessageStatus) {
+        store(status)
+        order.append(status.id)
+        count(status.state, as: 1)
     }
 
-    private mutating func resolve(_ id: MessageID, _ state: MessageStatus.State, attempts: Int?, at now: Date) {
-        update(id, at: now) {
+    private mutating func store(_ status: MessageStatus) {
+        var url: Int32 = -1
+        if let known = status.url {
+            url = urlNumbers[known] ?? Int32(urls.count)
+            if url == urls.count {
+                urls.append(known)
+                urlNumbers[known] = url
+            }
+        }
+        statuses[status.id] = Entry(
+            state: status.state, attempts: Int32(clamping: status.attempts), url: url,
+            sentAt: status.sentAt?.timeIntervalSince1970 ?? -.infinity,
+            changedAt: status.changedAt?.timeIntervalSince1970 ?? -.infinity)
+        if keepsBodies { bodies[status.id] = status.body }
+    }
+
+    private mutating func count(_ state: MessageStatus.State, as sign: Int) {
+        if state.isResolved { resolvedCount += sign }
+        if case .handedOff = state { handedOffCount += sign }
+    }
+
+    private mutating func update(_ id: MessageID, at now: Date, _ change: (inout MessageStatus) -> Void) -> Change {
+        guard var status = status(of: id) else { return Change() }
+        let counts = (resolvedCount, handedOffCount)
+        count(status.state, as: -1)
+        change(&status)
+        status.changedAt = now
+        store(status)
+        count(status.state, as: 1)
+        return Change(messages: [id], summary: counts != (resolvedCount, handedOffCount))
+    }
+
+    private mutating func resolve(_ id: MessageID, _ state: MessageStatus.State, attempts: Int?, at now: Date)
+        -> Change
+    {
+        let wasResolved = statuses[id]?.state.isResolved ?? true
+        var change = update(id, at: now) {
             $0.state = state
             if let attempts { $0.attempts = attempts }
         }
-        // Bounded: at most one resolved message over the limit at a time.
-        var resolved = messages.reduce(0) { $0 + ($1.state.isResolved ? 1 : 0) }
-        guard resolved > keepsResolved else { return }
-        messages.removeAll { message in
-            guard resolved > keepsResolved, message.state.isResolved else { return false }
-            resolved -= 1
-            return true
+        guard !wasResolved else { return change }
+        resolvedQueue.append(id)
+        // Bounded: each resolution drops at most one; stale entries (gone in a `load`) are skipped.
+        while resolvedCount > keepsResolved, resolvedHead < resolvedQueue.count {
+            let oldest = resolvedQueue[resolvedHead]
+            resolvedHead += 1
+            guard let entry = statuses.removeValue(forKey: oldest) else { continue }
+            bodies[oldest] = nil
+            count(entry.state, as: -1)
+            unlistedInOrder += 1
+            change.messages.append(oldest)
+            change.membership = true
         }
-        reindex()
+        sweep()
+        return change
+    }
+
+    /// Drops unlisted ids from `order` and dropped ones from `resolvedQueue` once they are the
+    /// majority: O(n) once per n removals.
+    private mutating func sweep() {
+        if unlistedInOrder > 64, unlistedInOrder > statuses.count {
+            order.removeAll { statuses[$0] == nil }
+            unlistedInOrder = 0
+        }
+        if resolvedHead > 64, resolvedHead > resolvedQueue.count / 2 {
+            resolvedQueue.removeFirst(resolvedHead)
+            resolvedHead = 0
+        }
     }
 
     private mutating func setDestination(_ status: DestinationStatus) {
@@ -139,9 +247,5 @@ struct MessageBoard: Equatable {
         } else {
             destinations.append(status)
         }
-    }
-
-    private mutating func reindex() {
-        index = Dictionary(uniqueKeysWithValues: messages.enumerated().map { ($1.id, $0) })
     }
 }

@@ -84,3 +84,49 @@ public struct DestinationStatus: Sendable, Hashable, Identifiable {
         self.consecutiveFailures = consecutiveFailures
     }
 }
+
+extension MessageStatus: CustomStringConvertible {
+    /// Where the message stands, in words, now (`summary(at:)`): what `Text("\(message)")` shows.
+    public var description: String { summary(at: Date()) }
+
+    /// Where the message stands, in words, at `now`: `queued`, `sending (attempt 2)`,
+    /// `handed to iOS (attempt 1)`, `attempt 3 failed (500) — next in 2.4 s`,
+    /// `delivered after 4 attempts (7.1 s)` (the time from `send`, when known),
+    /// `abandoned: <reason>`, `cancelled`.
+    public func summary(at now: Date) -> String {
+        switch state {
+        case .queued: return "queued"
+        case .sending(let attempt): return "sending (attempt \(attempt))"
+        case .handedOff(let attempt): return "handed to iOS (attempt \(attempt))"
+        case .waiting(let next, let failure):
+            let seconds = String(format: "%.1f", max(0, next.timeIntervalSince(now)))
+            return "attempt \(attempts) failed (\(Self.reason(failure))) — next in \(seconds) s"
+        case .delivered:
+            let took = sentAt.flatMap { sent in
+                changedAt.map { String(format: " (%.1f s)", $0.timeIntervalSince(sent)) }
+            }
+            return "delivered after \(attempts) attempt\(attempts == 1 ? "" : "s")\(took ?? "")"
+        case .abandoned(let reason): return "abandoned: \(reason)"
+        case .cancelled: return "cancelled"
+        }
+    }
+
+    /// A short reason: the status code, or the kind of transport failure ("before restart"
+    /// when the failure came before this run: the log keeps when, not why).
+    private static func reason(_ outcome: DeliveryOutcome?) -> String {
+        switch outcome {
+        case nil: "before restart"
+        case .response(let status, _): String(status)
+        case .failure(let failure):
+            switch failure.kind {
+            case .timeout: "timeout"
+            case .connectionClosed: "connection dropped"
+            case .connectionFailed: "cannot connect"
+            case .tls: "TLS"
+            case .cancelled: "cancelled"
+            case .other: "error"
+            case .requestPreparation: "prepareRequest failed"
+            }
+        }
+    }
+}

@@ -1,10 +1,60 @@
 import CourierLog
 import Foundation
 
-/// How `CourierModel` and `CourierObservableObject` follow a courier: the pending messages and
-/// a stream from that instant on (`pendingMessagesAndEvents()`), every event applied on the
-/// main actor; after a gap (`.missedEvents`) the state is read again with a new stream, so the
-/// model is never silently stale. It ends when the courier closes or the model goes away.
+/// What `CourierModel` and `CourierObservableObject` share: a board, the courier it follows,
+/// and opening one. Each tells its views of a board change its own way (`change`).
+@MainActor
+protocol FollowingModel: AnyObject {
+    var courier: Courier? { get set }
+    var openError: CourierError? { get set }
+    var isOpening: Bool { get set }
+    var follower: FollowerTask { get }
+    var bufferCapacity: Int { get }
+    /// Runs `body` on the board and tells the views that read what it changed.
+    func change(_ body: (inout MessageBoard) -> MessageBoard.Change)
+}
+
+extension FollowingModel {
+    /// Follows `courier` from now on: its pending messages, then every event.
+    func follow(_ courier: Courier) {
+        self.courier = courier
+        openError = nil
+        follower.set(
+            ModelFollower.follow(courier, bufferCapacity: bufferCapacity) { [weak self] update in
+                self?.change { $0.apply(update) } != nil  // false once the model is gone
+            })
+    }
+
+    /// Opens a courier with `open` and follows it; once open, or while opening, it does
+    /// nothing. A failure is kept in `openError`, for the screen to show; call again to retry.
+    func open(with open: () async throws(CourierError) -> Courier) async {
+        guard courier == nil, !isOpening else { return }
+        isOpening = true
+        defer { isOpening = false }
+        do throws(CourierError) {
+            follow(try await open())
+        } catch {
+            openError = error
+        }
+    }
+
+    /// Sends `json` as `Courier.send` does, and lists the message at once, with its URL (and
+    /// body, if kept): what both models' `send` does.
+    func sendListing(
+        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], tags: Set<String>
+    ) throws(CourierError) -> MessageID {
+        guard let courier else { throw CourierError(.closed, "the outbox is not open yet (the model's `open`)") }
+        let (id, body) = try courier.sendReturningBody(
+            json, to: url, orderingKey: orderingKey, headers: headers, tags: tags)
+        change { $0.didSend(id, url: url, body: body, at: courier.wallDate()) }
+        return id
+    }
+}
+
+/// How the models follow a courier: the pending messages and a stream from that instant on
+/// (`pendingMessagesAndEvents()`), every event applied on the main actor; after a gap
+/// (`.missedEvents`) the state is read again with a new stream, so the model is never silently
+/// stale. It ends when the courier closes or the model goes away.
 enum ModelFollower {
     /// One change to a model's board, made on the main actor.
     enum Update: Sendable {

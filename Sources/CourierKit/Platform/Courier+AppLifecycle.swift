@@ -269,4 +269,32 @@ final class AppLifecycleIntegration: PlatformIntegration {
         endBackgroundTask()
     }
 }
+
+// The models open the app's courier the same way (`FollowingModel.open(with:)`, tested on Linux
+// through `open(directory:configuration:)`).
+@available(iOS 17.0, *)
+extension CourierModel {
+    /// Opens the app's courier with `Courier.open(directory:configuration:lifecycle:)` and
+    /// follows it; as `open(directory:configuration:)` otherwise (once, errors in `openError`).
+    @available(iOSApplicationExtension, unavailable)
+    public func open(
+        directory: URL, configuration: Courier.Configuration = Courier.Configuration(), lifecycle: Courier.Lifecycle
+    ) async {
+        await open(with: { () async throws(CourierError) in
+            try await Courier.open(directory: directory, configuration: configuration, lifecycle: lifecycle)
+        })
+    }
+}
+
+@available(iOSApplicationExtension, unavailable)
+extension CourierObservableObject {
+    /// `CourierModel.open(directory:configuration:lifecycle:)`, for iOS 16.
+    public func open(
+        directory: URL, configuration: Courier.Configuration = Courier.Configuration(), lifecycle: Courier.Lifecycle
+    ) async {
+        await open(with: { () async throws(CourierError) in
+            try await Courier.open(directory: directory, configuration: configuration, lifecycle: lifecycle)
+        })
+    }
+}
 #endif
