@@ -5,7 +5,9 @@ import Foundation
 /// answers POSTs with 500 at a given rate (the first user's server: half the time), and can
 /// also drop connections without answering, delay, and answer 429 with `Retry-After`. It
 /// counts requests and `Idempotency-Key`s, so tests can check that every message arrived and
-/// how many duplicates at-least-once delivery produced. Binds 127.0.0.1 only.
+/// how many duplicates at-least-once delivery produced. Binds 127.0.0.1 unless told another
+/// address (`0.0.0.0`: every interface, so a phone on the same Wi-Fi reaches it), and can log
+/// each arrival, one line each, to a sink its caller gives (`flaky-server` prints them).
 public final class FlakyServer: Sendable {
     public struct Behavior: Sendable {
         /// Chance of answering 500. The default is 0.5.
@@ -127,31 +129,65 @@ public final class FlakyServer: Sendable {
     }
 
     let state: ServerState
+    private let host: String
     private let server: HTTPServer
     private let task: Task<Void, any Error>
 
-    /// Starts listening on 127.0.0.1 (port 0: any free port).
-    public init(behavior: Behavior = Behavior(), port: UInt16 = 0) async throws {
-        state = ServerState(behavior: behavior)
-        let server = HTTPServer(address: try .inet(ip4: "127.0.0.1", port: port), timeout: 60, logger: .disabled)
+    /// Starts listening on `host`, an IPv4 address (port 0: any free port). Every arrival is
+    /// handed to `log` as one line (see `ServerState.logArrival`); nil, the default, logs
+    /// nothing, as tests, benchmarks and the terminal sample (whose screen it would spoil) want.
+    public init(
+        behavior: Behavior = Behavior(), host: String = "127.0.0.1", port: UInt16 = 0,
+        log: (@Sendable (String) -> Void)? = nil
+    ) async throws {
+        state = ServerState(behavior: behavior, log: log)
+        self.host = host
+        let server = HTTPServer(address: try .inet(ip4: host, port: port), timeout: 60, logger: .disabled)
         self.server = server
         let state = self.state
         // A redirect, to check that clients never follow one with a POST on their own.
-        await server.appendRoute("POST /redirect") { _ in
-            HTTPResponse(statusCode: .temporaryRedirect, headers: HTTPHeaders([.location: "/messages"]))
-        }
+        let redirect = HTTPResponse(statusCode: .temporaryRedirect, headers: HTTPHeaders([.location: "/messages"]))
+        await server.appendRoute("POST /redirect") { request in try await state.answer(request, with: redirect) }
         await server.appendRoute("POST *") { request in try await state.handle(request) }
-        await server.appendRoute("GET /stats") { _ in state.statisticsResponse() }
+        await server.appendRoute("GET /stats") { request in
+            try await state.answer(request, with: state.statisticsResponse())
+        }
+        // The 404 FlyingFox gives a request no route takes, given here so that it is logged too:
+        // a phone's browser opening the URL (a GET) shows in the log that the phone got through.
+        await server.appendRoute("*") { request in
+            try await state.answer(request, with: HTTPResponse(statusCode: .notFound))
+        }
         task = Task { try await server.run() }
         try await server.waitUntilListening(timeout: 10)
     }
 
-    /// `http://127.0.0.1:PORT/messages`.
+    /// The port it listens on (the one the kernel chose, for port 0).
+    public var port: UInt16 {
+        get async {
+            if case .ip4(_, let port) = await server.listeningAddress { return port }
+            return 0
+        }
+    }
+
+    /// `http://HOST:PORT/messages`, a URL this machine reaches it at: on 0.0.0.0, 127.0.0.1's
+    /// (a phone needs one of `localNetworkURLs`).
     public var url: URL {
         get async {
-            var port: UInt16 = 0
-            if case .ip4(_, let p) = await server.listeningAddress { port = p }
-            return URL(string: "http://127.0.0.1:\(port)/messages")!
+            let host = self.host == "0.0.0.0" ? "127.0.0.1" : self.host
+            let port = await self.port
+            return URL(string: "http://\(host):\(port)/messages")!
+        }
+    }
+
+    /// On 0.0.0.0: `http://ADDRESS:PORT/messages` at each of this machine's non-loopback IPv4
+    /// addresses, with its interface's name, for a phone on the same network. Otherwise none.
+    public var localNetworkURLs: [(interface: String, url: URL)] {
+        get async {
+            guard host == "0.0.0.0" else { return [] }
+            let port = await self.port
+            return Self.localIPv4Addresses().map {
+                (interface: $0.interface, url: URL(string: "http://\($0.address):\(port)/messages")!)
+            }
         }
     }
 

@@ -13,9 +13,13 @@ final class ServerState: @unchecked Sendable {
     /// The limiter's fill (nil until its first request: full then), on a clock from `started`.
     private var level: FlakyServer.TokenBucket.Level?
     private let started = ContinuousClock.now
+    /// Where each arrival's line goes; nil: nowhere. Called outside `lock` (it may write to a
+    /// terminal), from the handlers' tasks at once: each call is one whole line.
+    private let log: (@Sendable (String) -> Void)?
 
-    init(behavior: FlakyServer.Behavior) {
+    init(behavior: FlakyServer.Behavior, log: (@Sendable (String) -> Void)? = nil) {
         self.behavior = behavior
+        self.log = log
         random = SplitMix64(seed: behavior.seed ?? UInt64.random(in: .min ... .max))
     }
 
@@ -36,8 +40,11 @@ final class ServerState: @unchecked Sendable {
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
         let body = try await request.bodyData  // read the whole request first, as a real server does
+        let arrived = Date()
         let key = request.headers[HTTPHeader("Idempotency-Key")]
         let (verdict, delay) = decide(key: key, body: body)
+        // Logged before any wait, so that a held answer shows while it is held.
+        logArrival(request, at: arrived, bytes: body.count, answer: Self.describe(verdict, after: delay))
         if delay > .zero { try await Task.sleep(for: delay) }
         switch verdict {
         case .drop: return HTTPResponse(webSocket: DropConnection())
@@ -145,6 +152,45 @@ final class ServerState: @unchecked Sendable {
 
     /// Uniform in [0, 1). Under `lock`.
     private func nextUnit() -> Double { random.nextUnit() }
+
+    /// A request no coin is flipped for (the redirect, `/stats`, a route there is not): read,
+    /// logged, and answered `response`. Not counted in `statistics`, as before.
+    func answer(_ request: HTTPRequest, with response: HTTPResponse) async throws -> HTTPResponse {
+        let body = try await request.bodyData
+        logArrival(request, at: Date(), bytes: body.count, answer: String(response.statusCode.code))
+        return response
+    }
+
+    /// One line for an arrival, if anyone listens, e.g.
+    /// `2025-11-21T16:00:00.123Z POST /messages key=8F2C… bytes=17 answer=500 delay=250ms`:
+    /// when it arrived (its body read; UTC, milliseconds), the method and path, the
+    /// `Idempotency-Key` (`-`: none), the body's size in bytes, and the answer (see `describe`).
+    private func logArrival(_ request: HTTPRequest, at arrived: Date, bytes: Int, answer: String) {
+        guard let log else { return }
+        let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(arrived)
+        let key = request.headers[HTTPHeader("Idempotency-Key")] ?? "-"
+        log("\(time) \(request.method.rawValue) \(request.path) key=\(key) bytes=\(bytes) answer=\(answer)")
+    }
+
+    /// A verdict as the log shows it: the status sent (`200`, `500`, `429`, `503`), `dropped`
+    /// (closed without a byte) or `delayed` (held for `slowDelay`, past a client's timeout, then
+    /// 200), followed by ` delay=Nms` when the server waits before that (`delay`, `latency`, and
+    /// the hold of `delayed`).
+    static func describe(_ verdict: Verdict, after delay: Duration) -> String {
+        var wait = delay
+        let answer: String
+        switch verdict {
+        case .accept: answer = "200"
+        case .fail: answer = "500"
+        case .rateLimit(let status, _), .limited(let status, _): answer = String(status.code)
+        case .drop: answer = "dropped"
+        case .slow(let hold):
+            answer = "delayed"
+            wait += hold
+        }
+        guard wait > .zero else { return answer }
+        return "\(answer) delay=\(Int((wait / .milliseconds(1)).rounded()))ms"
+    }
 
     func statisticsResponse() -> HTTPResponse {
         let s = statistics
