@@ -1,4 +1,5 @@
 @_spi(CourierTesting) import CourierKit
+import CourierLog
 import FlakyServer
 import Foundation
 import Testing
@@ -44,5 +45,33 @@ import Testing
         #expect(start.duration(to: .now) >= .milliseconds(150))
         await transport.shutdown()
         await server.stop()
+    }
+}
+
+/// The line `flaky-server` prints for each request (issue 45), read from the sink the server is
+/// given rather than from standard output.
+@Suite(.timeLimit(.minutes(1))) struct FlakyServerLogTests {
+    @Test func aPostIsLoggedWithItsIdempotencyKey() async throws {
+        let lines = Locked<[String]>([])
+        let server = try await FlakyServer(behavior: .init(failureRate: 0, seed: 3), host: "127.0.0.1") { line in
+            lines.withLock { $0.append(line) }
+        }
+        let url = await server.url
+        #expect(url.host == "127.0.0.1")
+        let transport = try Courier.Configuration().defaultTransport()
+        let before = Date()
+        // Logged before the answer is written, so the line is there once the client has its 200.
+        #expect(await FlakyServerLimiterTests.post(transport, to: url, 7) == .response(status: 200))
+        await transport.shutdown()
+        await server.stop()
+        let logged = lines.value
+        try #require(logged.count == 1)
+        let fields = logged[0].split(separator: " ")
+        #expect(fields.dropFirst().joined(separator: " ") == "POST /messages key=key-7 bytes=2 answer=200")
+        // The arrival time: ISO 8601, UTC, with milliseconds.
+        let time = String(fields[0])
+        #expect(time.count == 24 && time.hasSuffix("Z") && time.dropFirst(19).hasPrefix("."))
+        let arrived = try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(time)
+        #expect(abs(arrived.timeIntervalSince(before)) < 30)
     }
 }
