@@ -7,7 +7,7 @@ import PackageDescription
 
 let package = Package(
     name: "DocumentationExamplesIOS",
-    platforms: [.iOS(.v16)],
+    platforms: [.iOS(.v17)],  // the examples are an iOS 17 app's (`CourierModel`)
     products: [.library(name: "DocumentationExamplesIOS", targets: ["DocumentationExamplesIOS"])],
     dependencies: [.package(name: "Courier", path: "../../..")],
     targets: [

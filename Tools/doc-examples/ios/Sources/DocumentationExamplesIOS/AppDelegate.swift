@@ -12,31 +12,25 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
     static let uploads = "com.example.app.courier.uploads"  // Courier's background URLSession
     static let delivery = "com.example.app.courier.delivery"  // in BGTaskSchedulerPermittedIdentifiers
 
+    /// The app's one outbox, for its whole life (a released courier stops delivering): views
+    /// read it as `appDelegate.outbox`.
+    let outbox = CourierModel()
     /// Made with the delegate, so Courier's session is known when iOS reports its events.
     let configuration: Courier.Configuration = {
         var configuration = Courier.Configuration()
         configuration.backgroundUploads = .urlSession(identifier: AppDelegate.uploads)
         return configuration
     }()
-    /// Keep it for the app's lifetime: a released courier stops delivering.
-    private(set) var courier: Courier?
-    /// Why it did not open, if it did not: show it, and offer to try again (the sample does).
-    private(set) var openError: (any Error)?
 
     func application(
         _ application: UIApplication,
         didFinishLaunchingWithOptions options: [UIApplication.LaunchOptionsKey: Any]? = nil
     ) -> Bool {
         Courier.registerBackgroundDelivery(identifier: Self.delivery)  // before launch ends
-        Task {
-            do {
-                let outbox = URL.applicationSupportDirectory.appending(path: "outbox")
-                // Replays off the main thread; waits for the first unlock if iOS launched the app before it.
-                courier = try await Courier.open(directory: outbox, configuration: configuration, lifecycle: .automatic)
-            } catch {
-                openError = error
-            }
-        }
+        // Replays off the main thread; waits for the first unlock if iOS launched the app before
+        // it; a failure is kept in `outbox.openError` (call `open` again to retry).
+        let directory = URL.applicationSupportDirectory.appending(path: "outbox")
+        Task { await outbox.open(directory: directory, configuration: configuration, lifecycle: .automatic) }
         return true
     }
 
@@ -54,11 +48,11 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
 
 // snippet: ios-swiftui
 @MainActor
-struct ExampleApp: App {  // your @main App
+struct BackgroundChatApp: App {  // @main in place of the quick start's ChatApp
     @UIApplicationDelegateAdaptor(AppDelegate.self) private var appDelegate
 
     var body: some Scene {
-        WindowGroup { Text("Outbox") }
+        WindowGroup { OutboxView(model: appDelegate.outbox) }
             // Instead of the delegate's handleEventsForBackgroundURLSession, if you prefer:
             .backgroundTask(.urlSession(AppDelegate.uploads)) {
                 await URLSessionBackgroundUploads.handleEvents(forSession: AppDelegate.uploads)
