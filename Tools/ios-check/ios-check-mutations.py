@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """`make ios-check-mutations`: proves that `make ios-check` reports an error in Apple-only code.
 
-    Tools/ios-check/ios-check-mutations.py [APP_PACKAGE_DIR...]
+    Tools/ios-check/ios-check-mutations.py [APP_DIR...]
 
 For each file that holds Apple-only code, among the files `make ios-check` type-checks, it
 plants an error in every branch that iOS compiles and Linux does not (`#if os(iOS)`,
 `#elseif canImport(Darwin)`, the `#else` of `#if canImport(FoundationNetworking)`, …) or, in a
-file that imports an Apple-only module outside any `#if` and in every file of an app package
-(the sample app's), at its end; runs
-the check on a copy of the package; and requires each planted error to be reported by file and
-line. The files are found by their branches, never from a list, so new Apple-only code is
+file that imports an Apple-only module outside any `#if` and in every file of an app directory
+(the device kit's app and share extension, the iOS doc examples), at its end; runs the check on
+a copy of the package; and requires each planted error to be reported by file and line. A file
+two targets compile (the kit's `Shared/`) is planted once. A unit-test target is not type-checked
+here (no XCTest in the SDK), so its files are not planted. The files are found by their branches, never from a list, so new Apple-only code is
 covered as it lands. One line per file; exit 1 if any planted error went unreported, 2 if the
 unmutated package is not clean to begin with (or no SDK: ios-check says which).
 
@@ -112,7 +113,7 @@ def in_closure(lines, first):
 
 def plants(path, in_app):
     """Where to plant errors in one file: (0-based line, text) pairs, or none. Every file of an
-    app package (`.iOSApplication`) is Apple-only, whatever it imports."""
+    app is Apple-only, whatever it imports."""
     with open(path, encoding="utf-8") as source:
         lines = source.read().split("\n")
     depth, unconditional = 0, in_app
@@ -188,13 +189,14 @@ def main(apps):
             print(output.rstrip())
             print("ios-check-mutations: the package must pass `make ios-check` before a mutation proves anything")
             return 2
-        order = [(name, files) for name, kind, files, _, _ in ios_check.modules(apps) if kind == "swift"]
-        missed, checked = 0, 0
+        order = [(name, files) for name, kind, files, *_ in ios_check.modules(apps) if kind == "swift"]
+        missed, checked, seen = 0, 0, set()
         for index, (module, files) in enumerate(order):
             for path in files:
                 planted = plants(path, in_app=any(path.startswith(app.rstrip("/") + "/") for app in apps))
-                if not planted:
+                if not planted or path in seen:
                     continue
+                seen.add(path)
                 root = os.path.join(work, "tree-%d" % checked)
                 copy_package(root)
                 lines = mutate(root, path, planted)

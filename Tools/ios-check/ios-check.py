@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """`make ios-check`: type-checks, for iOS, every target an iOS app builds, and the sample apps.
 
-    Tools/ios-check/ios-check.py [APP_PACKAGE_DIR...]
+    Tools/ios-check/ios-check.py [APP_DIR...]
 
 What an iOS app builds is the targets of this package's library products and the local
 targets they depend on (C targets as module maps; `CLZ4`, a Linux system library, never), plus
-the external modules they import (swift-log), taken from `.build/checkouts`. Each app package
-given (e.g. `Samples/CourierSample.swiftpm`) contributes one module per `Sources/<Target>/`.
+the external modules they import (swift-log), taken from `.build/checkouts`. Each app directory
+given contributes its own modules: one holding an Xcode project (`Samples/CourierSample`) one
+per target, its Swift files as the project's synchronized folders give them (read with
+`Tools/xcodeproj-check/pbxproj.py`), for the target's deployment target, an app extension's as
+an extension builds it (`-application-extension`, Debug and Release); an app package
+(`Tools/doc-examples/ios`) one per `Sources/<Target>/`. A unit-test target needs XCTest, which
+Xcode keeps beside the SDK (Platforms/iPhoneOS.platform/Developer/Library/Frameworks), not in
+it: a line says it was not checked.
 
 On Linux, against the SDK directory in `IOS_SDK` (an `iPhoneOS*.sdk`, as in Xcode; if unset,
 the newest `/tmp/sdk/iPhoneOS*.sdk`), for `arm64-apple-ios$IOS_DEPLOYMENT_TARGET` (default
@@ -35,9 +41,12 @@ Exit status: 0 clean, 1 type errors, 2 no usable SDK or API notes (the message s
 With `IOS_CHECK_OPTIONAL=1` (how CI calls it), a missing SDK or API notes is one line saying the
 check was skipped, and exit 0: a machine without an iOS SDK never fails CI.
 """
-import glob, json, os, re, shutil, subprocess, sys
+import glob, importlib.util, json, os, re, shutil, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("pbxproj", os.path.join(HERE, "..", "xcodeproj-check", "pbxproj.py"))
+pbxproj = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pbxproj)
 SHIMS = os.path.join(HERE, "Swift6Shims.swift")
 DEPLOYMENT = os.environ.get("IOS_DEPLOYMENT_TARGET", "16.0")
 TRIPLE = "arm64-apple-ios" + DEPLOYMENT
@@ -207,10 +216,10 @@ class Checker:
         self.built.add(name)
         return True
 
-    def check(self, name, files, external_dependencies=(), triple=None):
-        """Type-checks one module in each configuration (for `triple`, default the package's),
-        then emits its interface for the modules that import it. Clean only if every compiler run
-        exited 0."""
+    def check(self, name, files, external_dependencies=(), triple=None, app_extension=False):
+        """Type-checks one module in each configuration (for `triple`, default the package's; an
+        app extension's own module as Xcode compiles it, extension-safe in each), then emits its
+        interface for the modules that import it. Clean only if every compiler run exited 0."""
         for module in external_dependencies:
             self.build_external(module)
         broken = sorted(imported_modules(files) & self.failed)
@@ -222,8 +231,12 @@ class Checker:
         base = [triple if flag == TRIPLE else flag for flag in self.base]
         flags = base + ["-swift-version", "6", "-package-name", PACKAGE_NAME, "-parse-as-library",
                         "-module-name", name] + files + [SHIMS]
-        # App packages are apps, not extensions: only the package's modules get the third run.
-        for configuration, defines in CONFIGURATIONS + ([EXTENSION] if in_package else []):
+        # An app's modules are built once, as the app or as its extension; the package's modules
+        # may go into either, so they get the third run.
+        runs = CONFIGURATIONS + ([EXTENSION] if in_package else [])
+        if app_extension:
+            runs = [("%s app extension" % configuration, defines + EXTENSION[1]) for configuration, defines in runs]
+        for configuration, defines in runs:
             # One frontend for the whole module (-wmo): per-file jobs each load the SDK anew.
             result = subprocess.run(["swiftc", "-typecheck", "-wmo"] + defines + flags, capture_output=True, text=True)
             if result.returncode != 0:
@@ -238,6 +251,7 @@ class Checker:
         if result.returncode != 0 or not os.path.isfile(module):
             return self.report(name, "its interface could not be emitted", result)
         extension = ", and as an app extension builds it" if in_package else ""
+        extension = ", as an app extension" if app_extension else extension
         print("%s: type-checks for %s, Debug and Release%s (%d files)" % (name, triple, extension, len(files)))
         return True
 
@@ -262,9 +276,12 @@ def main(apps):
     scratch = os.path.join(os.path.realpath(".build"), "ios-check", "scratch")
     checker = Checker(sdk, scratch)
     clean, count = True, 0
-    for name, kind, files, products, triple in modules(apps):
+    for name, kind, files, products, triple, app_extension in modules(apps):
         if kind == "c":
             checker.add_c_module(name, files)
+        elif kind == "xctest":
+            print("%s: not checked (XCTest is not in this SDK: Xcode keeps it beside the SDK; on macOS, "
+                  "`make ios-check` builds it with xcodebuild build-for-testing)" % name)
         elif name in TRUSTED:
             # `make ios-check-mutations` only: a module its mutation cannot reach was
             # checked clean by its baseline run, whose interface stands in.
@@ -273,7 +290,7 @@ def main(apps):
             checker.built.update(products)
             print("%s: unchanged since the clean baseline run (its interface reused)" % name)
         else:
-            clean = checker.check(name, files, products, triple) and clean
+            clean = checker.check(name, files, products, triple, app_extension) and clean
             count += 1
     if os.environ.get("IOS_CHECK_SAVE") and clean:
         for module in glob.glob(os.path.join(checker.out, "*.swiftmodule")):
@@ -300,23 +317,43 @@ def package_description():
 
 
 def modules(apps):
-    """What an iOS app builds, in dependency order: (name, "c" or "swift", files, the
-    products it uses). Files are relative to the package root, as errors print them."""
+    """What an iOS app builds, in dependency order: (name, "c", "swift" or "xctest", files, the
+    products it uses, its triple (None: the package's), whether it is an app extension). Files
+    are relative to the package root, as errors print them."""
     found = []
     for target in ios_targets(package_description()):
         path = os.path.relpath(target["path"])
         if target["module_type"] == "ClangTarget":
-            found.append((target["name"], "c", glob.glob(os.path.join(path, "include", "*.h")), [], None))
+            found.append((target["name"], "c", glob.glob(os.path.join(path, "include", "*.h")), [], None, False))
         elif target["module_type"] == "SwiftTarget":
             # Product names stand for module names: true of every package Courier uses.
             found.append((target["name"], "swift", sorted(os.path.join(path, f) for f in target["sources"]),
-                          target.get("product_dependencies", []), None))
+                          target.get("product_dependencies", []), None, False))
         # A system library (CLZ4, liblz4 on Linux) is never built for iOS: Apple platforms
         # take LZ4 blocks from the Compression framework.
     for app in apps:
+        projects = glob.glob(os.path.join(app, "*.xcodeproj"))
+        if projects:
+            found += project_modules(projects[0])
+            continue
         triple = app_triple(app)
         for source in sorted(glob.glob(os.path.join(app, "Sources", "*"))):
-            found.append((os.path.basename(source), "swift", swift_files(source), [], triple))
+            found.append((os.path.basename(source), "swift", swift_files(source), [], triple, False))
+    return found
+
+
+def project_modules(path):
+    """An Xcode project's targets, in the project's order (the app before the tests that import
+    it): each target's module name, its Swift files, and its Release deployment target."""
+    project, found = pbxproj.Project(path), []
+    for name, target in project.targets().items():
+        settings = project.settings(target, "Release")
+        module = re.sub(r"\W", "_", settings.get("PRODUCT_MODULE_NAME") or settings.get("PRODUCT_NAME") or name)
+        triple = TRIPLE.replace("ios" + DEPLOYMENT, "ios" + settings.get("IPHONEOS_DEPLOYMENT_TARGET", DEPLOYMENT))
+        product = target.get("productType", "")
+        files = [os.path.relpath(f) for f in project.swift_files(target)]
+        found.append((module, "xctest" if product.endswith("unit-test") else "swift", files, [], triple,
+                      product.endswith("app-extension")))
     return found
 
 
