@@ -87,22 +87,26 @@ consumer-check: deps
 	$(SWIFT) build --package-path $(CONSUMER) --scratch-path .build-consumer
 	.build-consumer/debug/consumer-check
 
-# Type-checks for iOS every target an iOS app builds (those of the library products) and the iOS
-# sample app. On macOS: xcodebuild for a generic iOS device. On Linux: Tools/ios-check against
+# The iOS device kit: an app, its share extension and simulator tests (Samples/README.md).
+XCODEPROJ := Samples/CourierSample/CourierSample.xcodeproj
+
+# Type-checks for iOS every target an iOS app builds (those of the library products), the iOS
+# device kit's app and share extension, and the documentation's iOS examples. On macOS:
+# xcodebuild for a generic iOS device (the kit's tests too). On Linux: Tools/ios-check against
 # the iPhoneOS SDK directory in IOS_SDK, with the Dispatch and os API notes in IOS_APINOTES
 # (README, "Contributing without a Mac"; both have defaults, see Tools/ios-check/ios-check.py).
 # About a minute. Nothing is linked or run.
 IOS_SDK      ?=
 IOS_APINOTES ?=
-IOS_APP      := Samples/CourierSample.swiftpm Tools/doc-examples/ios
+IOS_APP      := Samples/CourierSample Tools/doc-examples/ios
 IOS_LIBRARIES := CourierKit CourierTesting
 ios-check:
 ifeq ($(shell uname -s),Darwin)
 	@for scheme in $(IOS_LIBRARIES); do \
 	  xcodebuild -quiet -scheme $$scheme -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build || exit 1; \
 	  echo "ios-check: $$scheme builds for a generic iOS device"; done
-	cd Samples/CourierSample.swiftpm && xcodebuild -quiet -scheme "Courier Sample" -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build
-	@echo "ios-check: the sample app builds for a generic iOS device"
+	xcodebuild -quiet -project $(XCODEPROJ) -scheme CourierSample -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build-for-testing
+	@echo "ios-check: the device kit (app, share extension, tests) builds for a generic iOS device"
 	cd Tools/doc-examples/ios && xcodebuild -quiet -scheme DocumentationExamplesIOS -destination 'generic/platform=iOS' CODE_SIGNING_ALLOWED=NO build
 	@echo "ios-check: the documentation's iOS examples build for a generic iOS device"
 else

@@ -1,0 +1,91 @@
+import CourierKit
+import SwiftUI
+
+/// The Messages tab: the server, a message field and Send, and every message with its state in
+/// the model's words. It reads the app delegate's model; it opens, owns and follows nothing.
+@MainActor
+struct MessagesScreen: View {
+    let model: CourierModel
+    /// Opens the outbox again after a failure (the app delegate's `openOutbox`).
+    let reopen: () async -> Void
+    @State private var text = ""
+    @State private var serverText = SharedContainer.server.absoluteString
+    @State private var notice: String?
+
+    var body: some View {
+        List {
+            Section {
+                TextField("Server", text: $serverText)
+                    .keyboardType(.URL).textInputAutocapitalization(.never).autocorrectionDisabled()
+                    .onSubmit(applyServer)
+                HStack {
+                    TextField("Message", text: $text).onSubmit(send)
+                    Button("Send", action: send).disabled(text.trimmingCharacters(in: .whitespaces).isEmpty)
+                }
+                if let notice { Text(notice).font(.footnote).foregroundStyle(.red) }
+                if let error = model.openError {
+                    Text("The outbox did not open: \(error.localizedDescription)").foregroundStyle(.red)
+                    Button("Try again") { Task { await reopen() } }
+                }
+            } footer: {
+                Text("Server: the challenge's until you type another and press Return (a server on your Mac: "
+                    + "http://<Mac's IP>:18787/messages).")
+            }
+            Section("\(model.pendingCount) pending") {
+                ForEach(model.messages.reversed()) { MessageRow(message: $0) }
+            }
+        }
+        .navigationTitle("Courier")
+    }
+
+    private func send() {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return }
+        do {
+            // `sentAt` lets a server's arrival log give send → arrival on its own (check 2).
+            try model.send(["text": trimmed, "sentAt": Date().ISO8601Format()], to: SharedContainer.server)
+            text = ""
+            notice = nil
+        } catch {
+            notice = error.localizedDescription  // not open yet, too large, disk full: nothing stored
+        }
+    }
+
+    private func applyServer() {
+        let typed = serverText.trimmingCharacters(in: .whitespaces)
+        guard let url = URL(string: typed), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            url.host() != nil
+        else {
+            notice = "not a server URL (http:// or https:// and a host): \(typed)"
+            return
+        }
+        notice = nil
+        SharedContainer.server = url
+    }
+}
+
+/// One message: the start of its id (its `Idempotency-Key`, as a server's log shows it), when
+/// it was sent, and its state in words; a countdown to the next attempt redraws each second.
+struct MessageRow: View {
+    let message: MessageStatus
+
+    var body: some View {
+        if case .waiting = message.state {
+            TimelineView(.periodic(from: .now, by: 1)) { context in row(message.summary(at: context.date)) }
+        } else {
+            row("\(message)")
+        }
+    }
+
+    private func row(_ state: String) -> some View {
+        VStack(alignment: .leading) {
+            Text(heading).font(.caption.monospaced()).foregroundStyle(.secondary)
+            Text(state)
+        }
+    }
+
+    private var heading: String {
+        let sent = message.sentAt.map { " · sent " + $0.formatted(date: .omitted, time: .standard) } ?? ""
+        return String(message.id.description.prefix(8)) + sent
+    }
+}
