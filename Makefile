@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_BUILD = $(SWIFT) build --sanitize fuzzer --scratch-path .build-fuzz
 
-.PHONY: all deps tmux build test format-check format consumer-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-outbox bench-model bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures data-path delivery-ratio lock-hold clean
+.PHONY: all deps tmux build test format-check format consumer-check xcodeproj-check ios-check ios-check-mutations doc-snippets smoke demo docs bench bench-compare bench-outage bench-drain bench-outbox bench-model bench-background soak fuzz fuzz-short fuzz-build tsan fixtures verify-fixtures data-path delivery-ratio lock-hold clean
 
 all: build
 
@@ -45,6 +45,7 @@ build: deps
 # compiles (Tools/doc-examples/check.py; `make doc-snippets` copies the compiled code in).
 test: deps tmux
 	python3 Tools/doc-examples/check.py
+	$(MAKE) xcodeproj-check
 	$(MAKE) format-check
 	$(SWIFT) build $(TRAITS) --build-tests
 	Tools/smoke-sample.sh .build/debug/courier-sample
@@ -87,8 +88,16 @@ consumer-check: deps
 	$(SWIFT) build --package-path $(CONSUMER) --scratch-path .build-consumer
 	.build-consumer/debug/consumer-check
 
-# The iOS device kit: an app, its share extension and simulator tests (Samples/README.md).
+# The iOS device kit (an app, its share extension and simulator tests: Samples/README.md), its
+# Xcode project read without Xcode: object ids, targets, the embedded extension, the local
+# package, one App Group, Info.plist keys, iOS 17.0, Swift 6, the shared scheme
+# (Tools/xcodeproj-check/check.py says each). Then the check of the check: broken copies of the
+# project must each fail. Python only, about a second; part of `make test`.
 XCODEPROJ := Samples/CourierSample/CourierSample.xcodeproj
+xcodeproj-check:
+	python3 Tools/xcodeproj-check/check.py $(XCODEPROJ)
+	@out=$$(python3 Tools/xcodeproj-check/check.py --self-test $(XCODEPROJ)) || { echo "$$out"; exit 1; }; \
+	  echo "$$out" | tail -1
 
 # Type-checks for iOS every target an iOS app builds (those of the library products), the iOS
 # device kit's app and share extension, and the documentation's iOS examples. On macOS:
