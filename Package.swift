@@ -93,7 +93,7 @@ let package = Package(
         .target(name: "CourierTesting", dependencies: ["CourierKit", "CourierLog", "CourierLogTesting"]),
         // The terminal sample (`make demo`): its input model, rows and renderer (tested), and a
         // thin terminal view over `CourierModel`. Not a product: the iOS sample's code lives in
-        // Samples/CourierSample.swiftpm.
+        // Samples/CourierSample (the device kit's Xcode project).
         .target(name: "CourierSample", dependencies: ["CourierKit"]),
         .executableTarget(name: "courier-sample", dependencies: [
             "CourierSample", "CourierKit", "CourierLog", "FlakyServer",
