@@ -72,7 +72,10 @@ struct DebugScreen: View {
     }
 
     private func collect() async {
-        guard let courier = model.courier else { return note = "the outbox is not open" }
+        guard let courier = model.courier else {
+            note = "the outbox is not open"
+            return
+        }
         let added = await courier.collectExtensionMessages()
         note = "collected \(added) message\(added == 1 ? "" : "s") from the App Group outbox"
     }
