@@ -9,9 +9,11 @@ plants an error in every branch that iOS compiles and Linux does not (`#if os(iO
 file that imports an Apple-only module outside any `#if` and in every file of an app directory
 (the device kit's app and share extension, the iOS doc examples), at its end; runs the check on
 a copy of the package; and requires each planted error to be reported by file and line. A file
-two targets compile (the kit's `Shared/`) is planted once. A unit-test target is not type-checked
-here (no XCTest in the SDK), so its files are not planted. The files are found by their branches, never from a list, so new Apple-only code is
-covered as it lands. One line per file; exit 1 if any planted error went unreported, 2 if the
+two targets compile (the kit's `Shared/`) is planted once. Then each package file with Apple-only
+code gets a data race in its Apple-only branch, in a run of its own (SIL's passes run only on a
+module that type-checks), which must be reported as SIL reports it ("sending 'b' risks causing
+data races"). The files are found by their branches, never from a list, so new Apple-only code
+is covered as it lands. One line per file; exit 1 if any planted error went unreported, 2 if the
 unmutated package is not clean to begin with (or no SDK: ios-check says which).
 
 Each mutation run takes the modules it cannot reach (those that do not import the mutated one)
@@ -145,6 +147,26 @@ def plants(path, in_app):
     return sorted(set(found))
 
 
+def race_plant(path):
+    """A data race planted in the file's first top-level Apple-only branch, as (0-based line,
+    text), or None: a non-Sendable value used after a `Task` closure that captured it was sent
+    off. It type-checks; only SIL's region-isolation pass reports it ("sending 'b' risks causing
+    data races"), so its report proves that pass ran on the Apple-only code."""
+    with open(path, encoding="utf-8") as source:
+        lines = source.read().split("\n")
+    for first, end in apple_only_branches(lines):
+        depth = 0
+        for line in lines[:first]:
+            match = DIRECTIVE.match(line)
+            if match:
+                depth += {"if": 1, "endif": -1}.get(match.group(1), 0)
+        # A branch of code, not a branch of imports (`#if canImport(os) import os #endif`).
+        if depth == 1 and not lines[first - 1].startswith(" ") and end - first > 10:
+            return (end, "func %sRace%d() async { final class Box { var x = 0 }; let b = Box(); "
+                         "Task { @MainActor in _ = b.x }; b.x += 1 }" % (MARK, end))
+    return None
+
+
 def mutate(root, path, planted):
     """Writes `path` under `root` with the planted lines; returns their 1-based line numbers."""
     with open(path, encoding="utf-8") as source:
@@ -189,39 +211,50 @@ def main(apps):
             print(output.rstrip())
             print("ios-check-mutations: the package must pass `make ios-check` before a mutation proves anything")
             return 2
-        order = [(name, files) for name, kind, files, *_ in ios_check.modules(apps) if kind == "swift"]
+        order = [(name, files) for name, kind, files, *_ in ios_check.modules(apps) if kind in ("swift", "xctest")]
         missed, checked, seen = 0, 0, set()
-        for index, (module, files) in enumerate(order):
-            for path in files:
+        # Each file once with type errors, then, for a package file with a top-level Apple-only
+        # branch, once with a data race (SIL's passes run only on a module that type-checks).
+        runs = [(index, module, path, "type") for index, (module, files) in enumerate(order) for path in files]
+        runs += [(index, module, path, "race") for index, module, path, _ in runs
+                 if not any(path.startswith(app.rstrip("/") + "/") for app in apps) and race_plant(path)]
+        for index, module, path, kind in runs:
+            if kind == "type":
                 planted = plants(path, in_app=any(path.startswith(app.rstrip("/") + "/") for app in apps))
                 if not planted or path in seen:
                     continue
                 seen.add(path)
-                root = os.path.join(work, "tree-%d" % checked)
-                copy_package(root)
-                lines = mutate(root, path, planted)
-                # Modules before this one that do not import it cannot see the mutation.
-                reachable = {module}
-                for later, later_files in order[index + 1:]:
-                    if ios_check.imported_modules(later_files) & reachable:
-                        reachable.add(later)
-                trusted = [name for name, _ in order if name not in reachable]
-                status, output = run_check(root, apps, dict(environment, IOS_CHECK_TRUSTED=",".join(trusted),
-                                                            IOS_CHECK_INTERFACES=interfaces))
-                reported = [line for line in lines
-                            if re.search(r"^\s*%s:%d:\d+: error: " % (re.escape(path), line), output, re.M)]
-                unreported = sorted(set(lines) - set(reported))
-                checked += 1
-                if status != 0 and not unreported:
-                    print("caught  %s: %d planted error(s), each reported by file and line (lines %s)"
-                          % (path, len(lines), ", ".join(map(str, lines))))
-                else:
-                    missed += 1
-                    print("MISSED  %s: line(s) %s not reported (check exit %d)"
-                          % (path, ", ".join(map(str, unreported)) or "none", status))
-                    print("\n".join("    " + l for l in output.rstrip().splitlines()[-12:]))
-                shutil.rmtree(root)
-        print("ios-check-mutations: %d of %d files with Apple-only code had every planted error reported%s"
+            else:
+                planted = [race_plant(path)]
+            root = os.path.join(work, "tree-%d" % checked)
+            copy_package(root)
+            lines = mutate(root, path, planted)
+            # Modules before this one that do not import it cannot see the mutation.
+            reachable = {module}
+            for later, later_files in order[index + 1:]:
+                if ios_check.imported_modules(later_files) & reachable:
+                    reachable.add(later)
+            trusted = [name for name, _ in order if name not in reachable]
+            status, output = run_check(root, apps, dict(environment, IOS_CHECK_TRUSTED=",".join(trusted),
+                                                        IOS_CHECK_INTERFACES=interfaces))
+            # A race counts only as SIL reports it: a type error there would prove nothing.
+            said = "" if kind == "type" else r".*risks causing data races"
+            reported = [line for line in lines
+                        if re.search(r"^\s*%s:%d:\d+: error: %s" % (re.escape(path), line, said), output, re.M)]
+            unreported = sorted(set(lines) - set(reported))
+            checked += 1
+            if status != 0 and not unreported:
+                what = "planted error(s)" if kind == "type" else "planted data race(s)"
+                print("caught  %s: %d %s, each reported by file and line (lines %s)"
+                      % (path, len(lines), what, ", ".join(map(str, lines))))
+            else:
+                missed += 1
+                print("MISSED  %s: line(s) %s not reported (check exit %d)"
+                      % (path, ", ".join(map(str, unreported)) or "none", status))
+                print("\n".join("    " + l for l in output.rstrip().splitlines()[-12:]))
+            shutil.rmtree(root)
+        print("ios-check-mutations: %d of %d mutations of files with Apple-only code (type errors, and data "
+              "races SIL's passes find) had every planted error reported%s"
               % (checked - missed, checked, "" if not missed else " — the check can hide errors"))
         return 1 if missed or not checked else 0
     finally:

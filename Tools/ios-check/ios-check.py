@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""`make ios-check`: type-checks, for iOS, every target an iOS app builds, and the sample apps.
+"""`make ios-check`: compiles for iOS, as far as SIL's diagnostics (type-checking, then Swift 6's
+data-race, exclusivity and definite-initialization checks), every target an iOS app builds and
+the sample apps.
 
     Tools/ios-check/ios-check.py [APP_DIR...]
 
@@ -12,7 +14,7 @@ per target, its Swift files as the project's synchronized folders give them (rea
 an extension builds it (`-application-extension`, Debug and Release); an app package
 (`Tools/doc-examples/ios`) one per `Sources/<Target>/`. A unit-test target needs XCTest, which
 Xcode keeps beside the SDK (Platforms/iPhoneOS.platform/Developer/Library/Frameworks), not in
-it: a line says it was not checked.
+it: it is checked against `XCTestShim.swift`, the app it tests emitted with `-enable-testing`.
 
 On Linux, against the SDK directory in `IOS_SDK` (an `iPhoneOS*.sdk`, as in Xcode; if unset,
 the newest `/tmp/sdk/iPhoneOS*.sdk`), for `arm64-apple-ios$IOS_DEPLOYMENT_TARGET` (default
@@ -21,7 +23,9 @@ API notes Xcode's toolchain carries for `Dispatch` and `os`: `IOS_APINOTES` name
 holding them (`Dispatch.apinotes`, `os.apinotes`, from the Swift project's `apinotes/`
 directory); if unset, the toolchain's own, else `$IOS_RES/apinotes` (default `/tmp/iosres`,
 where an SDK set-up script may have left a Darwin resource directory).
-Type-checking only: nothing is linked or run (see README, "Contributing without a Mac").
+Past type-checking the Linux compiler needs the SDK's `Swift`, `_Concurrency` and `Observation`
+as Swift 6 declares them: `overlay.py` builds them (and says why each). Nothing is generated,
+linked or run (see README, "Contributing without a Mac").
 
 Three rules keep the check sound (../shared/ios/README.md):
 - It ignores no error: when the compiler reports an error in some paths, it reports nothing
@@ -37,7 +41,7 @@ code inside `#if DEBUG` compiled in) and Release. The SDK's module cache is kept
 `.build/ios-check/` between runs (`IOS_MODULE_CACHE` to move it): the first run builds it, and
 later runs take about a third of its time.
 
-Exit status: 0 clean, 1 type errors, 2 no usable SDK or API notes (the message says which).
+Exit status: 0 clean, 1 errors, 2 no usable SDK or API notes (the message says which).
 With `IOS_CHECK_OPTIONAL=1` (how CI calls it), a missing SDK or API notes is one line saying the
 check was skipped, and exit 0: a machine without an iOS SDK never fails CI.
 """
@@ -47,7 +51,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("pbxproj", os.path.join(HERE, "..", "xcodeproj-check", "pbxproj.py"))
 pbxproj = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(pbxproj)
+_spec = importlib.util.spec_from_file_location("overlay", os.path.join(HERE, "overlay.py"))
+overlay = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(overlay)
 SHIMS = os.path.join(HERE, "Swift6Shims.swift")
+XCTEST_SHIM = os.path.join(HERE, "XCTestShim.swift")
 DEPLOYMENT = os.environ.get("IOS_DEPLOYMENT_TARGET", "16.0")
 TRIPLE = "arm64-apple-ios" + DEPLOYMENT
 # As SwiftPM does, so that `package` declarations are visible across this package's modules.
@@ -110,35 +118,6 @@ def resource_dir(scratch):
     return res
 
 
-def observation_overlay(sdk, scratch):
-    """The SDK's Observation module, with the `@Observable` macro declared as this compiler's
-    macro plugin expands it. The plugin comes with the compiler: Swift 6.2's and later add
-    `shouldNotifyObservers` members, which the iOS 17.4 SDK's declaration (Swift 5.10) does not
-    name, so every `@Observable` class fails with "declaration name 'shouldNotifyObservers' is
-    not covered by macro 'Observable'". Xcode 26 (which App Store Connect requires) pairs that
-    plugin with an SDK declaring the name: the overlay makes this check see what Xcode 26
-    compiles, and changes nothing else (the members are plain Swift, no new runtime symbol).
-    Returns the directory to search before the SDK, or None when the SDK needs no overlay."""
-    toolchain = os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("swiftc"))))
-    own = glob.glob(os.path.join(toolchain, "lib", "swift", "*", "Observation.swiftmodule", "*.swiftinterface"))
-    sdk_interface = os.path.join(sdk, "usr", "lib", "swift", "Observation.swiftmodule", "arm64-apple-ios.swiftinterface")
-    if not own or not os.path.isfile(sdk_interface):
-        return None
-    name = "named(shouldNotifyObservers)"
-    text = open(sdk_interface).read()
-    if name in text or name not in open(own[0]).read():
-        return None  # the SDK and the plugin agree
-    patched = text.replace("named(withMutation))", "named(withMutation), %s)" % name)
-    assert patched != text, "the SDK's @Observable declaration has an unexpected form"
-    overlay = os.path.join(scratch, "overlay")
-    path = os.path.join(overlay, "Observation.swiftmodule", "arm64-apple-ios.swiftinterface")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if not os.path.isfile(path) or open(path).read() != patched:  # rewritten only on change: the cache
-        with open(path, "w") as out:
-            out.write(patched)
-    return overlay
-
-
 def ios_targets(description):
     """Targets of the library products, closed over local dependencies, in dependency order."""
     targets = {t["name"]: t for t in description["targets"]}
@@ -170,11 +149,19 @@ class Checker:
         for emitted in glob.glob(os.path.join(self.out, "*.swift*")):
             os.remove(emitted)
         self.modulemap = []
-        self.cache = os.environ.get("IOS_MODULE_CACHE") or os.path.normpath(os.path.join(scratch, "..", "module-cache"))
+        # Searched before the SDK: its Observation, Swift and _Concurrency as Swift 6 declares
+        # them, so that SIL's diagnostic passes run (overlay.py says why each).
+        overlay_dir, overlay_key = overlay.build(sdk, os.path.join(scratch, "overlay"))
+        # One cache per overlay: a cached SDK module records the SDK's interfaces it was built
+        # from, not the overlay's that replaced them, so a cache built against another overlay
+        # (or none) looks fresh and is not (measured: the compiler aborts deserializing SIL).
+        self.cache = os.environ.get("IOS_MODULE_CACHE") or os.path.normpath(
+            os.path.join(scratch, "..", "module-cache-" + overlay_key))
+        for stale in glob.glob(os.path.join(scratch, "..", "module-cache*")):
+            if os.path.normpath(stale) != self.cache and not os.environ.get("IOS_MODULE_CACHE"):
+                shutil.rmtree(stale, ignore_errors=True)
         self.base = ["-target", TRIPLE, "-sdk", sdk, "-resource-dir", resource_dir(scratch),
-                     "-module-cache-path", self.cache, "-I", self.out, "-D", "SWIFT_PACKAGE"]
-        overlay = observation_overlay(sdk, scratch)
-        self.base += ["-I", overlay] if overlay else []
+                     "-module-cache-path", self.cache, "-I", self.out, "-D", "SWIFT_PACKAGE", "-I", overlay_dir]
         # The driver finds the compiler's macro plugins (`@Observable`) by itself; a frontend
         # run (`-emit-module` below) is told where they are.
         toolchain = os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("swiftc"))))
@@ -238,7 +225,10 @@ class Checker:
             runs = [("%s app extension" % configuration, defines + EXTENSION[1]) for configuration, defines in runs]
         for configuration, defines in runs:
             # One frontend for the whole module (-wmo): per-file jobs each load the SDK anew.
-            result = subprocess.run(["swiftc", "-typecheck", "-wmo"] + defines + flags, capture_output=True, text=True)
+            # Past type-checking: SILGen and the mandatory passes, Swift 6's data-race checks
+            # (region isolation, `sending`) and exclusivity among them; no code is generated.
+            result = subprocess.run(["swiftc", "-emit-sil", "-wmo", "-o", os.devnull] + defines + flags,
+                                    capture_output=True, text=True)
             if result.returncode != 0:
                 return self.report(name, "%s configuration" % configuration, result)
         module = os.path.join(self.out, name + ".swiftmodule")
@@ -246,14 +236,26 @@ class Checker:
         # included), for DocC.
         graphs = os.environ.get("IOS_SYMBOL_GRAPH_DIR")
         symbol_graph = ["-emit-symbol-graph", "-emit-symbol-graph-dir", graphs] if graphs and in_package else []
+        # An app's module as its Debug build has it, for its tests' `@testable import`.
+        testing = [] if in_package else ["-enable-testing"]
         result = subprocess.run(["swiftc", "-frontend", "-emit-module", "-experimental-skip-all-function-bodies"]
-                                + flags + symbol_graph + ["-o", module], capture_output=True, text=True)
+                                + flags + symbol_graph + testing + ["-o", module], capture_output=True, text=True)
         if result.returncode != 0 or not os.path.isfile(module):
             return self.report(name, "its interface could not be emitted", result)
         extension = ", and as an app extension builds it" if in_package else ""
         extension = ", as an app extension" if app_extension else extension
-        print("%s: type-checks for %s, Debug and Release%s (%d files)" % (name, triple, extension, len(files)))
+        print("%s: clean through SIL's diagnostics for %s, Debug and Release%s (%d files)"
+              % (name, triple, extension, len(files)))
         return True
+
+    def build_xctest_shim(self, triple):
+        """Module `XCTest` from XCTestShim.swift, for a test target's type-check."""
+        base = [triple if flag == TRIPLE else flag for flag in self.base]
+        result = subprocess.run(["swiftc", "-frontend", "-emit-module", "-experimental-skip-all-function-bodies"]
+                                + base + ["-swift-version", "6", "-parse-as-library", "-module-name", "XCTest",
+                                          XCTEST_SHIM, "-o", os.path.join(self.out, "XCTest.swiftmodule")],
+                                capture_output=True, text=True)
+        return result.returncode == 0 or self.report("XCTest (the shim)", "it does not build", result)
 
     def report(self, name, what, result):
         """A failed compiler run: every error it printed, by file and line, or why it stopped."""
@@ -280,8 +282,10 @@ def main(apps):
         if kind == "c":
             checker.add_c_module(name, files)
         elif kind == "xctest":
-            print("%s: not checked (XCTest is not in this SDK: Xcode keeps it beside the SDK; on macOS, "
-                  "`make ios-check` builds it with xcodebuild build-for-testing)" % name)
+            # XCTest sits beside the SDK in Xcode, not in it: the tests see XCTestShim.swift's
+            # declarations of what they use, and `@testable import` the app (emitted for testing).
+            clean = checker.build_xctest_shim(triple) and checker.check(name, files, products, triple) and clean
+            count += 1
         elif name in TRUSTED:
             # `make ios-check-mutations` only: a module its mutation cannot reach was
             # checked clean by its baseline run, whose interface stands in.
@@ -295,8 +299,8 @@ def main(apps):
     if os.environ.get("IOS_CHECK_SAVE") and clean:
         for module in glob.glob(os.path.join(checker.out, "*.swiftmodule")):
             shutil.copy(module, os.environ["IOS_CHECK_SAVE"])
-    print("ios-check: %s — %d modules type-checked for %s against %s, Debug and Release, the package's also "
-          "as an app extension builds it (0 errors ignored; nothing linked or run)"
+    print("ios-check: %s — %d modules checked through SIL's diagnostics for %s against %s, Debug and Release, "
+          "the package's also as an app extension builds it (0 errors ignored; nothing linked or run)"
           % ("clean" if clean else "ERRORS", count, TRIPLE, os.path.normpath(sdk)))
     return 0 if clean else 1
 
