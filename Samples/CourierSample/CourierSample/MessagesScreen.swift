@@ -32,7 +32,9 @@ struct MessagesScreen: View {
                     + "http://<Mac's IP>:18787/messages).")
             }
             Section("\(model.pendingCount) pending") {
-                ForEach(model.messages.reversed()) { MessageRow(message: $0) }
+                // Ids, not `messages`: the list redraws when messages join or leave, and each row
+                // when its own message changes (check 6 scrolls 5,000 of them).
+                ForEach(model.ids.reversed(), id: \.self) { MessageRow(model: model, id: $0) }
             }
         }
         .navigationTitle("Courier")
@@ -66,25 +68,31 @@ struct MessagesScreen: View {
 
 /// One message: the start of its id (its `Idempotency-Key`, as a server's log shows it), when
 /// it was sent, and its state in words; a countdown to the next attempt redraws each second.
+/// It reads its own message (`status(of:)`), so another message's change does not redraw it.
 struct MessageRow: View {
-    let message: MessageStatus
+    let model: CourierModel
+    let id: MessageID
 
     var body: some View {
-        if case .waiting = message.state {
-            TimelineView(.periodic(from: .now, by: 1)) { context in row(message.summary(at: context.date)) }
-        } else {
-            row("\(message)")
+        if let message = model.status(of: id) {
+            if case .waiting = message.state {
+                TimelineView(.periodic(from: .now, by: 1)) { context in
+                    row(message, message.summary(at: context.date))
+                }
+            } else {
+                row(message, message.description)
+            }
         }
     }
 
-    private func row(_ state: String) -> some View {
+    private func row(_ message: MessageStatus, _ state: String) -> some View {
         VStack(alignment: .leading) {
-            Text(heading).font(.caption.monospaced()).foregroundStyle(.secondary)
+            Text(heading(message)).font(.caption.monospaced()).foregroundStyle(.secondary)
             Text(state)
         }
     }
 
-    private var heading: String {
+    private func heading(_ message: MessageStatus) -> String {
         let sent = message.sentAt.map { " · sent " + $0.formatted(date: .omitted, time: .standard) } ?? ""
         return String(message.id.description.prefix(8)) + sent
     }
