@@ -76,6 +76,19 @@ import Testing
         #expect(board.status(of: ids[4])?.state == .cancelled)
     }
 
+    /// Nothing happens to a resolved message: a stray event cannot make it pending again, and
+    /// the bound on resolved messages drops resolved ones only.
+    @Test func aResolvedMessageStaysResolvedAndOnlyResolvedOnesAreDropped() {
+        var board = MessageBoard(keepsResolved: 1)
+        board.load((0..<3).map { pending($0) }, asked: t0)
+        board.apply(.delivered(ids[0], attempts: 1), now: t0)
+        board.apply(.attemptStarted(ids[0], number: 2), now: t0)
+        #expect(board.status(of: ids[0])?.state == .delivered && board.pendingCount == 2)
+        board.apply(.delivered(ids[1], attempts: 1), now: t0)
+        board.apply(.cancelled(ids[2]), now: t0)
+        #expect(board.messages.map(\.id) == [ids[2]] && board.pendingCount == 0 && board.resolvedCount == 1)
+    }
+
     @Test func aDestinationGoesDownAndComesBack() {
         let origin = URL(string: "https://example.com:443")!
         var board = MessageBoard(keepsResolved: 2)
@@ -248,6 +261,28 @@ import Testing
         #expect(model.status(of: id)?.state == .queued && model.status(of: id)?.body == nil, "no body unless asked")
         #expect(model.pendingCount == 1)
         await model.courier?.close()
+    }
+
+    /// A second `open` while one is under way waits for it, so a `send` after it finds the
+    /// courier open; the second opener is never called.
+    @Test func aSecondOpenWaitsForTheOneUnderWay() async throws {
+        let courier = try Courier(
+            directory: scratch.url,
+            configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        courier.pause()
+        let model = CourierModel()
+        let first = Task { @MainActor in
+            await model.open(with: {
+                try? await Task.sleep(for: .milliseconds(50))
+                return courier
+            })
+        }
+        for _ in 0..<1_000 where model.opening == nil { await Task.yield() }  // the first is under way
+        await model.open(with: { Issue.record("opened twice"); return courier })
+        #expect(model.isOpen)
+        _ = try model.send(["n": 1], to: inbox)
+        await first.value
+        await courier.close()
     }
 
     @Test func aStatusReadsAsWordsAScreenShows() {

@@ -6,7 +6,10 @@
 @_exported import Foundation  // as XCTest's module does (its Objective-C headers import Foundation)
 
 open class XCTest: NSObject {}
-open class XCTestCase: XCTest {}
+open class XCTestCase: XCTest {
+    public override init() { super.init() }
+    public init(selector: Selector) { super.init() }
+}
 
 public func XCTAssertTrue(
     _ expression: @autoclosure () throws -> Bool, _ message: @autoclosure () -> String = "",

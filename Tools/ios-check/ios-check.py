@@ -155,10 +155,10 @@ class Checker:
         # One cache per overlay: a cached SDK module records the SDK's interfaces it was built
         # from, not the overlay's that replaced them, so a cache built against another overlay
         # (or none) looks fresh and is not (measured: the compiler aborts deserializing SIL).
-        self.cache = os.environ.get("IOS_MODULE_CACHE") or os.path.normpath(
-            os.path.join(scratch, "..", "module-cache-" + overlay_key))
-        for stale in glob.glob(os.path.join(scratch, "..", "module-cache*")):
-            if os.path.normpath(stale) != self.cache and not os.environ.get("IOS_MODULE_CACHE"):
+        caches = os.environ.get("IOS_MODULE_CACHE") or os.path.normpath(os.path.join(scratch, "..", "module-caches"))
+        self.cache = os.path.join(caches, overlay_key)
+        for stale in glob.glob(os.path.join(caches, "*")):  # another overlay's: this SDK's or compiler's no more
+            if stale != self.cache:
                 shutil.rmtree(stale, ignore_errors=True)
         self.base = ["-target", TRIPLE, "-sdk", sdk, "-resource-dir", resource_dir(scratch),
                      "-module-cache-path", self.cache, "-I", self.out, "-D", "SWIFT_PACKAGE", "-I", overlay_dir]

@@ -23,9 +23,13 @@ rewritten only when it changes, so the module cache keyed on it stays warm.
   (5.10), region isolation gives wrong answers both ways (a `Task` closure is `@Sendable` there,
   not `sending`). Availability comes from the Linux interface, which prints Apple's versions.
 
-What this cannot be: Xcode 26's own modules (6.2, where this is 6.3). Measured 2026-11-27: a
-`sending` violation planted in `Platform/` files is reported as Linux's compiler reports it, and
-two real errors that type-checking had passed were found (README, "Contributing without a Mac").
+What this is not: what Xcode compiles. It is Swift 6.3 over the iOS 17.4 SDK, so it can be wrong
+both ways: the 17.4 frameworks lack the `@MainActor` and `@Sendable` annotations iOS 18's and
+26's carry (an error Xcode 26 reports may pass here), 5.10's `map` and the like are `rethrows`,
+not typed (`Swift6Shims.swift` gives what Swift 6 gives an iOS 16 app), and Xcode 26's compiler
+is 6.2. An approximation that runs on every change; the device checks (DEVICE-TESTS.md, check
+1) are what decides. Measured 2026-11-27: a `sending` violation planted in `Platform/` files is
+reported as Linux's compiler reports it, and a real error a type-check had passed was found.
 """
 import hashlib, os, re, shutil
 

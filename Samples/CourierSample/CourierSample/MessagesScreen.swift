@@ -31,10 +31,13 @@ struct MessagesScreen: View {
                 Text("Server: the challenge's until you type another and press Return (a server on your Mac: "
                     + "http://<Mac's IP>:18787/messages).")
             }
-            Section("\(model.pendingCount) pending") {
-                // Ids, not `messages`: the list redraws when messages join or leave, and each row
-                // when its own message changes (check 6 scrolls 5,000 of them).
-                ForEach(model.ids.reversed(), id: \.self) { MessageRow(model: model, id: $0) }
+            // Each part reads only what it shows, so an event redraws only what it changed: a
+            // message's state its row, a count the header, a join or leave the list (check 6
+            // scrolls 5,000 of them).
+            Section {
+                MessageRows(model: model)
+            } header: {
+                PendingCount(model: model)
             }
         }
         .navigationTitle("Courier")
@@ -64,6 +67,22 @@ struct MessagesScreen: View {
         notice = nil
         SharedContainer.server = url
     }
+}
+
+/// The messages, newest first: ids, not `messages`, so a state change does not redraw the list.
+struct MessageRows: View {
+    let model: CourierModel
+
+    var body: some View {
+        ForEach(model.ids.reversed(), id: \.self) { MessageRow(model: model, id: $0) }
+    }
+}
+
+/// The section's header: the pending count, redrawn when it changes.
+struct PendingCount: View {
+    let model: CourierModel
+
+    var body: some View { Text("\(model.pendingCount) pending") }
 }
 
 /// One message: the start of its id (its `Idempotency-Key`, as a server's log shows it), when

@@ -50,7 +50,7 @@ public final class CourierModel: FollowingModel {
     @ObservationIgnored private var board: MessageBoard
     /// One token per message a view read (`status(of:)`): a change to that message changes it.
     @ObservationIgnored private var watched: [MessageID: MessageWatch] = [:]
-    @ObservationIgnored var isOpening = false
+    @ObservationIgnored var opening: Task<Void, Never>?
     @ObservationIgnored let follower = FollowerTask()
     @ObservationIgnored let bufferCapacity: Int
 
@@ -131,12 +131,12 @@ public final class CourierModel: FollowingModel {
             if board.status(of: id) == nil { watched[id] = nil }
         }
         guard change.summary else { return }
-        // Observation leaves readers alone when an equal value is set.
-        pendingCount = board.pendingCount
-        handedOffCount = board.handedOffCount
-        destinations = board.destinations
-        missedEventCount = board.missedEventCount
-        storageProblem = board.storageProblem
+        // Set only when changed: Swift 6.2's macro skips equal values, but Xcode 16's does not.
+        if pendingCount != board.pendingCount { pendingCount = board.pendingCount }
+        if handedOffCount != board.handedOffCount { handedOffCount = board.handedOffCount }
+        if destinations != board.destinations { destinations = board.destinations }
+        if missedEventCount != board.missedEventCount { missedEventCount = board.missedEventCount }
+        if storageProblem != board.storageProblem { storageProblem = board.storageProblem }
     }
 }
 

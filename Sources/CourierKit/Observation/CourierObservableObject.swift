@@ -16,7 +16,7 @@ public final class CourierObservableObject: ObservableObject, FollowingModel {
     /// Why the last `open` failed, if it did (nil once open).
     @Published public internal(set) var openError: CourierError?
     private var board: MessageBoard
-    var isOpening = false
+    var opening: Task<Void, Never>?
     let follower = FollowerTask()
     let bufferCapacity = 10_000
 

@@ -10,8 +10,8 @@ import Foundation
 /// counts are kept, not recounted; the resolved wait in the order they resolved, so the oldest
 /// is dropped without a search. Only `load` (at the start and after a gap) and reading the whole
 /// list cost O(n). `apply` says what changed, so a model tells only the views that read it.
-/// **A listed message costs about 160 bytes** (`Entry`, packed: half a `MessageStatus`; URLs
-/// shared; bodies only if kept), measured by `courier-bench --model`.
+/// **A listed message costs under 200 bytes** (`Entry`, packed: two thirds of a `MessageStatus`;
+/// URLs shared; bodies only if kept), measured by `courier-bench --model`.
 struct MessageBoard {
     private var statuses: [MessageID: Entry] = [:]
     private var bodies: [MessageID: Data] = [:]
@@ -34,15 +34,11 @@ struct MessageBoard {
     let keepsResolved: Int
     /// Whether statuses keep the body (a model made with `keepingBodies`).
     let keepsBodies: Bool
-    /// Each URL once, shared by its messages (a list of 10,000 holds a few): `Entry.url`.
-    private var urls: [URL] = []
-    private var urlNumbers: [URL: Int32] = [:]
-
-    /// A listed message's `MessageStatus`, packed (72 bytes, not 136).
+    /// A listed message's `MessageStatus`, packed (88 bytes, not 136).
     private struct Entry {
         var state: MessageStatus.State
+        var url: URL?  // one instance per destination when loaded (`load` shares them)
         var attempts: Int32
-        var url: Int32  // in `urls`; -1: unknown
         var sentAt: Double  // seconds since 1970; -infinity: unknown
         var changedAt: Double
     }
@@ -76,7 +72,7 @@ struct MessageBoard {
         guard let entry = statuses[id] else { return nil }
         func date(_ seconds: Double) -> Date? { seconds.isFinite ? Date(timeIntervalSince1970: seconds) : nil }
         return MessageStatus(
-            id: id, state: entry.state, attempts: Int(entry.attempts), url: entry.url < 0 ? nil : urls[Int(entry.url)],
+            id: id, state: entry.state, attempts: Int(entry.attempts), url: entry.url,
             body: bodies[id], sentAt: date(entry.sentAt), changedAt: date(entry.changedAt))
     }
 
@@ -106,6 +102,7 @@ struct MessageBoard {
         unlistedInOrder = 0
         (resolvedCount, handedOffCount) = (0, 0)
         for status in kept { list(status) }
+        var urls: Set<URL> = []  // read from the log one per message: shared, a list of 10,000 holds a few
         for message in pending {
             let state: MessageStatus.State =
                 message.isHandedOff
@@ -113,7 +110,8 @@ struct MessageBoard {
                 : message.attempts == 0 ? .queued : .waiting(until: message.nextAttemptAt, after: nil)
             list(
                 MessageStatus(
-                    id: message.id, state: state, attempts: message.attempts, url: message.url,
+                    id: message.id, state: state, attempts: message.attempts,
+                    url: urls.insert(message.url).memberAfterInsert,
                     body: message.body, sentAt: message.sentAt))
         }
         resolvedQueue = resolvedQueue[resolvedHead...].filter { statuses[$0] != nil }
@@ -172,16 +170,8 @@ struct MessageBoard {
     }
 
     private mutating func store(_ status: MessageStatus) {
-        var url: Int32 = -1
-        if let known = status.url {
-            url = urlNumbers[known] ?? Int32(urls.count)
-            if url == urls.count {
-                urls.append(known)
-                urlNumbers[known] = url
-            }
-        }
         statuses[status.id] = Entry(
-            state: status.state, attempts: Int32(clamping: status.attempts), url: url,
+            state: status.state, url: status.url, attempts: Int32(clamping: status.attempts),
             sentAt: status.sentAt?.timeIntervalSince1970 ?? -.infinity,
             changedAt: status.changedAt?.timeIntervalSince1970 ?? -.infinity)
         if keepsBodies { bodies[status.id] = status.body }
@@ -193,7 +183,9 @@ struct MessageBoard {
     }
 
     private mutating func update(_ id: MessageID, at now: Date, _ change: (inout MessageStatus) -> Void) -> Change {
-        guard var status = status(of: id) else { return Change() }
+        // Nothing happens to a resolved message (the engine says so once): a stray event must not
+        // make it pending again while it waits in `resolvedQueue` to be dropped.
+        guard var status = status(of: id), !status.state.isResolved else { return Change() }
         let counts = (resolvedCount, handedOffCount)
         count(status.state, as: -1)
         change(&status)
@@ -206,18 +198,19 @@ struct MessageBoard {
     private mutating func resolve(_ id: MessageID, _ state: MessageStatus.State, attempts: Int?, at now: Date)
         -> Change
     {
-        let wasResolved = statuses[id]?.state.isResolved ?? true
         var change = update(id, at: now) {
             $0.state = state
             if let attempts { $0.attempts = attempts }
         }
-        guard !wasResolved else { return change }
+        guard !change.messages.isEmpty else { return change }  // unknown, or resolved already
         resolvedQueue.append(id)
         // Bounded: each resolution drops at most one; stale entries (gone in a `load`) are skipped.
         while resolvedCount > keepsResolved, resolvedHead < resolvedQueue.count {
             let oldest = resolvedQueue[resolvedHead]
             resolvedHead += 1
-            guard let entry = statuses.removeValue(forKey: oldest) else { continue }
+            // Skipped if gone, or pending again (a `load` lists what the courier says).
+            guard let entry = statuses[oldest], entry.state.isResolved else { continue }
+            statuses[oldest] = nil
             bodies[oldest] = nil
             count(entry.state, as: -1)
             unlistedInOrder += 1

@@ -7,7 +7,8 @@ import Foundation
 protocol FollowingModel: AnyObject {
     var courier: Courier? { get set }
     var openError: CourierError? { get set }
-    var isOpening: Bool { get set }
+    /// The `open` under way, which a second `open` waits for.
+    var opening: Task<Void, Never>? { get set }
     var follower: FollowerTask { get }
     var bufferCapacity: Int { get }
     /// Runs `body` on the board and tells the views that read what it changed.
@@ -25,17 +26,25 @@ extension FollowingModel {
             })
     }
 
-    /// Opens a courier with `open` and follows it; once open, or while opening, it does
-    /// nothing. A failure is kept in `openError`, for the screen to show; call again to retry.
-    func open(with open: () async throws(CourierError) -> Courier) async {
-        guard courier == nil, !isOpening else { return }
-        isOpening = true
-        defer { isOpening = false }
-        do throws(CourierError) {
-            follow(try await open())
-        } catch {
-            openError = error
+    /// Opens a courier with `open` and follows it; once open it does nothing, and while an
+    /// open is under way it waits for that one (so `send` may follow `await open(…)`). A
+    /// failure is kept in `openError`, for the screen to show; call again to retry.
+    func open(with open: @escaping @Sendable () async throws(CourierError) -> Courier) async {
+        if let opening {
+            await opening.value
+            return
         }
+        guard courier == nil else { return }
+        let opening = Task { @MainActor in
+            do throws(CourierError) {
+                follow(try await open())
+            } catch {
+                openError = error
+            }
+        }
+        self.opening = opening
+        await opening.value
+        self.opening = nil
     }
 
     /// Sends `json` as `Courier.send` does, and lists the message at once, with its URL (and
@@ -92,6 +101,11 @@ enum ModelFollower {
 /// not on the main actor, and a `Task` is `Sendable`).
 final class FollowerTask: Sendable {
     private let task = Locked<Task<Void, Never>?>(nil)
-    func set(_ newValue: Task<Void, Never>) { task.withLock { $0 = newValue } }
+    func set(_ newValue: Task<Void, Never>) {
+        task.withLock {
+            $0?.cancel()  // a model follows one courier at a time
+            $0 = newValue
+        }
+    }
     deinit { task.withLock { $0 }?.cancel() }
 }
