@@ -96,21 +96,6 @@ enum HeaderRefresh {
         _ refresh: @escaping DelayedUploadRefresh, for upload: DelayedUpload, within limit: Duration = timeLimit,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) async -> [String: String]? {
-        // Stored before either task is made: the first reply takes it, a later one finds nil.
-        let answer = Locked<CheckedContinuation<[String: String]?, Never>?>(nil)
-        @Sendable func reply(_ headers: [String: String]?) { answer.take()?.resume(returning: headers) }
-        var work: [Task<Void, Never>] = []
-        let headers = await withCheckedContinuation { (continuation: CheckedContinuation<[String: String]?, Never>) in
-            answer.withLock { $0 = continuation }
-            work = [
-                Task { reply(await refresh(upload)) },
-                Task {
-                    try? await sleep(limit)
-                    reply(nil)  // the limit: the request goes as it is
-                }
-            ]
-        }
-        for task in work { task.cancel() }
-        return headers
+        await firstOf({ await refresh(upload) }, orAfter: { try? await sleep(limit) }, late: nil, cancellingWork: true)
     }
 }

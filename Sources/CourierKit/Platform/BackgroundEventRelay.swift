@@ -133,7 +133,7 @@ final class BackgroundEventRelay {
             // handler that hangs ends this wait at the limit (and the system handler's own
             // deadline answers the system).
             if state.withLock({ !$0.running.isEmpty }) {
-                await Self.run({ [weak self] in await self?.waitForHandlers() }, within: Self.answerLimit, on: clock)
+                await run({ [weak self] in await self?.waitForHandlers() }, within: Self.answerLimit)
             }
             // Completions still held (no courier listens yet) keep the system waiting:
             // `setHandler` settles again once one does, and the deadline answers if none does.
@@ -148,9 +148,15 @@ final class BackgroundEventRelay {
                 return (s.systemHandlers.sorted { $0.key < $1.key }.map(\.value.handler), s.finished)
             }
             guard !answer.isEmpty else { return }
-            if let finished { await Self.run(finished, within: Self.eventsFinishedLimit, on: clock) }
+            if let finished { await run(finished, within: Self.eventsFinishedLimit) }
             self.answer(answer)
         }
+    }
+
+    /// Runs `work`, returning when it ends or when `limit` has passed on the relay's clock,
+    /// whichever comes first (the work goes on; only the wait ends).
+    private func run(_ work: @escaping @Sendable () async -> Void, within limit: Duration) async {
+        await firstOf(work, orAfter: { [clock] in try? await clock.sleep(for: limit) }, late: ())
     }
 
     /// Calls the system's completion handlers, on the main thread.
@@ -158,28 +164,6 @@ final class BackgroundEventRelay {
         guard !handlers.isEmpty else { return }
         let handlers = UncheckedSendable(value: handlers)
         callOnMain { for handler in handlers.value { handler.value() } }
-    }
-}
-
-extension BackgroundEventRelay {
-    /// Runs `work`, returning when it ends or when `limit` has passed on `clock`, whichever
-    /// comes first (the work goes on; only the wait ends).
-    static func run(_ work: @escaping @Sendable () async -> Void, within limit: Duration, on clock: any Clock<Duration>)
-        async
-    {
-        let once = OnceFlag()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resume = UncheckedSendable(value: continuation)
-            let timer = Task {
-                try? await clock.sleep(for: limit)
-                if once.claim() { resume.value.resume() }
-            }
-            Task {
-                await work()
-                timer.cancel()  // no sleeper left behind
-                if once.claim() { resume.value.resume() }
-            }
-        }
     }
 }
 

@@ -29,6 +29,32 @@ struct OnceFlag: Sendable {
     }
 }
 
+/// What `work` returns, or `late` if `deadline` returns first: whichever ends first answers,
+/// once, and the deadline is then cancelled (no sleeper left behind). With `cancellingWork` the
+/// work is cancelled too; either way it is left to end, for it may ignore cancellation (an auth
+/// library's callback), and the answer does not wait for it.
+func firstOf<T: Sendable>(
+    _ work: @escaping @Sendable () async -> T, orAfter deadline: @escaping @Sendable () async -> Void, late: T,
+    cancellingWork: Bool = false
+) async -> T {
+    // Stored before either task is made: the first reply takes it, a later one finds nil.
+    let answer = Locked<CheckedContinuation<T, Never>?>(nil)
+    @Sendable func reply(_ value: T) { answer.take()?.resume(returning: value) }
+    var tasks: [Task<Void, Never>] = []
+    let value = await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+        answer.withLock { $0 = continuation }
+        tasks = [
+            Task {
+                await deadline()
+                reply(late)
+            },
+            Task { reply(await work()) }
+        ]
+    }
+    for task in tasks.dropLast(cancellingWork ? 0 : 1) { task.cancel() }
+    return value
+}
+
 /// Tells a network that came back from the stream of path updates (`NWPathMonitor` on iOS):
 /// only a satisfied path after an unsatisfied one is a recovery, worth making every waiting
 /// message due (`retryNow()`). The monitor reports the current path when it starts, and again
