@@ -168,27 +168,24 @@ final class AppLifecycleIntegration: PlatformIntegration {
     init(courier: Courier) { self.courier = courier }
 
     func start() {
-        let center = NotificationCenter.default
-        observers.append(
-            center.addObserver(forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: .main) {
-                [weak self] _ in
-                MainActor.assumeIsolated { self?.didEnterBackground() }
-            })
-        // Also on becoming active: a hand-off that finished after `willEnterForeground` must
-        // not leave the courier handing off while the app is on screen.
-        observers.append(
-            center.addObserver(forName: UIApplication.didBecomeActiveNotification, object: nil, queue: .main) {
-                [weak self] _ in
-                MainActor.assumeIsolated { self?.courier?.appDidEnterForeground() }
-            })
-        observers.append(
-            center.addObserver(forName: UIApplication.willEnterForegroundNotification, object: nil, queue: .main) {
-                [weak self] _ in
-                MainActor.assumeIsolated {
-                    self?.courier?.appDidEnterForeground()  // nothing without background uploads
-                    self?.courier?.retryNow()
+        let actions: [(Notification.Name, @MainActor @Sendable (AppLifecycleIntegration) -> Void)] = [
+            (UIApplication.didEnterBackgroundNotification, { $0.didEnterBackground() }),
+            // Also on becoming active: a hand-off that finished after `willEnterForeground` must
+            // not leave the courier handing off while the app is on screen.
+            (UIApplication.didBecomeActiveNotification, { $0.courier?.appDidEnterForeground() }),
+            (
+                UIApplication.willEnterForegroundNotification,
+                {
+                    $0.courier?.appDidEnterForeground()  // nothing without background uploads
+                    $0.courier?.retryNow()
                 }
-            })
+            )
+        ]
+        observers = actions.map { name, action in
+            NotificationCenter.default.addObserver(forName: name, object: nil, queue: .main) { [weak self] _ in
+                MainActor.assumeIsolated { if let self { action(self) } }
+            }
+        }
         let courier = self.courier
         connectBackgroundUploads()
         // @Sendable: called on the monitor's queue (serial), never on the main actor.
