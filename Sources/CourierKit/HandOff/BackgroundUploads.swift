@@ -75,10 +75,8 @@ package struct HandOff: Sendable, Hashable {
         self.createdMilliseconds = createdMilliseconds
     }
 
-    static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
+    /// `value` as 16 lowercase hex digits, zero-padded.
+    static func hex(_ value: UInt64) -> String { String(format: "%016llx", value) }
 
     /// `courier <message id> <attempt> <ticket, 16 hex digits>`: what a task's description says.
     static func taskDescription(_ id: MessageID, attempt: UInt32, ticket: UInt64) -> String {
