@@ -117,19 +117,17 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
         }
     }
 
-    public func cancel(_ task: BackgroundUploadTask) {
-        session?.getAllTasks { tasks in tasks.first { Self.matches($0, task) }?.cancel() }
-    }
+    public func cancel(_ task: BackgroundUploadTask) { cancel(task, unlessSending: false) }
 
     /// A task that has sent no byte of its body has not reached the server: cancelling it
     /// duplicates nothing. (`countOfBytesSent` counts body bytes only; a task the system is
     /// retrying after a timeout may read 0 again: `Idempotency-Key` covers that rare case.)
-    public func cancelUnlessSending(_ task: BackgroundUploadTask) {
+    public func cancelUnlessSending(_ task: BackgroundUploadTask) { cancel(task, unlessSending: true) }
+
+    private func cancel(_ task: BackgroundUploadTask, unlessSending: Bool) {
         session?.getAllTasks { tasks in
-            guard let found = tasks.first(where: { Self.matches($0, task) }), found.countOfBytesSent == 0 else {
-                return
-            }
-            found.cancel()
+            let found = tasks.first { Self.matches($0, task) }
+            if let found, !unlessSending || found.countOfBytesSent == 0 { found.cancel() }
         }
     }
 
