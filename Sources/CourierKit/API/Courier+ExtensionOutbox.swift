@@ -87,10 +87,8 @@ extension Courier {
     private func collect(_ claim: String) -> Int? {
         var states: [MessageState] = []
         _ = try? LogReader(directory: claim, fileSystem: configuration.fileSystem).read { record in
-            if record.kind == .enqueued, case .enqueued(let state)? = Event.decode(kind: record.kind, body: record.body)
-            {
-                states.append(state)
-            }
+            // Only an `enqueued` record decodes to `.enqueued`.
+            if case .enqueued(let state)? = Event.decode(kind: record.kind, body: record.body) { states.append(state) }
         }
         var added = 0
         for state in states where !core.knows(state.id) {
