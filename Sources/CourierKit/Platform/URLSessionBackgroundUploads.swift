@@ -112,9 +112,7 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
 
     public func outstandingTasks() async -> [BackgroundUploadTask] {
         guard let session else { return [] }
-        return await session.allTasks.filter { $0.state != .completed }.map {
-            BackgroundUploadTask(identifier: $0.taskIdentifier, taskDescription: Self.courierDescription(of: $0))
-        }
+        return await session.allTasks.filter { $0.state != .completed }.map(Self.courierTask)
     }
 
     public func cancel(_ task: BackgroundUploadTask) { cancel(task, unlessSending: false) }
@@ -133,12 +131,14 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
 
     private static func matches(_ candidate: URLSessionTask, _ task: BackgroundUploadTask) -> Bool {
         candidate.taskIdentifier == task.identifier
-            && (candidate.taskDescription == nil || courierDescription(of: candidate) == task.taskDescription)
+            && (candidate.taskDescription == nil || courierTask(candidate).taskDescription == task.taskDescription)
     }
 
-    /// The description Courier gave the request, without the tags `describe` added.
-    private static func courierDescription(of task: URLSessionTask) -> String {
-        HeaderRefresh.split(description: task.taskDescription ?? "").courier
+    /// The task as Courier knows it: with the description Courier gave the request, without the
+    /// tags `describe` added.
+    private static func courierTask(_ task: URLSessionTask) -> BackgroundUploadTask {
+        let description = HeaderRefresh.split(description: task.taskDescription ?? "").courier
+        return BackgroundUploadTask(identifier: task.taskIdentifier, taskDescription: description)
     }
 
     public func deliverCompletions(to handler: @escaping @Sendable (BackgroundUploadCompletion) async -> Void) {
@@ -155,9 +155,7 @@ extension URLSessionBackgroundUploads: URLSessionTaskDelegate {
         let outcome = BackgroundUploadCompletion.outcome(
             statusCode: http?.statusCode, retryAfter: http?.value(forHTTPHeaderField: "Retry-After"), error: error,
             requestedURL: task.originalRequest?.url, finalURL: task.currentRequest?.url)
-        let upload = BackgroundUploadTask(
-            identifier: task.taskIdentifier, taskDescription: Self.courierDescription(of: task))
-        relay.completed(BackgroundUploadCompletion(task: upload, outcome: outcome))
+        relay.completed(BackgroundUploadCompletion(task: Self.courierTask(task), outcome: outcome))
     }
 
     public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
