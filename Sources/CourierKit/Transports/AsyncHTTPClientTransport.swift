@@ -74,12 +74,11 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
             for (name, value) in request.headers { http.headers.add(name: name, value: value) }
             http.body = .bytes(request.body)
             let task = client.execute(request: http, delegate: StatusReader(), deadline: deadline)
-            let response = try await withTaskCancellationHandler {
+            return try await withTaskCancellationHandler {
                 try await task.futureResult.get()
             } onCancel: {
                 task.cancel()
             }
-            return .response(status: response.status, retryAfter: response.retryAfter)
         } catch {
             return .failure(Self.classify(error))
         }
@@ -129,23 +128,18 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 /// `HTTPClient` is thread-safe; the references never change; the clock is only read.
 extension AsyncHTTPClientTransport: @unchecked Sendable {}
 
-/// Keeps a response's status and `Retry-After`, and drains its body unread (the protocol's
-/// default `didReceiveBodyPart` drops each part), so the connection is reused and no body is
-/// held in memory (the request's deadline bounds the drain).
+/// Keeps a response's status and `Retry-After` as the attempt's outcome, and drains its body
+/// unread (the protocol's default `didReceiveBodyPart` drops each part), so the connection is
+/// reused and no body is held in memory (the request's deadline bounds the drain).
 final class StatusReader: HTTPClientResponseDelegate {
-    struct Response: Sendable {
-        var status: Int
-        var retryAfter: String?
-    }
+    private var response: DeliveryOutcome?
 
-    private var response: Response?
-
-    func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        response = Response(status: Int(head.status.code), retryAfter: head.headers.first(name: "Retry-After"))
+    func didReceiveHead(task: HTTPClient.Task<DeliveryOutcome>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        response = .response(status: Int(head.status.code), retryAfter: head.headers.first(name: "Retry-After"))
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
-    func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {
+    func didFinishRequest(task: HTTPClient.Task<DeliveryOutcome>) throws -> DeliveryOutcome {
         // A request finishes only after its head: no head is a closed connection.
         guard let response else { throw HTTPClientError.remoteConnectionClosed }
         return response
