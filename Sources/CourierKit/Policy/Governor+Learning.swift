@@ -16,9 +16,7 @@ extension Governor {
         var latencySamples = 0
         /// Requests per second that may start; nil while not paced.
         var ratePerSecond: Double?
-        /// Whether the pace is still doubling (no cut since pacing began).
-        var rateSlowStart = true
-        /// The pace when it was last cut: growth slows near it.
+        /// The pace when it was last cut: growth slows near it. Nil: no cut yet, the pace grows fast.
         var rateAtLastCut: Double?
         /// The earliest time the next request may start (pace, `Retry-After`).
         var nextStartMilliseconds: Double = 0
@@ -96,7 +94,6 @@ extension Governor {
             flow.rateAtLastCut = rate
             let cut = min(rate * ConcurrencyLimit.rateCutRatio, max(accepted, rate / 2))
             flow.ratePerSecond = max(ConcurrencyLimit.minimumRatePerSecond, cut)
-            flow.rateSlowStart = false
         } else {
             // No 2xx in the last two seconds (a trickle of messages): one a second to start.
             flow.ratePerSecond = max(1, accepted)
@@ -127,7 +124,7 @@ extension Governor {
     /// plateau: each overshoot costs a refusal, and with `Retry-After` a held second).
     private func grownRate(_ rate: Double) -> Double? {
         let near = flow.rateAtLastCut.map { rate >= $0 * ConcurrencyLimit.rateCutRatio * 0.95 && rate <= $0 * 1.1 }
-        let grown = rate + (flow.rateSlowStart ? 0.5 : near == true ? 0.04 : 0.1)
+        let grown = rate + (near.map { $0 ? 0.04 : 0.1 } ?? 0.5)
         return grown >= ConcurrencyLimit.unpacedRatePerSecond ? nil : grown
     }
 
