@@ -163,13 +163,10 @@ struct Governor {
                 retryAfterMilliseconds: answer.retryAfter.map(NextDue.milliseconds), startedMilliseconds: started,
                 nowMilliseconds: now)
             return rules.concurrency.isAdaptive ? .limited : .none
-        case .timedOut where answering:
-            timedOut(startedMilliseconds: started, nowMilliseconds: now)
-            return fail(answer, at: now)
-        case .failing where answering:
-            if case .response = answer.outcome { countServed(at: now) }
-            return fail(answer, at: now)
         case .overloaded, .timedOut, .failing:
+            // From a destination answering others: a timeout cuts the limit, a 5xx or 408 was served.
+            if answering && signal == .timedOut { timedOut(startedMilliseconds: started, nowMilliseconds: now) }
+            if answering && signal == .failing, case .response = answer.outcome { countServed(at: now) }
             return fail(answer, at: now)
         case .neutral:
             if let outage, outage.probe == answer.message { scheduleProbe(after: answer, at: now) }
