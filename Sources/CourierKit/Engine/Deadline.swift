@@ -10,18 +10,16 @@ func withDeadline(
     _ timeout: Duration, clock: any Clock<Duration>,
     _ operation: @escaping @Sendable () async -> DeliveryOutcome
 ) async -> DeliveryOutcome {
-    let sleeper = EngineClock(clock)  // opens the existential once
-    return await withTaskGroup(of: DeliveryOutcome?.self) { group in
+    await withTaskGroup(of: DeliveryOutcome?.self) { group in
         group.addTask { await operation() }
         group.addTask {
             // Thrown when cancelled: the operation ended first.
-            do { try await sleeper.sleep(sleeper.elapsed() + timeout) } catch { return nil }
+            do { try await clock.sleep(for: timeout) } catch { return nil }
             return .failure(
                 TransportFailure(.timeout, "no complete response within \(timeout) (Configuration.requestTimeout)"))
         }
-        // At most two results: the loop ends.
-        for await result in group {
-            guard let result else { continue }
+        // At most two results (the sleeper's nil when cancelled is skipped): the loop ends.
+        for await case let result? in group {
             group.cancelAll()
             return result
         }
