@@ -9,14 +9,10 @@ import Logging
 /// clock. The tasks the plans start are made here (`launcher`): a runner per delivery slot, a
 /// hand-off pass, the timer, a compaction.
 extension Courier {
-    /// Starts what the scheduler says should start now and re-arms the timer. With
-    /// `handOffAsked` (after an upload's completion), messages are handed off unless the app is
-    /// known to be in the foreground (in the background they always are).
-    /// - Returns: the hand-off pass this call started, if any (its value: how many it handed off).
-    @discardableResult
-    func pump(at now: EngineInstant? = nil, handOffAsked: Bool = false) -> Task<Int, Never>? {
+    /// Starts what the scheduler says should start now and re-arms the timer.
+    func pump() {
         // Read the app's clock before taking a lock: no user code runs under one.
-        core.handle(.wake(handOffAsked: handOffAsked), at: now ?? currentInstant()).run().pass
+        core.handle(.wake(handOffAsked: false), at: currentInstant()).run()
     }
 
     /// How the core starts what its plans say: the tasks' bodies are the facade's (it holds
