@@ -33,13 +33,6 @@ extension Governor {
         var count: Int { Int(limit) }
     }
 
-    /// A destination's retry-budget tokens.
-    struct Bucket: Equatable {
-        var tokens: Double
-        /// When `tokens` was counted; time refills from there.
-        var countedMilliseconds: UInt64?
-    }
-
     // MARK: The limit and the pace
 
     /// A 2xx: count it toward the accepted rate, grow, and watch latency.
@@ -161,26 +154,26 @@ extension Governor {
     /// The tokens at `now`: refilled by the time passed, never past the capacity.
     func tokens(at now: UInt64) -> Double {
         let budget = rules.budget
-        guard let counted = tokens.countedMilliseconds else { return tokens.tokens }
+        guard let counted = tokensCountedMilliseconds else { return tokens }
         let elapsedSeconds = Double(now - min(now, counted)) / 1000
-        return min(budget.capacity, tokens.tokens + elapsedSeconds * budget.tokensPerSecond)
+        return min(budget.capacity, tokens + elapsedSeconds * budget.tokensPerSecond)
     }
 
     /// Takes a token at `now` if there is one (always, with the budget off).
     mutating func takeToken(at now: UInt64) -> Bool {
         guard rules.budget.isEnabled else { return true }
-        tokens = Bucket(tokens: tokens(at: now), countedMilliseconds: now)
-        guard tokens.tokens >= 1 else { return false }
-        tokens.tokens -= 1
+        tokens = tokens(at: now)
+        tokensCountedMilliseconds = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
         return true
     }
 
     /// A 2xx at `now` adds `tokensPerSuccess`.
     mutating func paySuccess(at now: UInt64) {
         guard rules.budget.isEnabled else { return }
-        let budget = rules.budget
-        tokens = Bucket(
-            tokens: min(budget.capacity, tokens(at: now) + budget.tokensPerSuccess), countedMilliseconds: now)
+        tokens = min(rules.budget.capacity, tokens(at: now) + rules.budget.tokensPerSuccess)
+        tokensCountedMilliseconds = now
     }
 
     /// When the bucket next holds a whole token (now if it does).

@@ -71,13 +71,16 @@ struct Governor {
     /// The last healthy answer (wall ms): a 429 or 503 soon after it is load, not an outage.
     var lastHealthyMilliseconds: UInt64?
     var flow: Flow
-    var tokens: Bucket
+    /// The retry budget's tokens, as counted at `tokensCountedMilliseconds` (nil: never, so
+    /// full); time refills them from there (`tokens(at:)`).
+    var tokens: Double
+    var tokensCountedMilliseconds: UInt64?
     var answers: AnswerWindow
 
     init(_ rules: Rules) {
         self.rules = rules
         flow = rules.concurrency.initialFlow(maximum: rules.maximumConcurrency)
-        tokens = Bucket(tokens: rules.budget.capacity, countedMilliseconds: nil)
+        tokens = rules.budget.capacity
         let explanation = rules.retry.explainedFailures
         answers = AnswerWindow(capacity: explanation.isEnabled ? explanation.window : 0)
     }
