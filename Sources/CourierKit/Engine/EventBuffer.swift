@@ -80,33 +80,31 @@ final class EventBuffer: Sendable {
     }
 
     /// The next event, `.missedEvents(n)` first if the oldest were dropped, or nil at the end
-    /// (or when the reading task is cancelled). One reader at a time.
+    /// (or when the reading task is cancelled: `stream`'s `onCancel` ends the buffer, which
+    /// resumes a waiting reader). One reader at a time.
     func next() async -> CourierEvent? {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<CourierEvent?, Never>) in
-                let ready = state.withLock { s -> CourierEvent?? in
-                    if s.missed > 0 {
-                        defer { s.missed = 0 }
-                        return .some(.missedEvents(s.missed))
-                    }
-                    if let event = s.popFirst() { return .some(event) }
-                    if s.finished || Task.isCancelled { return .some(nil) }
-                    // A second reader would leave the first waiting for ever: a trap, not a hang.
-                    precondition(s.waiter == nil, "a Courier event stream has one reader at a time")
-                    s.waiter = continuation
-                    return nil
+        await withCheckedContinuation { (continuation: CheckedContinuation<CourierEvent?, Never>) in
+            let ready = state.withLock { s -> CourierEvent?? in
+                if s.missed > 0 {
+                    defer { s.missed = 0 }
+                    return .some(.missedEvents(s.missed))
                 }
-                if let ready { continuation.resume(returning: ready) }
+                if let event = s.popFirst() { return .some(event) }
+                if s.finished || Task.isCancelled { return .some(nil) }
+                // A second reader would leave the first waiting for ever: a trap, not a hang.
+                precondition(s.waiter == nil, "a Courier event stream has one reader at a time")
+                s.waiter = continuation
+                return nil
             }
-        } onCancel: {
-            finish()
+            if let ready { continuation.resume(returning: ready) }
         }
     }
 
     /// Whether a reader waits for the next event now (tests).
     var hasWaitingReaderForTesting: Bool { state.withLock { $0.waiter != nil } }
 
-    /// The stream readers get: `AsyncStream`, fed by `next()`. A stream dropped unread (its
+    /// The stream readers get: `AsyncStream`, fed by `next()`; cancelling the reading task
+    /// finishes the buffer (`onCancel`, run while `next()` waits). A stream dropped unread (its
     /// reader broke out of its loop) ends the subscription too: the unfolding closure holds
     /// the only `Subscription`, whose deinit finishes the buffer.
     var stream: AsyncStream<CourierEvent> {
