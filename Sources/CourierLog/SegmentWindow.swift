@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A sliding view of one segment, read in chunks: the scanner never holds a whole segment
 /// (a segment may be 1 GiB; memory stays near one chunk plus the largest record or batch in
 /// reach). Offsets are segment offsets.
@@ -93,7 +85,8 @@ final class SegmentWindow {
             storage.deallocate()
             storage = bigger
         } else if keptCount > 0 && start != base {
-            memmove(storage.baseAddress!, storage.baseAddress! + (start - base), keptCount)  // regions may overlap
+            // The regions may overlap: `copyMemory` is a `memmove`.
+            storage.baseAddress!.copyMemory(from: storage.baseAddress! + (start - base), byteCount: keptCount)
         }
         let read = try source(have, UnsafeMutableRawBufferPointer(rebasing: storage[keptCount..<needed]))
         if read < want - have { size = have + read }  // shrank since listed
