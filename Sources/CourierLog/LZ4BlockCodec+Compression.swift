@@ -5,7 +5,7 @@ import Compression
 /// framing of Apple's own. Type-checked for iOS by `make ios-check`, never run here (no Apple
 /// machine): kept to these few calls, each checked against Apple's documentation. Its compressed bytes may
 /// differ from liblz4's (another match finder) but decode the same everywhere.
-final class CompressionBlockCodec: LZ4BlockCodec {
+final class CompressionBlockCodec {
     private let encodeScratch: UnsafeMutableRawPointer
     private let decodeScratch: UnsafeMutableRawPointer
 

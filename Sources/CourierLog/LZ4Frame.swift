@@ -29,7 +29,7 @@ enum LZ4Frame {
 
 /// Writes one frame per body. Not thread-safe: the writer owns one under its lock.
 final class LZ4Encoder {
-    private let codec = makePlatformBlockCodec()
+    private let codec = LZ4BlockCodec()
     /// One block's compression target, reused (a fresh buffer per block would cost an
     /// allocation each).
     private let block = UnsafeMutableRawBufferPointer.allocate(byteCount: LZ4Frame.blockBytes, alignment: 16)
@@ -73,7 +73,7 @@ final class LZ4Encoder {
 
 /// Reads frames the log wrote. Not thread-safe: each reader owns one.
 final class LZ4Decoder {
-    private let codec = makePlatformBlockCodec()
+    private let codec = LZ4BlockCodec()
 
     /// Decodes exactly one whole frame that fills `frame`, or returns nil. Frames whose content
     /// is larger than `limit`, that the writer never makes (linked blocks, a dictionary id),
@@ -178,27 +178,18 @@ final class LZ4Decoder {
 /// - Apple platforms: the Compression framework's `COMPRESSION_LZ4_RAW`, the same raw block
 ///   format (`LZ4BlockCodec+Compression.swift`, compiled only there).
 ///
-/// Implementations keep their working memory for their whole life; they are not thread-safe
-/// (the writer owns one under its lock, each reader its own).
-protocol LZ4BlockCodec: AnyObject {
-    /// Compresses `source` into `destination`. Returns the compressed size, or 0 when the
-    /// result would not fit in `destination` (the frame then stores the block uncompressed).
-    func compress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Int
-    /// Decompresses one block into `destination`. Returns the decompressed size, or nil when
-    /// the block is malformed or would not fit.
-    func decompress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Int?
-}
-
-/// The platform's block codec.
-func makePlatformBlockCodec() -> any LZ4BlockCodec {
-    #if canImport(CLZ4)
-    return LibLZ4BlockCodec()
-    #elseif canImport(Compression)
-    return CompressionBlockCodec()
-    #else
-    #error("no LZ4 block codec for this platform: Linux needs liblz4 (apt-get install liblz4-dev)")
-    #endif
-}
+/// Each has the same two methods. `compress(_:into:)` returns the compressed size, or 0 when
+/// the result would not fit in `destination` (the frame then stores the block uncompressed);
+/// `decompress(_:into:)` returns the decompressed size, or nil when the block is malformed or
+/// would not fit. They keep their working memory for their whole life; they are not
+/// thread-safe (the writer owns one under its lock, each reader its own).
+#if canImport(CLZ4)
+typealias LZ4BlockCodec = LibLZ4BlockCodec
+#elseif canImport(Compression)
+typealias LZ4BlockCodec = CompressionBlockCodec
+#else
+#error("no LZ4 block codec for this platform: Linux needs liblz4 (apt-get install liblz4-dev)")
+#endif
 
 #if canImport(CLZ4)
 /// liblz4's block API (`LZ4_compress_fast_extState`, `LZ4_decompress_safe`), with one state
@@ -211,7 +202,7 @@ func makePlatformBlockCodec() -> any LZ4BlockCodec {
 /// alternative, `LZ4_resetStream_fast` + `LZ4_compress_fast_continue`, is as fast as LZ4F
 /// but picks other matches: most frames came out different. Kept: the
 /// same bytes as before (the golden logs still match), for ~6% of an append.
-final class LibLZ4BlockCodec: LZ4BlockCodec {
+final class LibLZ4BlockCodec {
     private let state: UnsafeMutableRawPointer
 
     init() {
