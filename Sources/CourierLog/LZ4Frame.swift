@@ -27,17 +27,20 @@ enum LZ4Frame {
     static let rawBlockBit: UInt32 = 0x8000_0000
 }
 
-/// Writes one frame per body. Not thread-safe: the writer owns one under its lock.
-final class LZ4Encoder {
+/// Writes one frame per body. Not thread-safe: the writer owns one under its lock. `package`
+/// for `wal-bench`.
+package final class LZ4Encoder {
     private let codec = LZ4BlockCodec()
     /// One block's compression target, reused (a fresh buffer per block would cost an
     /// allocation each).
     private let block = UnsafeMutableRawBufferPointer.allocate(byteCount: LZ4Frame.blockBytes, alignment: 16)
 
+    package init() {}
+
     deinit { block.deallocate() }
 
     /// Appends one LZ4 frame holding `body` to `out`; returns the frame's length.
-    func compress(_ body: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) -> Int {
+    package func compress(_ body: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) -> Int {
         let start = out.count
         out.appendLE(LZ4Frame.magic)
         let descriptorStart = out.count
@@ -71,15 +74,18 @@ final class LZ4Encoder {
     }
 }
 
-/// Reads frames the log wrote. Not thread-safe: each reader owns one.
-final class LZ4Decoder {
+/// Reads frames the log wrote. Not thread-safe: each reader owns one. `package` for
+/// `wal-bench` and the libFuzzer target `fuzz-lz4-frame` (`fuzz(_:)`).
+package final class LZ4Decoder {
     private let codec = LZ4BlockCodec()
+
+    package init() {}
 
     /// Decodes exactly one whole frame that fills `frame`, or returns nil. Frames whose content
     /// is larger than `limit`, that the writer never makes (linked blocks, a dictionary id),
     /// with a wrong checksum, or with trailing bytes are rejected; nothing is allocated before
     /// the declared size passed `limit`.
-    func decompress(_ frame: UnsafeRawBufferPointer, limit: Int) -> [UInt8]? {
+    package func decompress(_ frame: UnsafeRawBufferPointer, limit: Int) -> [UInt8]? {
         var body: [UInt8] = []  // grows to exactly the declared size, once that passed `limit`
         return decompress(frame, limit: limit, into: &body) == nil ? nil : body
     }
@@ -167,6 +173,26 @@ final class LZ4Decoder {
             pos += length + blockChecksum
         }
         return nil
+    }
+}
+
+extension LZ4Decoder {
+    /// The fuzzing property: decoding `bytes` never crashes and what decodes round-trips; the
+    /// bytes scanned as a segment's records never crash or loop. Traps (a libFuzzer crash) on
+    /// any broken property.
+    package static func fuzz(_ bytes: UnsafeRawBufferPointer) {
+        let decoder = LZ4Decoder()
+        if let body = decoder.decompress(bytes, limit: 1 << 20) {
+            var frame: [UInt8] = []
+            body.withUnsafeBytes { _ = LZ4Encoder().compress($0, appendingTo: &frame) }
+            let again = frame.withUnsafeBytes { decoder.decompress($0, limit: 1 << 20) }
+            precondition(again == body, "a decoded body does not round-trip")
+        }
+        var segment = SegmentHeader(salt: 0x5EED, firstSequence: 1, createdMilliseconds: 0).encoded()
+        segment.append(contentsOf: bytes)
+        // In memory the scan cannot fail; a throw would be a bug.
+        let result = try! SegmentScanner().scan(SegmentWindow(bytes: segment), segment: "fuzz", after: nil) { _ in }
+        precondition((result.trailing?.offset ?? result.size) <= segment.count)
     }
 }
 

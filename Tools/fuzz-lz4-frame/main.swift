@@ -11,6 +11,6 @@ import CourierLog
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
-    LZ4FrameCodec.fuzz(bytes)
+    LZ4Decoder.fuzz(bytes)
     return 0
 }
