@@ -17,43 +17,31 @@ import Darwin
 /// a data race), in every build: a module's `#if DEBUG` API is missing when a module built
 /// in Debug imports it built in Release, and the cost is two thread-local writes per hold.
 package final class Locked<Value> {
-    @usableFromInline let lock = ConditionLock()
+    @usableFromInline let lock: ConditionLock
     @usableFromInline var stored: Value
-    /// Whether blocking file work (an fsync, a file's creation) is a bug while this lock is held:
-    /// `BlockingIO.isForbidden` tells, the log asserts it and the file system double refuses it.
-    @usableFromInline let forbidsBlockingIO: Bool
 
     /// A box for `value`. With `forbidsBlockingIO`, no fsync may run while it is held (a
     /// courier's core: every thread that waits for it, an event loop among them, would wait
-    /// for the disk too).
+    /// for the disk too): `BlockingIO.isForbidden` tells, the log asserts it and the file
+    /// system double refuses it.
     package init(_ value: Value, forbidsBlockingIO: Bool = false) {
         stored = value
-        self.forbidsBlockingIO = forbidsBlockingIO
+        lock = ConditionLock(forbidsBlockingIO: forbidsBlockingIO)
     }
 
     /// Runs `body` on the value, holding the lock. Typed throws: a non-throwing body needs no
     /// `try`, and a `throws(SomeError)` body keeps its error type.
-    /// Inlinable, so each caller's `T` and `E` are specialized: called across modules
-    /// unspecialized, it looked up `Result<T, E>`'s metadata at run time on every call.
+    /// Inlinable, so each caller's `T` and `E` are specialized (called across modules
+    /// unspecialized, a generic call looks up metadata at run time on every call).
     @inlinable
     package func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         try lock.withLock { () throws(E) -> T in
-            // This thread's held locks, innermost first: a frame on the stack, linked to the
-            // one before it, that lives exactly as long as the lock is held.
-            let previous = pthread_getspecific(heldLocksKey)
-            var frame = HeldLock(
-                lock: Unmanaged.passUnretained(self).toOpaque(), outer: previous, forbidsBlockingIO: forbidsBlockingIO)
-            // A `Result`, not a typed throw through `withUnsafeMutablePointer`: the iOS SDKs
-            // before Swift 6 declare it `rethrows`, which loses `E`.
-            let result = withUnsafeMutablePointer(to: &frame) { pointer -> Result<T, E> in
-                pthread_setspecific(heldLocksKey, pointer)
-                defer { pthread_setspecific(heldLocksKey, previous) }
-                do throws(E) { return .success(try body(&stored)) } catch { return .failure(error) }
-            }
-            switch result {
-            case .success(let value): return value
-            case .failure(let error): throw error
-            }
+            // This thread's held locks, innermost first: this one, linked to the one before it
+            // for exactly as long as it is held.
+            lock.outer = pthread_getspecific(heldLocksKey)
+            pthread_setspecific(heldLocksKey, Unmanaged.passUnretained(lock).toOpaque())
+            defer { pthread_setspecific(heldLocksKey, lock.outer) }
+            return try body(&stored)
         }
     }
 
@@ -63,37 +51,7 @@ package final class Locked<Value> {
     package var value: Value { withLock { $0 } }
 
     /// Whether the calling thread holds the lock, directly or around another.
-    package var isHeldByCurrentThread: Bool {
-        let me = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-        return HeldLock.anyHeld { UnsafeRawPointer($0.lock) == me }
-    }
-}
-
-/// One lock a thread holds, and the one it took before it.
-@usableFromInline
-struct HeldLock {
-    @usableFromInline let lock: UnsafeMutableRawPointer
-    @usableFromInline let outer: UnsafeMutableRawPointer?
-    @usableFromInline let forbidsBlockingIO: Bool
-
-    @inlinable
-    init(lock: UnsafeMutableRawPointer, outer: UnsafeMutableRawPointer?, forbidsBlockingIO: Bool) {
-        self.lock = lock
-        self.outer = outer
-        self.forbidsBlockingIO = forbidsBlockingIO
-    }
-
-    /// Whether a lock the calling thread holds passes `test`.
-    static func anyHeld(_ test: (HeldLock) -> Bool) -> Bool {
-        var frame = pthread_getspecific(heldLocksKey)
-        // Bounded: locks nest a few deep at most; a longer chain is a broken invariant.
-        for _ in 0..<64 {
-            guard let current = frame?.assumingMemoryBound(to: HeldLock.self).pointee else { return false }
-            if test(current) { return true }
-            frame = current.outer
-        }
-        preconditionFailure("more than 64 locks held by one thread")
-    }
+    package var isHeldByCurrentThread: Bool { ConditionLock.anyHeld { $0 === lock } }
 }
 
 extension Locked {
@@ -111,10 +69,10 @@ extension Locked {
 /// creation; `SimulatedFileSystem` refuses such a call, so a test sees it fail.
 package enum BlockingIO {
     /// True while the calling thread holds a lock that forbids blocking file work.
-    package static var isForbidden: Bool { HeldLock.anyHeld(\.forbidsBlockingIO) }
+    package static var isForbidden: Bool { ConditionLock.anyHeld(\.forbidsBlockingIO) }
 }
 
-/// Thread-local: the innermost `HeldLock` of the current thread, if any.
+/// Thread-local: the `ConditionLock` of the innermost `Locked` the current thread holds, if any.
 @usableFromInline
 let heldLocksKey: pthread_key_t = {
     var key = pthread_key_t()
@@ -132,11 +90,18 @@ extension Locked: @unchecked Sendable where Value: Sendable {}
 /// do, but needs iOS 18 / macOS 15, and this package supports iOS 16 / macOS 13.
 package final class ConditionLock: @unchecked Sendable {
     // Sendable: the pthread objects are only touched through pthread calls, which are
-    // thread-safe by contract; the pointers themselves never change after init.
+    // thread-safe by contract; the pointers themselves never change after init. `outer` is
+    // only read or written by the thread that holds the mutex.
     @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Whether blocking file work (an fsync, a file's creation) is a bug while this lock is held
+    /// (`Locked.init`).
+    let forbidsBlockingIO: Bool
+    /// While a `Locked` holds it: the lock its thread held before (`heldLocksKey`).
+    @usableFromInline var outer: UnsafeMutableRawPointer?
 
-    package init() {
+    package init(forbidsBlockingIO: Bool = false) {
+        self.forbidsBlockingIO = forbidsBlockingIO
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
     }
@@ -158,6 +123,20 @@ package final class ConditionLock: @unchecked Sendable {
     /// Only while holding the lock (inside `withLock`).
     package func wait() { pthread_cond_wait(condition, mutex) }
     package func broadcast() { pthread_cond_broadcast(condition) }
+
+    /// Whether a lock the calling thread holds through a `Locked` passes `test`.
+    static func anyHeld(_ test: (ConditionLock) -> Bool) -> Bool {
+        var link = pthread_getspecific(heldLocksKey)
+        // Bounded: locks nest a few deep at most; a longer chain is a broken invariant.
+        for _ in 0..<64 {
+            guard let held = link.map({ Unmanaged<ConditionLock>.fromOpaque($0).takeUnretainedValue() }) else {
+                return false
+            }
+            if test(held) { return true }
+            link = held.outer
+        }
+        preconditionFailure("more than 64 locks held by one thread")
+    }
 }
 
 /// Milliseconds since 1970 from the system's real-time clock.
