@@ -49,14 +49,11 @@ extension WriteAheadLog {
                 }
                 return (state.active.name, state.active.salt, state.active.reader)
             }
-            // The last sealed segment starting at or below `sequence` (binary search).
-            var low = 0, high = state.sealed.count
-            while low < high {
-                let mid = (low + high) / 2
-                if state.sealed[mid].firstSequence <= sequence { low = mid + 1 } else { high = mid }
+            // The last sealed segment starting at or below `sequence`: a linear search from the
+            // newest, a comparison per segment (one segment holds thousands of records).
+            guard let info = state.sealed.last(where: { $0.firstSequence <= sequence }) else {
+                throw LogError(.notFound, "record \(sequence) lies in a forgotten segment")
             }
-            guard low > 0 else { throw LogError(.notFound, "record \(sequence) lies in a forgotten segment") }
-            let info = state.sealed[low - 1]
             return (info.name, info.salt, info.reader)
         }
     }
