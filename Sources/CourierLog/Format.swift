@@ -128,22 +128,18 @@ public struct SegmentHeader: Sendable, Equatable {
         return b
     }
 
-    /// Why a header was rejected.
-    enum Problem: Error { case short, badMagic, badChecksum, unsupportedVersion(UInt16) }
-
-    /// Decodes and verifies the header at the start of `bytes`.
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, Problem> {
-        guard bytes.count >= Format.segmentHeaderSize else { return .failure(.short) }
+    /// Why the header in `bytes` (`Format.segmentHeaderSize` of them) is rejected, in the words
+    /// reports print (`badMagic`, `badChecksum`, `unsupportedVersion(N)`), or nil if it is valid.
+    static func problem(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard bytes.loadLE(UInt32.self, at: 0) == Format.segmentMagic,
             bytes.loadLE(UInt32.self, at: 4) == Format.segmentFrameSize,
             Array(bytes[8..<12]) == Format.tag
-        else { return .failure(.badMagic) }
+        else { return "badMagic" }
         let stored = bytes.loadLE(UInt32.self, at: 36)
         let actual = CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: bytes[0..<36]))
-        guard CRC32C.unmask(stored) == actual else { return .failure(.badChecksum) }
-        let header = fields(bytes)
-        guard header.version == Format.version else { return .failure(.unsupportedVersion(header.version)) }
-        return .success(header)
+        guard CRC32C.unmask(stored) == actual else { return "badChecksum" }
+        let version = bytes.loadLE(UInt16.self, at: 12)
+        return version == Format.version ? nil : "unsupportedVersion(\(version))"
     }
 
     /// The fields as stored, checksum unchecked: used to salvage a segment whose header is

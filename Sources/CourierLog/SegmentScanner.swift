@@ -56,13 +56,11 @@ struct SegmentScanner {
             return result
         }
         let raw = try window.bytes(at: 0, count: Format.segmentHeaderSize)!
-        switch SegmentHeader.decode(raw) {
-        case .success(let header):
-            result.header = header
-        case .failure(let problem):
+        // A damaged header's fields are still used, as a best effort, to verify the records.
+        result.header = SegmentHeader.fields(raw)
+        if let problem = SegmentHeader.problem(raw) {
             result.headerProblem = "bad segment header (\(problem))"
             result.tornHeader = try raw.allSatisfy { $0 == 0 } && window.isZero(from: 0)
-            result.header = SegmentHeader.fields(raw)  // still valid: `isZero` reads into its own chunk
         }
         var cursor = Cursor(
             window: window, salt: result.header!.salt, segment: segment, decoder: decoder,
