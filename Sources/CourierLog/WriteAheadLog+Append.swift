@@ -29,13 +29,10 @@ public struct LogEntry: Sendable, Equatable {
 /// A crash before step 3 ends leaves either name in the directory: a spare is removed at open
 /// (its records, if any, were never reported durable), and a renamed segment whose bytes did
 /// not reach the disk is recovered as any torn newest segment is.
-struct RollWork: OptionSet {
-    let rawValue: UInt8
-    /// Create the next segment's file ahead of its roll.
-    static let prepareSpare = RollWork(rawValue: 1)
-    /// Sync the segment a roll sealed, the rename and the new segment.
-    static let syncSealed = RollWork(rawValue: 2)
-}
+///
+/// What an append leaves to do: `prepareSpare`, create the next segment's file ahead of its
+/// roll; `syncSealed`, sync the segment a roll sealed, the rename and the new segment.
+typealias RollWork = (prepareSpare: Bool, syncSealed: Bool)
 
 extension WriteAheadLog {
     // The one append: a record alone, or a batch. Each returns where its records lie, to read
@@ -119,11 +116,11 @@ extension WriteAheadLog {
         guard total <= room else {
             throw LogError(.recordTooLarge, "\(total) bytes encoded; a segment holds at most \(room)")
         }
-        var work = RollWork()
+        var work: RollWork = (false, false)
         let full = state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0
         if full, let spare = state.spare {
             try roll(onto: spare, firstSequence: first, createdMilliseconds: timestamp)
-            work.insert(.syncSealed)
+            work.syncSealed = true
         } else if full {
             state.appendsPastSegmentSize += 1
         }
@@ -149,7 +146,7 @@ extension WriteAheadLog {
             state.spareFailedAtBytes.map({ state.active.sizeBytes >= $0 + configuration.segmentSizeBytes / 16 }) ?? true
         {
             state.preparingSpare = true
-            work.insert(.prepareSpare)
+            work.prepareSpare = true
         }
         return (first, work)
     }
@@ -197,11 +194,11 @@ extension WriteAheadLog {
     private func finish(_ work: RollWork, through sequence: UInt64) throws(LogError) {
         switch configuration.segmentPreparation {
         case .inline:
-            if work.contains(.prepareSpare) { prepareSpare() }
-            if work.contains(.syncSealed) { try syncSealed() }
+            if work.prepareSpare { prepareSpare() }
+            if work.syncSealed { try syncSealed() }
         case .background:
-            if work.contains(.prepareSpare) { preparationQueue.async { [self] in prepareSpare() } }
-            if work.contains(.syncSealed) { commit.queue.async { [self] in try? syncSealed() } }
+            if work.prepareSpare { preparationQueue.async { [self] in prepareSpare() } }
+            if work.syncSealed { commit.queue.async { [self] in try? syncSealed() } }
         }
         switch configuration.syncPolicy {
         case .never: break
