@@ -191,7 +191,7 @@ extension LZ4Decoder {
         var segment = SegmentHeader(salt: 0x5EED, firstSequence: 1, createdMilliseconds: 0).encoded()
         segment.append(contentsOf: bytes)
         // In memory the scan cannot fail; a throw would be a bug.
-        let result = try! SegmentScanner().scan(SegmentWindow(bytes: segment), segment: "fuzz", after: nil) { _ in }
+        let result = try! SegmentScanner.scan(SegmentWindow(bytes: segment), segment: "fuzz", after: nil) { _ in }
         precondition((result.trailing?.offset ?? result.size) <= segment.count)
     }
 }

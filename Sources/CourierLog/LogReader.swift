@@ -36,7 +36,7 @@ public struct LogReader: Sendable {
     func read(_ visit: (RecordView) throws -> Void, newest: inout SegmentScanner.Result?) throws -> ReplayReport {
         let (names, ignored) = try segmentNames()
         var report = ReplayReport(ignoredFiles: ignored)
-        let scanner = SegmentScanner()
+        let decoder = LZ4Decoder()
         var last: UInt64?
         for (index, name) in names.enumerated() {
             let isNewest = index == names.count - 1
@@ -44,7 +44,7 @@ public struct LogReader: Sendable {
             var expected = last.map { $0 &+ 1 } ?? SegmentName.parse(name)!
             let result: SegmentScanner.Result
             do {
-                result = try scan(name, after: last, with: scanner) { record in
+                result = try scan(name, after: last, decoder: decoder) { record in
                     if record.sequence > expected { report.missingSequences += record.sequence - expected }
                     expected = record.sequence &+ 1
                     last = record.sequence
@@ -68,14 +68,14 @@ public struct LogReader: Sendable {
     /// One segment's scan, read through the file system in windows (replay, and the writer's
     /// recovery of the newest segment: the same reads, the same rules).
     func scan(
-        _ name: String, after last: UInt64?, with scanner: SegmentScanner = SegmentScanner(),
+        _ name: String, after last: UInt64?, decoder: LZ4Decoder = LZ4Decoder(),
         visit: (RecordView) throws -> Void
     ) throws -> SegmentScanner.Result {
         let path = joinPath(directory, name)
         let window = SegmentWindow(size: try fileSystem.fileSize(atPath: path)) { offset, buffer throws(LogError) in
             try fileSystem.read(atPath: path, offset: offset, into: buffer)
         }
-        return try scanner.scan(window, segment: name, after: last, visit: visit)
+        return try SegmentScanner.scan(window, segment: name, after: last, decoder: decoder, visit: visit)
     }
 }
 

@@ -16,8 +16,6 @@
 /// - Valid records at the end not closed by a `batchEnd` record belong to a batch whose end
 ///   never reached the disk: they are part of the trailing span, so batches are all-or-nothing.
 struct SegmentScanner {
-    let decoder = LZ4Decoder()
-
     struct Result {
         var header: SegmentHeader?
         /// Set when the header is missing or fails its checks (`header` then holds the stored
@@ -37,10 +35,12 @@ struct SegmentScanner {
 
     /// Calls `visit` for each valid record in order. `after` is the highest sequence number
     /// seen in earlier segments; records at or below it are out of order and count as damage.
-    /// The body in each view lies in a buffer reused from record to record.
-    func scan(_ window: SegmentWindow, segment: String, after: UInt64?, visit: (RecordView) throws -> Void) throws
-        -> Result
-    {
+    /// The body in each view lies in a buffer reused from record to record. `decoder` may be
+    /// shared by the scans of one reading, one after the other.
+    static func scan(
+        _ window: SegmentWindow, segment: String, after: UInt64?, decoder: LZ4Decoder = LZ4Decoder(),
+        visit: (RecordView) throws -> Void
+    ) throws -> Result {
         var result = Result(size: window.size)
         guard window.size >= Format.segmentHeaderSize else {
             let bytes = try window.bytes(at: 0, count: window.size) ?? UnsafeRawBufferPointer(start: nil, count: 0)
@@ -62,17 +62,15 @@ struct SegmentScanner {
             result.headerProblem = "bad segment header (\(problem))"
             result.tornHeader = try raw.allSatisfy { $0 == 0 } && window.isZero(from: 0)
         }
-        var cursor = Cursor(
+        var scanner = SegmentScanner(
             window: window, salt: result.header!.salt, segment: segment, decoder: decoder,
             resyncBudgetBytes: 4 * window.size + (1 << 20))
-        try cursor.run(after: after, result: &result, visit: visit)
+        try scanner.run(after: after, result: &result, visit: visit)
         result.size = window.size
         return result
     }
-}
 
-/// The scanning loop proper, over one segment's window.
-private struct Cursor {
+    // The scanning loop proper, over one segment's window.
     let window: SegmentWindow
     let salt: UInt32
     let segment: String
@@ -94,7 +92,7 @@ private struct Cursor {
         var length: Int { header.recordLength }
     }
 
-    mutating func run(after: UInt64?, result: inout SegmentScanner.Result, visit: (RecordView) throws -> Void) throws {
+    private mutating func run(after: UInt64?, result: inout Result, visit: (RecordView) throws -> Void) throws {
         var last = after
         var pos = Format.segmentHeaderSize
         var pending: [Parsed] = []  // records of a batch whose end is not seen yet
@@ -137,7 +135,7 @@ private struct Cursor {
 
     /// Visits `record`, whose body is in `scratch`.
     private func view(
-        _ record: Parsed, _ result: inout SegmentScanner.Result, _ visit: (RecordView) throws -> Void
+        _ record: Parsed, _ result: inout Result, _ visit: (RecordView) throws -> Void
     ) throws {
         let h = record.header
         try scratch.withUnsafeBytes { buffer in
@@ -154,7 +152,7 @@ private struct Cursor {
     }
 
     private mutating func flush(
-        _ pending: inout [Parsed], _ result: inout SegmentScanner.Result, _ visit: (RecordView) throws -> Void
+        _ pending: inout [Parsed], _ result: inout Result, _ visit: (RecordView) throws -> Void
     ) throws {
         for record in pending {
             // Decoded again: `scratch` has held later records since (it verified once already;
