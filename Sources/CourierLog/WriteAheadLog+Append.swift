@@ -79,13 +79,12 @@ extension WriteAheadLog {
     }
 
     /// Under `mutex`, right after `encodeAndWrite`: where the write's record `i` lies (its
-    /// sequence number `first + i`).
+    /// sequence number `first + i`). The write, `scratch`, ended the active segment.
     private func writtenAddress(_ i: Int, first: UInt64) -> RecordAddress {
-        let starts = state.recordStarts
+        let starts = state.recordStarts, written = state.active.sizeBytes - state.scratch.count
         let end = i + 1 < starts.count ? starts[i + 1] : state.scratch.count
         return RecordAddress(
-            sequence: first + UInt64(i), offset: UInt32(state.lastWriteOffset + starts[i]),
-            length: UInt32(end - starts[i]))
+            sequence: first + UInt64(i), offset: UInt32(written + starts[i]), length: UInt32(end - starts[i]))
     }
 
     /// Under `mutex`. Checks that the log is open, encodes into the scratch buffer, rolls if
@@ -129,7 +128,6 @@ extension WriteAheadLog {
         // At the end of the active segment. A full disk rolls the partial write back and leaves
         // the log usable; any other failure fails the log.
         let file = state.active.file, offset = state.active.sizeBytes
-        state.lastWriteOffset = offset
         do {
             try file.writeFully(state.scratch, at: offset)
         } catch {

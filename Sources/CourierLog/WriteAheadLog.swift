@@ -202,8 +202,6 @@ struct WriterState {
     /// Reused encode buffer: one allocation for the life of the log, not one per append.
     var scratch: [UInt8] = []
     var recordStarts: [Int] = []
-    /// Where the last write went in the active segment (for the addresses of its records).
-    var lastWriteOffset = 0
     /// The next segment's file (`Format.spareSegmentName`, empty) and salt, prepared ahead
     /// of the roll that renames it into place.
     var spare: (file: any LogFile, salt: UInt32)?
