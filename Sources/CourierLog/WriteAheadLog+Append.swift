@@ -177,7 +177,6 @@ extension WriteAheadLog {
                 name: old.name, firstSequence: old.firstSequence, sizeBytes: old.sizeBytes, salt: old.salt,
                 reader: old.reader))
         state.unsyncedSealed.append(old.file)
-        state.unsyncedRenames += 1
         state.active = ActiveSegment(
             name: name, firstSequence: firstSequence, file: spare.file, sizeBytes: Format.segmentHeaderSize,
             salt: spare.salt)

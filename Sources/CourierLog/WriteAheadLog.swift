@@ -211,10 +211,9 @@ struct WriterState {
     /// by a sixteenth of a segment (a full disk must not cost a try per append).
     var spareFailedAtBytes: Int?
     /// Sealed segments not synced since their last write, oldest first: a sync makes them
-    /// durable before the active one.
+    /// durable before the active one. Each came with a roll, whose rename into place the
+    /// directory's sync after them makes durable.
     var unsyncedSealed: [any LogFile] = []
-    /// Renames into place (rolls) since the directory was last synced.
-    var unsyncedRenames = 0
     /// Appends that found the active segment full and no spare ready, so grew it instead.
     var appendsPastSegmentSize = 0
 
@@ -326,19 +325,18 @@ extension WriteAheadLog {
     /// number that is now durable. Never under the log's lock, nor under a lock that forbids
     /// blocking I/O.
     func syncWritten() throws(LogError) -> UInt64 {
-        typealias Work = (sealed: [any LogFile], renames: Int, active: any LogFile, through: UInt64)
+        typealias Work = (sealed: [any LogFile], active: any LogFile, through: UInt64)
         let work = try mutex.withLock { () throws(LogError) -> Work in
             if case .failed = state.phase { try state.checkOpen() }
-            return (state.unsyncedSealed, state.unsyncedRenames, state.active.file, state.nextSequence - 1)
+            return (state.unsyncedSealed, state.active.file, state.nextSequence - 1)
         }
         assert(!BlockingIO.isForbidden, "an fsync under a lock that forbids blocking I/O (a courier's core)")
         for file in work.sealed { try file.sync() }
-        if work.renames > 0 { try fileSystem.syncDirectory(atPath: directory) }
+        if !work.sealed.isEmpty { try fileSystem.syncDirectory(atPath: directory) }
         try work.active.sync()
         mutex.withLock {
             // Rolls since `work` was taken added to the ends: only what it covered is done.
             state.unsyncedSealed.removeFirst(min(work.sealed.count, state.unsyncedSealed.count))
-            state.unsyncedRenames -= min(work.renames, state.unsyncedRenames)
         }
         return work.through
     }
