@@ -116,7 +116,8 @@ extension WriteAheadLog {
             throw LogError(.recordTooLarge, "\(total) bytes encoded; a segment holds at most \(room)")
         }
         var work: RollWork = (false, false)
-        let full = state.active.sizeBytes + total > configuration.segmentSizeBytes && state.active.recordCount > 0
+        // Full, unless it holds no record yet (its first is the next sequence number).
+        let full = state.active.sizeBytes + total > configuration.segmentSizeBytes && first > state.active.firstSequence
         if full, let spare = state.spare {
             try roll(onto: spare, firstSequence: first, createdMilliseconds: timestamp)
             work.syncSealed = true
@@ -136,7 +137,6 @@ extension WriteAheadLog {
             throw error
         }
         state.active.sizeBytes += total
-        state.active.recordCount += entries.count
         state.nextSequence += UInt64(entries.count)
         // Prepare the next segment now unless one is ready or being made, or a try failed since
         // the active segment last grew by a sixteenth of a segment.

@@ -187,7 +187,6 @@ struct ActiveSegment {
     var file: any LogFile
     var sizeBytes: Int
     var salt: UInt32
-    var recordCount = 0
     /// Kept open for reads back, once one was made; the segment keeps it when sealed.
     var reader: (any LogReadableFile)?
 }
