@@ -97,10 +97,10 @@ package final class LZ4Decoder {
         guard let header = Self.header(frame), header.contentSize <= UInt64(limit) else { return nil }
         let size = Int(header.contentSize)
         if scratch.count < size { scratch = [UInt8](repeating: 0, count: max(size, 2 * scratch.count)) }
-        let produced = scratch.withUnsafeMutableBufferPointer { buffer in
+        let produced = scratch.withUnsafeMutableBytes { buffer in
             decodeBlocks(
                 frame, from: header.blocksOffset, flags: header.flags,
-                into: UnsafeMutableBufferPointer(rebasing: buffer[..<size]))
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<size]))
         }
         guard produced == size, header.flags & LZ4Frame.flagContentChecksum != 0 else { return nil }
         let stored = frame.loadLE(UInt32.self, at: frame.count - 4)
@@ -134,14 +134,13 @@ package final class LZ4Decoder {
         return (flags, contentSize, offset + 1)
     }
 
-    /// Decodes the blocks starting at `offset` into `out`; returns the bytes produced, or nil
+    /// Decodes the blocks starting at `offset` into `raw`; returns the bytes produced, or nil
     /// if a block is malformed, too big, or the frame does not end exactly with its end mark
     /// and content checksum.
     private func decodeBlocks(
         _ frame: UnsafeRawBufferPointer, from offset: Int, flags: UInt8,
-        into out: UnsafeMutableBufferPointer<UInt8>
+        into raw: UnsafeMutableRawBufferPointer
     ) -> Int? {
-        let raw = UnsafeMutableRawBufferPointer(out)
         let blockChecksum = flags & LZ4Frame.flagBlockChecksum != 0 ? 4 : 0
         var pos = offset
         var produced = 0
