@@ -97,7 +97,8 @@ package final class ConditionLock: @unchecked Sendable {
     /// Whether blocking file work (an fsync, a file's creation) is a bug while this lock is held
     /// (`Locked.init`).
     let forbidsBlockingIO: Bool
-    /// While a `Locked` holds it: the lock its thread held before (`heldLocksKey`).
+    /// While a `Locked` holds it: the lock its thread held before (`heldLocksKey`). Nothing
+    /// waits on a `Locked`'s lock (a wait would let another thread take it, and this, meanwhile).
     @usableFromInline var outer: UnsafeMutableRawPointer?
 
     package init(forbidsBlockingIO: Bool = false) {
