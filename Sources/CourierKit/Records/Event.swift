@@ -287,13 +287,13 @@ struct ByteReader {
         utf8().map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// `count` strings (each non-empty when `nonEmpty`), checked as `utf8()` checks one, and
-    /// their bytes as stored; nil if one is not there or not valid.
-    mutating func strings(_ count: Int, nonEmpty: Bool) -> UnsafeRawBufferPointer? {
+    /// `count` strings, checked as `utf8()` checks one, and their bytes as stored; nil if one is
+    /// not there or not valid.
+    mutating func strings(_ count: Int) -> UnsafeRawBufferPointer? {
         let start = offset
-        // Bounded by `count` (a u8, or twice one, in the format).
+        // Bounded by `count` (twice a u8 in the format).
         for _ in 0..<count {
-            guard let string = utf8(), !nonEmpty || !string.isEmpty else { return nil }
+            guard utf8() != nil else { return nil }
         }
         return UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
     }

@@ -2,10 +2,11 @@ import CourierLog
 
 /// A message record read in place: the one parser of record bodies (layout in `Event`). Replay
 /// reads its facts straight from the reader's buffer, with no `String`, array or body copy per
-/// record (decoding whole events was a large share of opening: <doc:MeasuredFigures>);
+/// record but a tagged message's tags (decoding whole events was a large share of opening:
+/// <doc:MeasuredFigures>);
 /// `Event.decode` (attempts reading a message back, `wal-dump`) materializes the same view. So
 /// replay, reads and `wal-dump` cannot disagree on what a body says or whether it is valid.
-/// Text fields are checked to be UTF-8 here; every view points into the body it came from.
+/// Text fields are checked to be UTF-8 here; views (all but the tags) point into the body they came from.
 enum EventView {
     /// An `enqueued` or `snapshot` body.
     struct State {
@@ -19,20 +20,8 @@ enum EventView {
         var attempts: UInt32
         var dueMilliseconds: UInt64
         var orderingKey: UnsafeRawBufferPointer?
-        var tagCount: Int
-        /// The tags as stored: `tagCount` times `string tag`.
-        var tags: UnsafeRawBufferPointer
-
-        /// The tags as strings (replay makes them only for a tagged message).
-        var tagStrings: [String] {
-            guard tagCount > 0 else { return [] }
-            var r = ByteReader(tags)
-            // Bounded: the parser counted exactly `tagCount` valid strings here.
-            return (0..<tagCount).map { _ in
-                guard let tag = r.string() else { preconditionFailure("tags the parser checked") }
-                return tag
-            }
-        }
+        /// The tags, as strings: replay keeps them, and an untagged message has none to make.
+        var tagStrings: [String]
     }
 
     /// How an attempt ended, as stored.
@@ -99,13 +88,12 @@ enum EventView {
 
     private static func parseState(_ r: inout ByteReader, _ id: MessageID) -> State? {
         // The header pairs (at most 255), then the body, a blob (u32 length, then the bytes), in place.
-        guard let url = r.utf8(), let count = r.u8(), let headers = r.strings(2 * Int(count), nonEmpty: false),
+        guard let url = r.utf8(), let count = r.u8(), let headers = r.strings(2 * Int(count)),
             let n = r.u32(), let body = r.take(Int(n)), let created = r.u64(), let attempts = r.u32(),
             let due = r.u64()
         else { return nil }
         var key: UnsafeRawBufferPointer?
-        var tagCount = 0
-        var tags = UnsafeRawBufferPointer(rebasing: r.bytes[r.offset..<r.offset])
+        var tags: [String] = []
         if !r.isAtEnd {
             guard let k = r.utf8() else { return nil }
             // An empty key stands for none, and only before tags: one encoding per state.
@@ -114,13 +102,16 @@ enum EventView {
         }
         if !r.isAtEnd {
             // Written only when there are tags, each non-empty (an empty key then means none).
-            guard let count = r.u8(), count > 0, let stored = r.strings(Int(count), nonEmpty: true) else { return nil }
-            tagCount = Int(count)
-            tags = stored
+            guard let count = r.u8(), count > 0 else { return nil }
+            // Bounded by `count`, a u8.
+            for _ in 0..<count {
+                guard let tag = r.string(), !tag.isEmpty else { return nil }
+                tags.append(tag)
+            }
         }
         return State(
             id: id, url: url, headerCount: Int(count), headers: headers, body: body, createdMilliseconds: created,
-            attempts: attempts, dueMilliseconds: due, orderingKey: key, tagCount: tagCount, tags: tags)
+            attempts: attempts, dueMilliseconds: due, orderingKey: key, tagStrings: tags)
     }
 
     private static func parseOutcome(_ r: inout ByteReader) -> Outcome? {
