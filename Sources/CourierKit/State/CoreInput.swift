@@ -148,27 +148,36 @@ extension CoreState {
     /// Applies `input` at `instant`: what it emits, resumes and appends goes into `effects`, and
     /// the plan to carry out when the section ends (if any) into `effects.plan`.
     mutating func handle(_ input: CoreInput, at instant: EngineInstant?, _ effects: inout Effects) {
-        if let request = handle(input, at: instant, emitting: &effects) { effects.plan = request }
-    }
-
-    private mutating func handle(
-        _ input: CoreInput, at instant: EngineInstant?, emitting effects: inout Effects
-    ) -> PlanRequest? {
         let plan = instant.map { PlanRequest(instant: $0) }
         switch input {
         case .pause: scheduler.mode.paused = true
         case .resume:
             scheduler.mode.paused = false
-            return plan
+            effects.plan = plan
         case .retryNow:
             _ = projection.makeDue(atOrBefore: instant?.wallMilliseconds ?? 0)
-            return plan
+            effects.plan = plan
         case .place(let place): scheduler.mode.place = place
-        case .cancel, .cancelTagged, .hold: changeByApp(input, &effects)
-        case .release: return changeByApp(input, &effects) ? plan : nil
+        // The app's intents that append (none once closed): each record is asked for before the
+        // change it makes, so log order is projection order (replay: `Replayer.visit`).
+        case .cancel(let id) where !closed: cancel(projection.slotIndex(of: id) == nil ? [] : [id], &effects)
+        case .cancelTagged(let tag) where !closed: cancel(projection.ids(tagged: tag), &effects)
+        case .hold(let tag) where !closed:
+            if !projection.tags.held.contains(tag) { effects.append(.held(tag: tag)) }
+            effects.reply.count = projection.holdTag(tag)
+            tellIdleWaiters(&effects)  // only held messages may be left
+        case .release(let tag) where !closed:
+            guard projection.tags.held.contains(tag) else {
+                effects.reply.count = projection.ids(tagged: tag).count
+                break
+            }
+            effects.append(.released(tag: tag))
+            effects.reply.count = projection.releaseTag(tag)
+            effects.plan = plan
+        case .cancel, .cancelTagged, .hold, .release: break  // closed
         case .forcedRun(let step):
             forcedRun(step, &effects.reply)
-            return step == .end ? plan : nil
+            if step == .end { effects.plan = plan }
         case .waitForDelivery, .waitUntilIdle, .stopWaiting, .settle, .subscribe, .unsubscribe:
             wait(input, at: instant, &effects)
         case .install(let launcher):
@@ -180,7 +189,7 @@ extension CoreState {
             reconciliation = makeTask()
         case .reconciliationEnded:
             if scheduler.mode.phase == .reconciling { scheduler.mode.phase = .running }
-            return plan
+            effects.plan = plan
         case .close, .released:
             effects.reply.attempts = Array(scheduler.attempts.values)
             effects.reply.passes = Array(scheduler.passes.values)
@@ -191,60 +200,34 @@ extension CoreState {
         case .closeEnded: releaseEveryone(&effects)
         case .timerFired(let deadline):
             if scheduler.timer?.deadline == deadline { scheduler.timer = nil }
-            return plan
+            effects.plan = plan
         case .passEnded(let token):
             scheduler.passes[token] = nil
-            return plan
+            effects.plan = plan
         case .compactionEnded(let error):
             compaction.compacting = false
             if let error { effects.emit(.storageFailed(error)) } else { compaction.succeeded() }
-            return plan
+            effects.plan = plan
         case .runnerFree(let token, let continuing):
-            return instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
+            effects.plan = instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
         case .attemptCancelled(let id, let token):
             projection.release(id)
-            return instant.map { PlanRequest(instant: $0, freeing: token, continuing: false) }
+            effects.plan = instant.map { PlanRequest(instant: $0, freeing: token, continuing: false) }
         case .unreadable(let id, let error, let due, let token, let continuing):
             recordUnreadable(id, error: error, dueMilliseconds: due, &effects)
-            return instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
+            effects.plan = instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
         case .wake(let handOffAsked):
-            return instant.map { PlanRequest(instant: $0, handOffAsked: handOffAsked) }
+            effects.plan = instant.map { PlanRequest(instant: $0, handOffAsked: handOffAsked) }
         case .ended(let ending, let facts, let probeRandom):
             guard let instant else { preconditionFailure("an attempt's end is told with its instant") }
-            return ended(ending, facts, probeRandom: probeRandom, at: instant, &effects)
+            effects.plan = ended(ending, facts, probeRandom: probeRandom, at: instant, &effects)
         case .uploadEnded(let end):
             guard let instant else { preconditionFailure("an upload's end is told with its instant") }
-            return uploadEnded(end, at: instant, &effects)
+            effects.plan = uploadEnded(end, at: instant, &effects)
         case .beginHandOffs(let ready, let aborted): beginHandOffs(ready, aborted: aborted, &effects)
         case .recordHandOffs(let made): recordHandOffs(made, &effects)
         case .reconcile(let tasks): reconcile(with: tasks, &effects)
         }
-        return nil
-    }
-
-    /// The app's intents that append: each record is asked for before the change it makes, so
-    /// log order is projection order (replay: `Replayer.visit`).
-    /// False if nothing changed (a release of a tag that is not held).
-    @discardableResult
-    private mutating func changeByApp(_ input: CoreInput, _ effects: inout Effects) -> Bool {
-        guard !closed else { return false }
-        switch input {
-        case .cancel(let id): cancel(projection.slotIndex(of: id) == nil ? [] : [id], &effects)
-        case .cancelTagged(let tag): cancel(projection.ids(tagged: tag), &effects)
-        case .hold(let tag):
-            if !projection.tags.held.contains(tag) { effects.append(.held(tag: tag)) }
-            effects.reply.count = projection.holdTag(tag)
-            tellIdleWaiters(&effects)  // only held messages may be left
-        case .release(let tag):
-            guard projection.tags.held.contains(tag) else {
-                effects.reply.count = projection.ids(tagged: tag).count
-                return false
-            }
-            effects.append(.released(tag: tag))
-            effects.reply.count = projection.releaseTag(tag)
-        default: preconditionFailure("not an intent that appends: \(input)")
-        }
-        return true
     }
 
     /// Pending messages `ids` are cancelled: their `cancelled` records (a single cancel is a batch
