@@ -139,8 +139,8 @@ enum Resolution: Equatable {
 struct ResolvedMemory {
     let limit: Int
     private var map: [MessageID: Resolution] = [:]
-    private var order: [MessageID] = []
-    private var head = 0
+    /// The ids `map` holds, oldest first.
+    private var order = FIFOQueue<MessageID>()
 
     init(limit: Int) { self.limit = max(0, limit) }
 
@@ -150,14 +150,7 @@ struct ResolvedMemory {
         guard limit > 0 else { return }
         if map.updateValue(resolution, forKey: id) == nil { order.append(id) }
         // Evict one per insert past the limit: bounded work per call.
-        if order.count - head > limit {
-            map[order[head]] = nil
-            head += 1
-        }
-        if head > 1024 && head * 2 > order.count {
-            order.removeFirst(head)
-            head = 0
-        }
+        if map.count > limit, let oldest = order.popFirst() { map[oldest] = nil }
     }
 }
 

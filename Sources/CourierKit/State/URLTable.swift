@@ -64,33 +64,34 @@ struct URLTable {
 
 }
 
-/// A FIFO of slot indices with O(1) amortised append and removal from the front.
-struct SlotQueue {
-    private var items: [UInt32] = []
+/// A FIFO (of slot indices, of resolved ids) with O(1) amortised append and removal from the
+/// front.
+struct FIFOQueue<Element: Equatable> {
+    private var items: [Element] = []
     private var head = 0
-    var first: UInt32? { head < items.count ? items[head] : nil }
+    var first: Element? { head < items.count ? items[head] : nil }
 
-    mutating func append(_ slot: UInt32) { items.append(slot) }
+    mutating func append(_ element: Element) { items.append(element) }
 
-    /// The first slot, from the head, for which `isLive` holds (stale entries are skipped,
+    /// The first element, from the head, for which `isLive` holds (stale entries are skipped,
     /// not removed): no copy, no mutation.
-    func first(where isLive: (UInt32) -> Bool) -> UInt32? { items[head...].first(where: isLive) }
+    func first(where isLive: (Element) -> Bool) -> Element? { items[head...].first(where: isLive) }
 
-    /// Every slot from the head, oldest first (stale entries included: callers check them).
-    var entries: ArraySlice<UInt32> { items[head...] }
+    /// Every element from the head, oldest first (stale entries included: callers check them).
+    var entries: ArraySlice<Element> { items[head...] }
 
     /// Removes and returns the head.
-    mutating func popFirst() -> UInt32? {
-        guard let slot = first else { return nil }
-        remove(slot)
-        return slot
+    mutating func popFirst() -> Element? {
+        guard let element = first else { return nil }
+        remove(element)
+        return element
     }
 
-    /// Removes `slot`; usually the head (messages resolve in order), else a linear search.
-    mutating func remove(_ slot: UInt32) {
-        if first == slot {
+    /// Removes `element`; usually the head (messages resolve in order), else a linear search.
+    mutating func remove(_ element: Element) {
+        if first == element {
             head += 1
-        } else if let i = items[head...].firstIndex(of: slot) {
+        } else if let i = items[head...].firstIndex(of: element) {
             items.remove(at: i)
         }
         if head > 64 && head * 2 > items.count {
@@ -112,7 +113,7 @@ struct OriginTable {
         var governor: Governor
         /// Oldest first. Entries may be stale (a slot unparked or freed since): `parkedCount` is
         /// the exact number, and every pop re-checks the slot's flags.
-        var parked = SlotQueue()
+        var parked = FIFOQueue<UInt32>()
         var parkedCount = 0
     }
 
@@ -206,7 +207,7 @@ struct LaneTable {
 
     private struct Lane {
         var key: Key
-        var queue = SlotQueue()
+        var queue = FIFOQueue<UInt32>()
         var members = 0
     }
 
