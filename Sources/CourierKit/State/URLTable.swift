@@ -5,45 +5,28 @@ import Foundation
 /// goes there). Each URL also names its origin (for backoff per destination); ordering lives
 /// in `LaneTable`.
 struct URLTable {
-    struct Entry {
-        var url: [UInt8]
-        var references: Int
-        /// Index into the projection's `OriginTable` (scheme, host and port).
-        var origin: UInt32
-    }
-
-    private var entries: [Entry?] = []
-    private var indexByURL: [[UInt8]: UInt32] = [:]
-    private var freeIndices: [UInt32] = []
+    /// Each URL's bytes, with its origin's index in the projection's `OriginTable` (scheme, host
+    /// and port).
+    private var table = InternTable<[UInt8], UInt32>()
     /// The last URL interned: consecutive messages mostly share one, and comparing bytes
     /// avoids building an array (and hashing it) per message on the replay path.
     private var lastInterned: UInt32?
 
-    var count: Int { indexByURL.count }
+    var count: Int { table.count }
 
-    func url(_ index: UInt32) -> String { String(decoding: entries[Int(index)]!.url, as: UTF8.self) }
+    func url(_ index: UInt32) -> String { String(decoding: table.key(index), as: UTF8.self) }
 
-    func origin(_ index: UInt32) -> UInt32 { entries[Int(index)]!.origin }
+    func origin(_ index: UInt32) -> UInt32 { table[index] }
 
     /// The index of `url`, adding it if new (and its origin to `origins`); counts one more
     /// reference.
     mutating func intern(_ url: UnsafeRawBufferPointer, origins: inout OriginTable) -> UInt32 {
-        if let last = lastInterned, entries[Int(last)]!.url.withUnsafeBytes({ Self.same($0, url) }) {
-            entries[Int(last)]!.references += 1
+        if let last = lastInterned, table.key(last).withUnsafeBytes({ Self.same($0, url) }) {
+            table.retain(last)
             return last
         }
         let key = [UInt8](url)
-        let index: UInt32
-        if let known = indexByURL[key] {
-            index = known
-            entries[Int(index)]!.references += 1
-        } else {
-            index = freeIndices.popLast() ?? UInt32(entries.count)
-            let entry = Entry(
-                url: key, references: 1, origin: origins.intern(url: String(decoding: key, as: UTF8.self)))
-            if Int(index) == entries.count { entries.append(entry) } else { entries[Int(index)] = entry }
-            indexByURL[key] = index
-        }
+        let index = table.intern(key) { origins.intern(url: String(decoding: key, as: UTF8.self)) }
         lastInterned = index
         return index
     }
@@ -54,14 +37,55 @@ struct URLTable {
 
     /// One reference fewer; the entry is freed at zero.
     mutating func release(_ index: UInt32) {
-        entries[Int(index)]!.references -= 1
-        guard entries[Int(index)]!.references == 0 else { return }
-        indexByURL[entries[Int(index)]!.url] = nil
-        entries[Int(index)] = nil
-        freeIndices.append(index)
-        if lastInterned == index { lastInterned = nil }
+        if table.release(index), lastInterned == index { lastInterned = nil }
+    }
+}
+
+/// Keys interned to 4-byte indices (`URLTable`'s URLs, `LaneTable`'s lanes), each with a value
+/// and a count of references: an index is reused once its last reference is released.
+struct InternTable<Key: Hashable, Value> {
+    private var entries: [(key: Key, value: Value, references: Int)?] = []
+    private var indexByKey: [Key: UInt32] = [:]
+    private var freeIndices: [UInt32] = []
+
+    var count: Int { indexByKey.count }
+
+    func key(_ index: UInt32) -> Key { entries[Int(index)]!.key }
+
+    /// Whether `index` holds an entry (it was not freed).
+    func isLive(_ index: UInt32) -> Bool { entries[Int(index)] != nil }
+
+    /// A live index's value, changed in place (a lane's queue is not copied).
+    subscript(_ index: UInt32) -> Value {
+        get { entries[Int(index)]!.value }
+        _modify { yield &entries[Int(index)]!.value }
     }
 
+    /// The index of `key`, with one more reference; a new one gets the value `make` makes.
+    mutating func intern(_ key: Key, _ make: () -> Value) -> UInt32 {
+        if let known = indexByKey[key] {
+            retain(known)
+            return known
+        }
+        let index = freeIndices.popLast() ?? UInt32(entries.count)
+        let entry = (key: key, value: make(), references: 1)
+        if Int(index) == entries.count { entries.append(entry) } else { entries[Int(index)] = entry }
+        indexByKey[key] = index
+        return index
+    }
+
+    mutating func retain(_ index: UInt32) { entries[Int(index)]!.references += 1 }
+
+    /// One reference fewer; true if it was the last: the entry is freed, its index reusable.
+    @discardableResult
+    mutating func release(_ index: UInt32) -> Bool {
+        entries[Int(index)]!.references -= 1
+        guard entries[Int(index)]!.references == 0 else { return false }
+        indexByKey[entries[Int(index)]!.key] = nil
+        entries[Int(index)] = nil
+        freeIndices.append(index)
+        return true
+    }
 }
 
 /// A FIFO (of slot indices, of resolved ids) with O(1) amortised append and removal from the
@@ -205,43 +229,24 @@ struct LaneTable {
         case url(UInt32)
     }
 
-    private struct Lane {
-        var key: Key
-        var queue = FIFOQueue<UInt32>()
-        var members = 0
-    }
-
-    private var lanes: [Lane?] = []
-    private var indexByKey: [Key: UInt32] = [:]
-    private var freeIndices: [UInt32] = []
+    /// Each lane's slots, oldest first. An index is below `none`: a lane has a slot, and the
+    /// projection holds fewer slots than `UInt32.max - 1`.
+    private var lanes = InternTable<Key, FIFOQueue<UInt32>>()
 
     /// The lane for `key`, created if new; the slot joins its queue.
     mutating func join(_ slot: UInt32, key: Key) -> UInt32 {
-        let index: UInt32
-        if let known = indexByKey[key] {
-            index = known
-        } else {
-            index = freeIndices.popLast() ?? UInt32(lanes.count)
-            precondition(index < Self.none, "more ordering lanes than an index holds")
-            if Int(index) == lanes.count { lanes.append(Lane(key: key)) } else { lanes[Int(index)] = Lane(key: key) }
-            indexByKey[key] = index
-        }
-        lanes[Int(index)]!.queue.append(slot)
-        lanes[Int(index)]!.members += 1
+        let index = lanes.intern(key) { FIFOQueue() }
+        lanes[index].append(slot)
         return index
     }
 
     /// The slot leaves its lane; the lane is freed when empty.
     mutating func leave(_ slot: UInt32, lane index: UInt32) {
-        lanes[Int(index)]!.queue.remove(slot)
-        lanes[Int(index)]!.members -= 1
-        guard lanes[Int(index)]!.members == 0 else { return }
-        indexByKey[lanes[Int(index)]!.key] = nil
-        lanes[Int(index)] = nil
-        freeIndices.append(index)
+        lanes[index].remove(slot)
+        lanes.release(index)
     }
 
-    func head(of index: UInt32) -> UInt32? { lanes[Int(index)]?.queue.first }
+    func head(of index: UInt32) -> UInt32? { lanes.isLive(index) ? lanes[index].first : nil }
 
     /// The lane key of a message: its ordering key, else its URL when every destination is one
     /// lane, else none.
