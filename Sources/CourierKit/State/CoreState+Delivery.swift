@@ -76,8 +76,7 @@ extension CoreState {
             resolve(id, .delivered, attempts: attempt.number, &effects)
         case .retry(let due, _, let foregroundOnly):
             effects.append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due))
-            projection.retry(id, attempts: number, dueMilliseconds: due)
-            if change == .limited { projection.notePacedRetry(id) }
+            projection.retry(id, attempts: number, dueMilliseconds: due, paced: change == .limited)
             let next = Date(timeIntervalSince1970: Double(due) / 1000)
             effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: next))
             if foregroundOnly { self.foregroundOnly.insert(id) }  // no hand-off takes it again

@@ -165,17 +165,14 @@ struct Projection {
     }
 
     /// An attempt ended without resolving the message: record it and schedule the next one.
-    mutating func retry(_ id: MessageID, attempts: UInt32, dueMilliseconds: UInt64) {
+    /// `paced`: that next attempt is a retry its destination's limit paces (after a 429 or 503
+    /// from a destination answering others): it takes no token of the retry budget.
+    mutating func retry(_ id: MessageID, attempts: UInt32, dueMilliseconds: UInt64, paced: Bool = false) {
         guard let i = lookup(id) else { return }
         slots[Int(i)].attempts = attempts
         slots[Int(i)].dueMilliseconds = dueMilliseconds
+        if paced { slots[Int(i)].flags.insert(.pacedRetry) }
         release(id)  // rescheduled with them
-    }
-
-    /// Message `id`'s next attempt is a retry its destination's limit paces (after a 429 or
-    /// 503 from a destination answering others): it takes no token of the retry budget.
-    mutating func notePacedRetry(_ id: MessageID) {
-        if let i = lookup(id) { slots[Int(i)].flags.insert(.pacedRetry) }
     }
 
     /// Withholds a message from the engine, as in flight, until `release`: it is a background
