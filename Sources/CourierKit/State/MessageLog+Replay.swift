@@ -38,7 +38,7 @@ extension MessageLog {
 
 /// Rebuilds the core's state from the log while it opens: the log visits every valid record
 /// in the same pass that recovers its newest segment, so no segment is read twice, and each
-/// record is read in place (see `EventView`). Damage is never silent: `finish` reports it,
+/// record is read in place (see `EventView`). Damage is never silent: `makeCore` reports it,
 /// `recovery` holds it and every `events()` stream begins with a `.storageFailed` naming it.
 final class Replayer {
     private var projection: Projection
@@ -92,29 +92,16 @@ final class Replayer {
         if !handOffs.isEmpty { handOffs[id] = nil }
     }
 
-    /// The core of the replayed state, and what opening found. A function of its own so that
-    /// the state's one other reference, the binding below, is gone when the core is returned:
-    /// the core must hold the only reference to the projection's buffers, or its first change
-    /// would copy them all. Scoping does what a `consume` did, which the iOS type-check's
-    /// compiler crashed on (`make ios-check`).
+    /// The core of the replayed state, and what opening found: the log's recovery plus what
+    /// replay found. A function of its own so that the state's other references, the bindings
+    /// below, are gone when the core is returned: the core must hold the only reference to the
+    /// projection's buffers, or its first change would copy them all. Scoping does what a
+    /// `consume` did, which the iOS type-check's compiler crashed on (`make ios-check`).
     func makeCore(
         _ log: MessageLog, configuration: Courier.Configuration, nowMilliseconds now: UInt64,
         endHandOff: @escaping @Sendable (MessageID, HandOff) -> Void
     ) -> (CourierCore, RecoveryReport) {
-        let (state, report) = finish(log, configuration: configuration, nowMilliseconds: now)
-        let core = CourierCore(
-            log: log, limits: configuration.coreLimits, state: state, logger: configuration.logger,
-            endHandOff: endHandOff)
-        return (core, report)
-    }
-
-    /// The core's state, and what opening found: the log's recovery plus what replay found.
-    func finish(
-        _ log: MessageLog, configuration: Courier.Configuration,
-        nowMilliseconds now: UInt64
-    ) -> (CoreState, RecoveryReport) {
-        // Moved out, not copied: the core must hold the only reference to the projection's
-        // buffers, or its first change would copy them all.
+        // Moved out, not copied (as above).
         var taken = Projection(fifoPerDestination: projection.fifoPerDestination)
         swap(&taken, &projection)
         // No message waits longer than the current policy allows (the one rule, `NextDue`).
@@ -141,6 +128,9 @@ final class Replayer {
         let state = CoreState(
             projection: taken, resolved: resolved, retry: configuration.retry, wallMilliseconds: now,
             openingDamage: damage, handOffs: handOffs)
-        return (state, report)
+        let core = CourierCore(
+            log: log, limits: configuration.coreLimits, state: state, logger: configuration.logger,
+            endHandOff: endHandOff)
+        return (core, report)
     }
 }
