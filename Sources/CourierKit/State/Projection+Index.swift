@@ -19,7 +19,7 @@ extension Projection {
     private static func home(_ hash: UInt64, mask: Int) -> Int { Int(truncatingIfNeeded: hash >> 7) & mask }
     private static func tag(_ hash: UInt64) -> UInt64 { hash & 0xFFFF_FFFF_0000_0000 }
 
-    func lookup(_ id: MessageID) -> UInt32? {
+    func slotIndex(of id: MessageID) -> UInt32? {
         guard !idTable.isEmpty else { return nil }
         let h = Self.hash(id), tag = Self.tag(h)
         let mask = idTable.count - 1
@@ -169,7 +169,7 @@ extension Projection {
         var live = 0
         for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
             live += 1
-            guard lookup(slot.id) == UInt32(i) else { return "the id table finds slot \(i) by its id" }
+            guard slotIndex(of: slot.id) == UInt32(i) else { return "the id table finds slot \(i) by its id" }
             let schedulable = slot.flags.isDisjoint(with: Flags.unschedulable) && isLaneHead(UInt32(i))
             guard slot.flags.contains(.heldByTag) == tags.isHeld(slot: UInt32(i)) else {
                 return "slot \(i) is held by a tag exactly when one of its tags is held"

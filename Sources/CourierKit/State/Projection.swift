@@ -91,9 +91,7 @@ struct Projection {
 
     var isEmpty: Bool { count == 0 }
 
-    func slotIndex(of id: MessageID) -> UInt32? { lookup(id) }
-
-    func slot(of id: MessageID) -> Slot? { lookup(id).map { slots[Int($0)] } }
+    func slot(of id: MessageID) -> Slot? { slotIndex(of: id).map { slots[Int($0)] } }
 
     /// The URL a slot's message goes to.
     func url(of slot: Slot) -> String { urls.url(slot.urlIndex) }
@@ -108,7 +106,7 @@ struct Projection {
         id: MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer? = nil, tags: [String] = [],
         attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress
     ) -> Change {
-        if let i = lookup(id) {
+        if let i = slotIndex(of: id) {
             slots[Int(i)].address = address
             slots[Int(i)].attempts = attempts
             // A snapshot keeps the due time, and in memory where it came from (the record
@@ -142,7 +140,7 @@ struct Projection {
     mutating func applyAttempt(id: MessageID, attempt: UInt32, dueMilliseconds: UInt64, retryAfter: Bool = false)
         -> Change
     {
-        guard let i = lookup(id) else { return .ignored }
+        guard let i = slotIndex(of: id) else { return .ignored }
         slots[Int(i)].attempts = max(slots[Int(i)].attempts, attempt)
         slots[Int(i)].dueMilliseconds = dueMilliseconds
         slots[Int(i)].flags.remove(.dueFromRetryAfter)
@@ -168,7 +166,7 @@ struct Projection {
     /// `paced`: that next attempt is a retry its destination's limit paces (after a 429 or 503
     /// from a destination answering others): it takes no token of the retry budget.
     mutating func retry(_ id: MessageID, attempts: UInt32, dueMilliseconds: UInt64, paced: Bool = false) {
-        guard let i = lookup(id) else { return }
+        guard let i = slotIndex(of: id) else { return }
         slots[Int(i)].attempts = attempts
         slots[Int(i)].dueMilliseconds = dueMilliseconds
         if paced { slots[Int(i)].flags.insert(.pacedRetry) }
@@ -179,7 +177,7 @@ struct Projection {
     /// upload's (handed off in an earlier process, found at open or adopted from the session).
     /// It stays in the projection, so the compactor pins it.
     mutating func withhold(_ id: MessageID) {
-        guard let i = lookup(id) else { return }
+        guard let i = slotIndex(of: id) else { return }
         // Out of the parked queue too (a down destination's), or it could go as a probe while
         // its upload runs; `release` parks it again if the destination is still down.
         if slots[Int(i)].flags.contains(.parked) { unparked(i) }
@@ -190,7 +188,7 @@ struct Projection {
     /// An attempt was cancelled (close), or a withheld message is the engine's again: the
     /// message is schedulable again.
     mutating func release(_ id: MessageID) {
-        guard let i = lookup(id) else { return }
+        guard let i = slotIndex(of: id) else { return }
         stopSending(i)
         slots[Int(i)].flags.remove(.inFlight)
         reschedule(i)
@@ -199,7 +197,7 @@ struct Projection {
     /// - Returns: the slot as it was, or nil if `id` was not pending.
     @discardableResult
     mutating func remove(_ id: MessageID) -> Slot? {
-        guard let i = lookup(id) else { return nil }
+        guard let i = slotIndex(of: id) else { return nil }
         let slot = slots[Int(i)]
         if slot.heapIndex != Self.notInHeap { heapRemove(i) }
         stopSending(i)
@@ -268,7 +266,7 @@ struct Projection {
 
     /// Records that `id`'s full state now lives at `address` (a snapshot).
     mutating func moveFullState(_ id: MessageID, to address: RecordAddress) {
-        if let i = lookup(id) { slots[Int(i)].address = address }
+        if let i = slotIndex(of: id) { slots[Int(i)].address = address }
     }
 
     // MARK: Internals
