@@ -69,7 +69,8 @@ struct Projection {
     let fifoPerDestination: Bool
     var slots: [Slot] = []
     private var freeSlots: [UInt32] = []
-    private(set) var count = 0
+    /// Pending messages: the slots not free.
+    var count: Int { slots.count - freeSlots.count }
     /// Open addressing, linear probing: slot index + 1, 0 for empty. Power-of-two size.
     var idTable: [UInt64] = []
     /// A binary min-heap of slot indices by (due, order): exactly the schedulable slots.
@@ -213,7 +214,6 @@ struct Projection {
         urls.release(slot.urlIndex)
         slots[Int(i)].flags = []
         freeSlots.append(i)
-        count -= 1
         return slot
     }
 
@@ -272,7 +272,6 @@ struct Projection {
     // MARK: Internals
 
     private mutating func allocate(_ slot: Slot) -> UInt32 {
-        count += 1
         if let i = freeSlots.popLast() {
             slots[Int(i)] = slot
             return i
