@@ -312,15 +312,6 @@ struct ByteReader {
 package func isWellFormedUTF8<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
     // ASCII (nearly always) is well-formed: check that first, cheaply.
     if bytes.allSatisfy({ $0 < 0x80 }) { return true }
-    var iterator = bytes.makeIterator()
-    var decoder = Unicode.UTF8()
-    // Each turn consumes at least one byte, so count + 1 turns reach the end.
-    for _ in 0...bytes.count {
-        switch decoder.decode(&iterator) {
-        case .scalarValue: continue
-        case .emptyInput: return true
-        case .error: return false
-        }
-    }
-    preconditionFailure("a UTF-8 decoder consumed no byte")
+    // The standard library's UTF-8 parser, stopping at the first error (it says whether it met one).
+    return !transcode(bytes.makeIterator(), from: UTF8.self, to: UTF32.self, stoppingOnError: true) { _ in }
 }
