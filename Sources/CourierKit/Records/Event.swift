@@ -298,12 +298,7 @@ struct ByteReader {
         return UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
     }
 
-    mutating func id() -> MessageID? {
-        guard let b = take(16) else { return nil }
-        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: b) }
-        return MessageID(UUID(uuid: uuid))
-    }
+    mutating func id() -> MessageID? { take(16).map { MessageID(UUID(uuid: $0.loadUnaligned(as: uuid_t.self))) } }
 }
 
 /// Whether `bytes` are well-formed UTF-8: no stray continuation byte, overlong form, surrogate
