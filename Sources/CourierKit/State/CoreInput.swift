@@ -175,9 +175,18 @@ extension CoreState {
             effects.reply.count = projection.releaseTag(tag)
             effects.plan = plan
         case .cancel, .cancelTagged, .hold, .release: break  // closed
-        case .forcedRun(let step):
-            forcedRun(step, &effects.reply)
-            if step == .end { effects.plan = plan }
+        case .forcedRun(.begin):
+            scheduler.mode.forcedRuns += 1
+            effects.reply.count = deliveredCount
+        case .forcedRun(.stop):
+            scheduler.mode.stopping += 1
+            effects.reply.attempts = Array(scheduler.attempts.values)
+        case .forcedRun(.end):
+            scheduler.mode.stopping -= 1
+            scheduler.mode.forcedRuns -= 1
+            effects.reply.count = deliveredCount
+            (effects.reply.pending, effects.reply.handedOff) = (projection.count, handOffs.count)
+            effects.plan = plan
         case .waitForDelivery, .waitUntilIdle, .stopWaiting, .settle, .subscribe, .unsubscribe:
             wait(input, at: instant, &effects)
         case .install(let launcher):
@@ -238,21 +247,6 @@ extension CoreState {
             resolve(id, .cancelled, attempts: projection.slot(of: id).map { Int($0.attempts) } ?? 0, &effects)
         }
         effects.reply.count = ids.count
-    }
-
-    private mutating func forcedRun(_ step: CoreInput.ForcedRun, _ reply: inout Reply) {
-        switch step {
-        case .begin:
-            scheduler.mode.forcedRuns += 1
-            reply.count = deliveredCount
-        case .stop:
-            scheduler.mode.stopping += 1
-            reply.attempts = Array(scheduler.attempts.values)
-        case .end:
-            scheduler.mode.stopping -= 1
-            scheduler.mode.forcedRuns -= 1
-            (reply.count, reply.pending, reply.handedOff) = (deliveredCount, projection.count, handOffs.count)
-        }
     }
 
     /// An attempt could not read message `id` back: says so, and it is due again at
