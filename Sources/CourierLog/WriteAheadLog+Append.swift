@@ -171,12 +171,8 @@ extension WriteAheadLog {
             state.phase = .failed(error)
             throw error
         }
-        let old = state.active
-        state.sealed.append(
-            SegmentInfo(
-                name: old.name, firstSequence: old.firstSequence, sizeBytes: old.sizeBytes, salt: old.salt,
-                reader: old.reader))
-        state.unsyncedSealed.append(old.file)
+        state.sealed.append(state.active.info)
+        state.unsyncedSealed.append(state.active.file)
         state.active = ActiveSegment(
             name: name, firstSequence: firstSequence, file: spare.file, sizeBytes: Format.segmentHeaderSize,
             salt: spare.salt)

@@ -37,24 +37,21 @@ extension WriteAheadLog {
         }
     }
 
-    /// Where the segment holding `sequence` is: its name, and its salt and open reader when
-    /// already known.
-    private func segment(
-        holding sequence: UInt64
-    ) throws(LogError) -> (name: String, salt: UInt32?, reader: (any LogReadableFile)?) {
-        try mutex.withLock { () throws(LogError) -> (String, UInt32?, (any LogReadableFile)?) in
+    /// The segment holding `sequence`: its name, and its salt and open reader when already known.
+    private func segment(holding sequence: UInt64) throws(LogError) -> SegmentInfo {
+        try mutex.withLock { () throws(LogError) -> SegmentInfo in
             if sequence >= state.active.firstSequence {
                 guard sequence < state.nextSequence else {
                     throw LogError(.invalidArgument, "no record \(sequence) yet")
                 }
-                return (state.active.name, state.active.salt, state.active.reader)
+                return state.active.info
             }
             // The last sealed segment starting at or below `sequence`: a linear search from the
             // newest, a comparison per segment (one segment holds thousands of records).
             guard let info = state.sealed.last(where: { $0.firstSequence <= sequence }) else {
                 throw LogError(.notFound, "record \(sequence) lies in a forgotten segment")
             }
-            return (info.name, info.salt, info.reader)
+            return info
         }
     }
 

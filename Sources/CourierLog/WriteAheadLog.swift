@@ -189,6 +189,11 @@ struct ActiveSegment {
     var salt: UInt32
     /// Kept open for reads back, once one was made; the segment keeps it when sealed.
     var reader: (any LogReadableFile)?
+
+    /// The segment as the list of segments holds it (once sealed, or to read a record back).
+    var info: SegmentInfo {
+        SegmentInfo(name: name, firstSequence: firstSequence, sizeBytes: sizeBytes, salt: salt, reader: reader)
+    }
 }
 
 struct WriterState {
