@@ -124,7 +124,8 @@ package enum Event: Sendable, Equatable {
                 w.string(h.name)
                 w.string(h.value)
             }
-            w.blob(s.body)
+            w.u32(UInt32(s.body.count))  // a blob: u32 length, then the bytes
+            w.raw(s.body)
             w.u64(s.createdMilliseconds)
             w.u32(s.attempts)
             w.u64(s.nextDueMilliseconds)
@@ -249,10 +250,6 @@ struct ByteWriter {
             u16(UInt16(count))
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[..<count]))
         }
-    }
-    mutating func blob(_ b: [UInt8]) {
-        u32(UInt32(b.count))
-        bytes += b
     }
 }
 
