@@ -330,7 +330,6 @@ struct RecordHeader {
 enum RecordEncoding {
     /// Appends the record of `body` to `scratch` with its CRC left zero (it depends on the salt
     /// of the segment it lands in: `seal`). Returns where the record starts.
-    @discardableResult
     static func append(
         _ body: [UInt8], kind: RecordKind, sequence: UInt64, timestampMilliseconds: UInt64, flags: RecordFlags,
         encoder: LZ4Encoder, to scratch: inout [UInt8]
