@@ -186,8 +186,7 @@ package struct JSONWriter {
 
     private mutating func escaped(_ b: UInt8) {
         switch b {
-        case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-        case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), b]
         case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
         case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
         case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
