@@ -11,7 +11,7 @@ package enum JSONBody {
         var writer = JSONWriter()
         writer.bytes.reserveCapacity(256)
         do {
-            try writer.write(object, path: "", depth: 0)
+            try writer.write(object, depth: 0)
         } catch {
             throw CourierError(.invalidJSON, "$" + error.message)
         }
@@ -44,9 +44,9 @@ package struct JSONWriter {
     /// otherwise recurse forever).
     package static let maximumDepth = 100
 
-    mutating func write(_ value: Any, path: String, depth: Int) throws(CourierError) {
+    mutating func write(_ value: Any, depth: Int) throws(CourierError) {
         guard depth <= Self.maximumDepth else {
-            throw CourierError(.invalidJSON, "\(path): nested deeper than \(Self.maximumDepth) levels")
+            throw CourierError(.invalidJSON, ": nested deeper than \(Self.maximumDepth) levels")
         }
         // Fast path: the exact Swift types of literals, matched by type identity (a chain of
         // `as?` casts on `Any`, bridging included, cost more than writing the value).
@@ -54,15 +54,15 @@ package struct JSONWriter {
         case ObjectIdentifier(String.self): return string(value as! String)
         case ObjectIdentifier(Int.self): return integer(Int64(value as! Int))
         case ObjectIdentifier(Bool.self): bytes += (value as! Bool) ? Array("true".utf8) : Array("false".utf8); return
-        case ObjectIdentifier(Double.self): return try double(value as! Double, path: path)
-        case ObjectIdentifier([String: Any].self): return try object(value as! [String: Any], path: path, depth: depth)
-        case ObjectIdentifier([Any].self): return try array(value as! [Any], path: path, depth: depth)
+        case ObjectIdentifier(Double.self): return try double(value as! Double)
+        case ObjectIdentifier([String: Any].self): return try object(value as! [String: Any], depth: depth)
+        case ObjectIdentifier([Any].self): return try array(value as! [Any], depth: depth)
         default: break
         }
         // A real NSNumber (from JSONSerialization, Objective-C, …). A metatype test: casting
         // `as NSNumber` would first bridge every dictionary and array to Foundation, a large
         // share of `send` (figures: MeasuredFigures.md).
-        if type(of: value) is NSNumber.Type { return try number(value as! NSNumber, path: path) }
+        if type(of: value) is NSNumber.Type { return try number(value as! NSNumber) }
         switch value {
         case let s as String: string(s)
         case let b as Bool: bytes += b ? Array("true".utf8) : Array("false".utf8)
@@ -76,24 +76,25 @@ package struct JSONWriter {
         case let n as UInt16: bytes += Array(String(n).utf8)
         case let n as UInt32: bytes += Array(String(n).utf8)
         case let n as UInt64: bytes += Array(String(n).utf8)
-        case let n as Double: try double(n, path: path)
-        case let n as Float: try double(Double(n), path: path)
+        case let n as Double: try double(n)
+        case let n as Float: try double(Double(n))
         case is NSNull: bytes += Array("null".utf8)
-        case let d as [String: Any]: try object(d, path: path, depth: depth)
-        case let a as [Any]: try array(a, path: path, depth: depth)
+        case let d as [String: Any]: try object(d, depth: depth)
+        case let a as [Any]: try array(a, depth: depth)
         case is Date:
-            throw CourierError(.invalidJSON, "\(path): a Date has no JSON form; send a string (ISO 8601) or a number")
+            throw CourierError(.invalidJSON, ": a Date has no JSON form; send a string (ISO 8601) or a number")
         case is Data:
-            throw CourierError(.invalidJSON, "\(path): Data has no JSON form; send a base64 string")
+            throw CourierError(.invalidJSON, ": Data has no JSON form; send a base64 string")
         default:
-            throw CourierError(.invalidJSON, "\(path): a value of type \(type(of: value)) has no JSON form")
+            throw CourierError(.invalidJSON, ": a value of type \(type(of: value)) has no JSON form")
         }
     }
 
-    // Paths in error messages are built while an error unwinds (each level prefixes its key
-    // or index), never on the way down: a path string per value showed in `send`'s profile.
+    // Paths in error messages are built while an error unwinds (a message starts `: …` at the
+    // value refused, each level prefixes its key or index, `serialize` the `$`), never on the
+    // way down: a path string per value showed in `send`'s profile.
 
-    private mutating func object(_ d: [String: Any], path: String, depth: Int) throws(CourierError) {
+    private mutating func object(_ d: [String: Any], depth: Int) throws(CourierError) {
         bytes.append(UInt8(ascii: "{"))
         var pairs = Array(d)
         if pairs.count > 1 { pairs.sort { Self.utf8Precedes($0.key, $1.key) } }
@@ -102,7 +103,7 @@ package struct JSONWriter {
             string(pair.key)
             bytes.append(UInt8(ascii: ":"))
             do {
-                try write(pair.value, path: "", depth: depth + 1)
+                try write(pair.value, depth: depth + 1)
             } catch {
                 throw CourierError(.invalidJSON, "." + pair.key + error.message)
             }
@@ -110,12 +111,12 @@ package struct JSONWriter {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    private mutating func array(_ a: [Any], path: String, depth: Int) throws(CourierError) {
+    private mutating func array(_ a: [Any], depth: Int) throws(CourierError) {
         bytes.append(UInt8(ascii: "["))
         for (i, v) in a.enumerated() {
             if i > 0 { bytes.append(UInt8(ascii: ",")) }
             do {
-                try write(v, path: "", depth: depth + 1)
+                try write(v, depth: depth + 1)
             } catch {
                 throw CourierError(.invalidJSON, "[\(i)]" + error.message)
             }
@@ -123,18 +124,18 @@ package struct JSONWriter {
         bytes.append(UInt8(ascii: "]"))
     }
 
-    private mutating func double(_ n: Double, path: String) throws(CourierError) {
-        guard n.isFinite else { throw CourierError(.invalidJSON, "\(path): \(n) is not a JSON number") }
+    private mutating func double(_ n: Double) throws(CourierError) {
+        guard n.isFinite else { throw CourierError(.invalidJSON, ": \(n) is not a JSON number") }
         // Swift prints the shortest form that reads back exactly: 0.1, 1e-05, 1e+20 are JSON.
         if n == n.rounded(), abs(n) < 1e15 { integer(Int64(n)) } else { bytes += Array("\(n)".utf8) }
     }
 
     /// An NSNumber from Objective-C or Foundation: its stored type says bool, float or integer.
-    private mutating func number(_ n: NSNumber, path: String) throws(CourierError) {
+    private mutating func number(_ n: NSNumber) throws(CourierError) {
         let type = String(cString: n.objCType)
         switch type {
         case "c", "B": bytes += n.boolValue ? Array("true".utf8) : Array("false".utf8)
-        case "f", "d": try double(n.doubleValue, path: path)
+        case "f", "d": try double(n.doubleValue)
         case "Q", "L", "I", "S", "C": bytes += Array(String(n.uint64Value).utf8)
         default: bytes += Array(String(n.int64Value).utf8)
         }
