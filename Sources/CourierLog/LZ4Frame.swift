@@ -102,11 +102,11 @@ package final class LZ4Decoder {
                 frame, from: header.blocksOffset, flags: header.flags,
                 into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<size]))
         }
-        guard produced == size, header.flags & LZ4Frame.flagContentChecksum != 0 else { return nil }
+        // Every frame `header` accepts has a content checksum: its last four bytes.
         let stored = frame.loadLE(UInt32.self, at: frame.count - 4)
-        guard scratch.withUnsafeBytes({ XXH32.digest(UnsafeRawBufferPointer(rebasing: $0[..<size])) }) == stored else {
-            return nil
-        }
+        guard produced == size,
+            scratch.withUnsafeBytes({ XXH32.digest(UnsafeRawBufferPointer(rebasing: $0[..<size])) }) == stored
+        else { return nil }
         return size
     }
 
