@@ -42,18 +42,6 @@ extension Courier {
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
-    /// `send(_:to:orderingKey:headers:tags:)`, also returning the bytes it stored (the models
-    /// list the message with its body at once).
-    func sendReturningBody(
-        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], tags: Set<String>
-    ) throws(CourierError) -> (MessageID, Data) {
-        let body = try JSONBody.serialize(json)
-        let id = try enqueue(
-            body: body, contentType: "application/json", url: url,
-            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags), callbacks: Callbacks())
-        return (id, Data(body))
-    }
-
     /// Sends any `Encodable` value as JSON, encoded by `encoder`, or, without one, by a
     /// `JSONEncoder` with sorted keys. Give your own for your server's conventions
     /// (`.convertToSnakeCase`, `.iso8601` dates, …); it is used on the calling thread, once.

@@ -53,9 +53,11 @@ extension FollowingModel {
         _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], tags: Set<String>
     ) throws(CourierError) -> MessageID {
         guard let courier else { throw CourierError(.closed, "the outbox is not open yet (the model's `open`)") }
-        let (id, body) = try courier.sendReturningBody(
-            json, to: url, orderingKey: orderingKey, headers: headers, tags: tags)
-        change { $0.didSend(id, url: url, body: body, at: courier.wallDate()) }
+        let body = try JSONBody.serialize(json)
+        let id = try courier.enqueue(
+            body: body, contentType: "application/json", url: url,
+            labels: Courier.Labels(orderingKey: orderingKey, headers: headers, tags: tags), callbacks: Callbacks())
+        change { $0.didSend(id, url: url, body: Data(body), at: courier.wallDate()) }
         return id
     }
 }
