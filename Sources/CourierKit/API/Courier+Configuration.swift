@@ -246,7 +246,21 @@ extension Courier.Configuration {
         require(retry.maximumAttempts.map { $0 >= 1 } ?? true, "retry.maximumAttempts must be at least 1 (or nil)")
         require(retry.expiry.map { $0 > .zero } ?? true, "retry.expiry must be positive (or nil)")
         require(retry.retryAfterLimit >= .zero, "retry.retryAfterLimit must not be negative")
-        problems += retry.explainedFailures.problems + retryBudget.problems
+        let explained = retry.explainedFailures
+        require(explained.chance > 0 && explained.chance < 1, "retry.explainedFailures.chance must be in (0, 1)")
+        require(explained.window >= 1 && explained.window <= 4096, "retry.explainedFailures.window must be 1...4096")
+        require(explained.windowDuration > .zero, "retry.explainedFailures.windowDuration must be positive")
+        require(explained.minimumAnswers >= 1, "retry.explainedFailures.minimumAnswers must be at least 1")
+        let budget = retryBudget
+        if budget.isEnabled {
+            require(budget.capacity >= 1 && budget.capacity.isFinite, "retryBudget.capacity must be at least 1")
+            require(
+                budget.tokensPerSuccess >= 0 && budget.tokensPerSuccess.isFinite,
+                "retryBudget.tokensPerSuccess must not be negative")
+            require(
+                budget.tokensPerSecond > 0 && budget.tokensPerSecond.isFinite,
+                "retryBudget.tokensPerSecond must be positive (or the budget .disabled)")
+        }
         require(
             destinationBackoff.maximumProbeDelay > .zero,
             "destinationBackoff.maximumProbeDelay must be positive (it is \(destinationBackoff.maximumProbeDelay))")

@@ -202,18 +202,4 @@ public struct RetryBudget: Sendable, Hashable {
 
     /// Charges nothing: every retry goes when its backoff says.
     public static let disabled = RetryBudget(isEnabled: false)
-
-    /// What `Configuration.problems` says of these settings (nothing when they are valid).
-    var problems: [String] {
-        guard isEnabled else { return [] }
-        var found: [String] = []
-        if !(capacity >= 1 && capacity.isFinite) { found.append("retryBudget.capacity must be at least 1") }
-        if !(tokensPerSuccess >= 0 && tokensPerSuccess.isFinite) {
-            found.append("retryBudget.tokensPerSuccess must not be negative")
-        }
-        if !(tokensPerSecond > 0 && tokensPerSecond.isFinite) {
-            found.append("retryBudget.tokensPerSecond must be positive (or the budget .disabled)")
-        }
-        return found
-    }
 }

@@ -277,16 +277,6 @@ extension RetryPolicy {
             let run = (Foundation.log(chance) / Foundation.log(f) + 1e-9).rounded(.down)
             return run.isFinite ? max(0, Int(run)) : 0
         }
-
-        /// What `problems` says of these settings (nothing when they are valid).
-        var problems: [String] {
-            var found: [String] = []
-            if !(chance > 0 && chance < 1) { found.append("retry.explainedFailures.chance must be in (0, 1)") }
-            if window < 1 || window > 4096 { found.append("retry.explainedFailures.window must be 1...4096") }
-            if windowDuration <= .zero { found.append("retry.explainedFailures.windowDuration must be positive") }
-            if minimumAnswers < 1 { found.append("retry.explainedFailures.minimumAnswers must be at least 1") }
-            return found
-        }
     }
 }
 
