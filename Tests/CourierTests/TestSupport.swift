@@ -126,7 +126,7 @@ extension Event {
     /// id's 16 bytes (what the tests check of bodies they did not decode).
     static func messageID(in body: [UInt8]) -> MessageID? {
         guard body.count >= 17, body[0] == version else { return nil }
-        return MessageID(bytes: body[1..<17])
+        return body.withUnsafeBytes { MessageID(UUID(uuid: $0.loadUnaligned(fromByteOffset: 1, as: uuid_t.self))) }
     }
 }
 

@@ -249,13 +249,4 @@ public struct MessageID: Hashable, Sendable, Codable, CustomStringConvertible, C
         var c = encoder.singleValueContainer()
         try c.encode(description)
     }
-
-    /// The id of 16 raw bytes as stored in the log, or nil if they are not 16.
-    init?(bytes: ArraySlice<UInt8>) {
-        guard bytes.count == 16 else { return nil }
-        let b = Array(bytes)
-        uuid = UUID(
-            uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
-        )
-    }
 }
