@@ -76,15 +76,6 @@ struct MessageBoard {
             body: bodies[id], sentAt: date(entry.sentAt), changedAt: date(entry.changedAt))
     }
 
-    /// One change the follower brings (`ModelFollower.Update`).
-    @discardableResult
-    mutating func apply(_ update: ModelFollower.Update) -> Change {
-        switch update {
-        case .load(let pending, let asked): return load(pending, asked: asked)
-        case .event(let event, let now): return apply(event, now: now)
-        }
-    }
-
     /// The state read from the courier (at the start, and after a gap), as it was at `asked`:
     /// pending messages are replaced by what it says; resolved ones stay, and so does a message
     /// that changed after `asked` (one the model sent while the list was read). A message listed

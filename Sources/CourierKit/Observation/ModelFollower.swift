@@ -21,8 +21,8 @@ extension FollowingModel {
         self.courier = courier
         openError = nil
         follower.set(
-            ModelFollower.follow(courier, bufferCapacity: bufferCapacity) { [weak self] update in
-                self?.change { $0.apply(update) } != nil  // false once the model is gone
+            ModelFollower.follow(courier, bufferCapacity: bufferCapacity) { [weak self] body in
+                self?.change(body) != nil  // false once the model is gone
             })
     }
 
@@ -67,16 +67,11 @@ extension FollowingModel {
 /// (`.missedEvents`) the state is read again with a new stream, so the model is never silently
 /// stale. It ends when the courier closes or the model goes away.
 enum ModelFollower {
-    /// One change to a model's board, made on the main actor.
-    enum Update: Sendable {
-        /// The courier's pending messages, as they were at `asked`.
-        case load([PendingMessage], asked: Date)
-        case event(CourierEvent, now: Date)
-    }
-
-    /// Starts following `courier`; `apply` returns false once its model is gone.
+    /// Starts following `courier`; `apply` runs one change on the model's board, on the main
+    /// actor, and returns false once its model is gone.
     static func follow(
-        _ courier: Courier, bufferCapacity: Int, apply: @escaping @MainActor (Update) -> Bool
+        _ courier: Courier, bufferCapacity: Int,
+        apply: @escaping @MainActor ((inout MessageBoard) -> MessageBoard.Change) -> Bool
     ) -> Task<Void, Never> {
         Task { @MainActor [weak courier] in
             // Each round ends at a gap (then another round) or at the stream's end: a gap needs
@@ -84,10 +79,11 @@ enum ModelFollower {
             while !Task.isCancelled, let round = courier {
                 let asked = round.wallDate()
                 let (pending, events) = await round.pendingMessagesAndEvents(bufferCapacity: bufferCapacity)
-                guard apply(.load(pending, asked: asked)) else { return }
+                guard apply({ $0.load(pending, asked: asked) }) else { return }
                 var gap = false
                 for await event in events {
-                    guard apply(.event(event, now: round.wallDate())) else { return }
+                    let now = round.wallDate()
+                    guard apply({ $0.apply(event, now: now) }) else { return }
                     if case .missedEvents = event {
                         gap = true
                         break  // the stream goes with this loop, and so does its subscription
