@@ -35,9 +35,8 @@ extension Courier {
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
-        let body = try JSONBody.serialize(json)
-        return try enqueue(
-            body: body, contentType: "application/json", url: url,
+        try enqueue(
+            body: JSONBody.serialize(json), contentType: "application/json", url: url,
             labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
@@ -52,9 +51,8 @@ extension Courier {
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
-        let body = try JSONBody.encode(value, with: encoder)
-        return try enqueue(
-            body: body, contentType: "application/json", url: url,
+        try enqueue(
+            body: JSONBody.encode(value, with: encoder), contentType: "application/json", url: url,
             labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
