@@ -18,9 +18,8 @@ struct MessageBoard {
     /// Listed ids, oldest first, and ids no longer listed (`statuses` has none): `swept` away.
     private var order: [MessageID] = []
     private var unlistedInOrder = 0
-    /// Resolved ids, in the order they resolved, from `resolvedHead` (earlier ones were dropped).
-    private var resolvedQueue: [MessageID] = []
-    private var resolvedHead = 0
+    /// Resolved ids not dropped yet, in the order they resolved.
+    private var resolvedQueue = FIFOQueue<MessageID>()
     private(set) var resolvedCount = 0
     private(set) var handedOffCount = 0
     private(set) var destinations: [DestinationStatus] = []
@@ -105,8 +104,9 @@ struct MessageBoard {
                     url: urls.insert(message.url).memberAfterInsert,
                     body: message.body, sentAt: message.sentAt))
         }
-        resolvedQueue = resolvedQueue[resolvedHead...].filter { statuses[$0] != nil }
-        resolvedHead = 0
+        var resolved = FIFOQueue<MessageID>()  // those still listed, in the same order
+        for id in resolvedQueue.entries where statuses[id] != nil { resolved.append(id) }
+        resolvedQueue = resolved
         return Change(membership: true, summary: true, everything: true)
     }
 
@@ -196,9 +196,7 @@ struct MessageBoard {
         guard !change.messages.isEmpty else { return change }  // unknown, or resolved already
         resolvedQueue.append(id)
         // Bounded: each resolution drops at most one; stale entries (gone in a `load`) are skipped.
-        while resolvedCount > keepsResolved, resolvedHead < resolvedQueue.count {
-            let oldest = resolvedQueue[resolvedHead]
-            resolvedHead += 1
+        while resolvedCount > keepsResolved, let oldest = resolvedQueue.popFirst() {
             // Skipped if gone, or pending again (a `load` lists what the courier says).
             guard let entry = statuses[oldest], entry.state.isResolved else { continue }
             statuses[oldest] = nil
@@ -212,16 +210,12 @@ struct MessageBoard {
         return change
     }
 
-    /// Drops unlisted ids from `order` and dropped ones from `resolvedQueue` once they are the
-    /// majority: O(n) once per n removals.
+    /// Drops unlisted ids from `order` once they are the majority: O(n) once per n removals
+    /// (`resolvedQueue` compacts itself alike).
     private mutating func sweep() {
         if unlistedInOrder > 64, unlistedInOrder > statuses.count {
             order.removeAll { statuses[$0] == nil }
             unlistedInOrder = 0
-        }
-        if resolvedHead > 64, resolvedHead > resolvedQueue.count / 2 {
-            resolvedQueue.removeFirst(resolvedHead)
-            resolvedHead = 0
         }
     }
 
