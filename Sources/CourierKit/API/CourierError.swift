@@ -92,12 +92,6 @@ public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible, 
         }
     }
 
-    /// `error`, met while doing `what` ("logging …", "compaction"), said so in the message.
-    init(_ error: LogError, while what: String) {
-        self.init(error)
-        message = "\(what): \(message)"
-    }
-
     /// What `send` throws under `durability: .always` when its record's fsync failed: whether
     /// the message is on disk is unknown, and this courier drops it (`CourierCore.syncFailed`).
     init(notDurable id: MessageID, _ error: LogError) {
@@ -117,7 +111,8 @@ public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible, 
         }
     }
 
-    init(_ error: LogError) {
+    /// `error`, met while doing `what` ("logging …", "compaction"), if given, said so in the message.
+    init(_ error: LogError, while what: String? = nil) {
         switch error.code {
         case .diskFull: self.init(.storageFull, "disk full: \(error)")
         case .locked: self.init(.directoryLocked, "\(error)")
@@ -125,6 +120,7 @@ public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible, 
         case .recordTooLarge: self.init(.messageTooLarge, "\(error)")
         default: self.init(.storageFailed, "\(error)")
         }
+        if let what { message = "\(what): \(message)" }
     }
 }
 
