@@ -187,8 +187,43 @@ extension CoreState {
             effects.reply.count = deliveredCount
             (effects.reply.pending, effects.reply.handedOff) = (projection.count, handOffs.count)
             effects.plan = plan
-        case .waitForDelivery, .waitUntilIdle, .stopWaiting, .settle, .subscribe, .unsubscribe:
-            wait(input, at: instant, &effects)
+        // The waits: a waiting call names itself by a key of its own (an object it keeps alive
+        // while it waits), so a cancelled wait removes just its own.
+        case .waitForDelivery(let id, let key, let waiter, let cancelled):
+            if projection.slotIndex(of: id) == nil {
+                effects.answered.append((waiter, Self.waiterError(resolved[id], of: id)))
+            } else if closed {
+                effects.answered.append((waiter, CourierError(.closed, "the courier is closed")))
+            } else if cancelled() {
+                effects.answered.append((waiter, CancellationError()))
+            } else {
+                waiters[id, default: [:]][key] = waiter
+            }
+        case .waitUntilIdle(let key, let waiter, let cancelled):
+            if isIdle(exceptHandedOff: waiter.exceptHandedOff) || closed || cancelled() {
+                effects.idle.append(waiter.continuation)
+            } else {
+                idleWaiters[key] = waiter
+            }
+        case .stopWaiting(let key, let id?):
+            if let waiter = waiters[id]?.removeValue(forKey: key) {
+                effects.answered.append((waiter, CancellationError()))
+            }
+            if waiters[id]?.isEmpty == true { waiters[id] = nil }
+        case .stopWaiting(let key, nil):
+            if let waiter = idleWaiters.removeValue(forKey: key) { effects.idle.append(waiter.continuation) }
+        case .settle(let continuation):
+            if let instant, !Scheduler.isSettled(self, at: instant) {
+                scheduler.settleWaiters.append(continuation)
+            } else {
+                effects.idle.append(continuation)
+            }
+        case .subscribe(let buffer, let pendingIDs):
+            if pendingIDs { effects.reply.pendingIDs = projection.liveSlotsInOrder().map(\.id) }
+            guard !closed else { return effects.finishStreams.append(buffer) }
+            if let damage = openingDamage { buffer.yield(.storageFailed(damage)) }
+            subscribers[ObjectIdentifier(buffer)] = buffer
+        case .unsubscribe(let key): subscribers[key] = nil
         case .install(let launcher):
             precondition(self.launcher == nil, "the launcher is given once")
             self.launcher = launcher

@@ -168,52 +168,8 @@ final class WaitKey: Sendable {
 }
 
 /// Everyone who waits on the core: delivery waiters, idle waiters, settle waiters, event
-/// subscribers. A waiting call names itself by a key of its own (an object it keeps alive while
-/// it waits), so a cancelled wait removes just its own.
+/// subscribers (their waits begin and end in `handle`).
 extension CoreState {
-    mutating func wait(_ input: CoreInput, at instant: EngineInstant?, _ effects: inout Effects) {
-        switch input {
-        case .waitForDelivery(let id, let key, let waiter, let cancelled):
-            if projection.slotIndex(of: id) != nil {
-                if closed {
-                    effects.answered.append((waiter, CourierError(.closed, "the courier is closed")))
-                } else if cancelled() {
-                    effects.answered.append((waiter, CancellationError()))
-                } else {
-                    waiters[id, default: [:]][key] = waiter
-                }
-                return
-            }
-            effects.answered.append((waiter, Self.waiterError(resolved[id], of: id)))
-        case .waitUntilIdle(let key, let waiter, let cancelled):
-            if isIdle(exceptHandedOff: waiter.exceptHandedOff) || closed || cancelled() {
-                effects.idle.append(waiter.continuation)
-            } else {
-                idleWaiters[key] = waiter
-            }
-        case .stopWaiting(let key, let id?):
-            if let waiter = waiters[id]?.removeValue(forKey: key) {
-                effects.answered.append((waiter, CancellationError()))
-            }
-            if waiters[id]?.isEmpty == true { waiters[id] = nil }
-        case .stopWaiting(let key, nil):
-            if let waiter = idleWaiters.removeValue(forKey: key) { effects.idle.append(waiter.continuation) }
-        case .settle(let continuation):
-            if let instant, !Scheduler.isSettled(self, at: instant) {
-                scheduler.settleWaiters.append(continuation)
-            } else {
-                effects.idle.append(continuation)
-            }
-        case .subscribe(let buffer, let pendingIDs):
-            if pendingIDs { effects.reply.pendingIDs = projection.liveSlotsInOrder().map(\.id) }
-            guard !closed else { return effects.finishStreams.append(buffer) }
-            if let damage = openingDamage { buffer.yield(.storageFailed(damage)) }
-            subscribers[ObjectIdentifier(buffer)] = buffer
-        case .unsubscribe(let key): subscribers[key] = nil
-        default: preconditionFailure("not a wait: \(input)")
-        }
-    }
-
     /// What a task in `delivered(_:)` learns of message `id`, resolved as `resolution` (nil: not
     /// remembered): nil if it was delivered, else why not.
     static func waiterError(_ resolution: Resolution?, of id: MessageID) -> CourierError? {
