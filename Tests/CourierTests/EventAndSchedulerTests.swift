@@ -347,7 +347,7 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
             concurrency: ConcurrencyLimit(initialLimit: 2), maximumConcurrency: 2,
             backoff: DestinationBackoff(failuresBeforeDown: 1), retry: Self.probing(multiplier: 1))
         for n in 1...21 { p.apply(.enqueued(state(n, due: 0)), address: address(UInt64(n))) }
-        func answer(_ outcome: DeliveryOutcome, of id: MessageID, at now: UInt64) -> Projection.DestinationChange {
+        func answer(_ outcome: DeliveryOutcome, of id: MessageID, at now: UInt64) -> Governor.Change {
             p.observe(
                 outcome, ofSlot: p.slotIndex(of: id)!, startedMilliseconds: nil, retryAfter: nil, random: 0,
                 nowMilliseconds: now)
@@ -364,10 +364,12 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
         let probed = p.takeNext(.now, nowMilliseconds: 120)?.slot
         let probe = try #require(probed)
         #expect(probe.id == first.id, "the oldest parked message is the probe")
-        guard case .recovered(_, _, let released) = answer(.response(status: 200), of: probe.id, at: 130) else {
+        guard case .recovered = answer(.response(status: 200), of: probe.id, at: 130) else {
             Issue.record("an answered probe brings the destination back")
             return
         }
+        // What `.destinationRecovered` reports as released.
+        let released = p.origins[p.origin(ofSlot: p.slotIndex(of: probe.id)!)].parkedCount
         p.remove(probe.id)
         #expect(released == 20)
         #expect(p.heap.isEmpty, "the backlog stays in its queue")

@@ -61,14 +61,16 @@ extension CoreState {
         let verdict = NextDue.after(
             facts, destinationLimited: change == .limited, explainedFailures: explained, policy: retry,
             nowMilliseconds: now)
+        let origin = projection.origin(ofSlot: slot)
         switch change {
         case .none, .limited: break
-        case .wentDown(let origin, let failures):
-            effects.emit(.destinationDown(OriginTable.url(of: origin), consecutiveFailures: failures))
-        case .recovered(let origin, let downMilliseconds, let released):
+        case .wentDown(let failures):
+            effects.emit(.destinationDown(projection.origins.url(origin), consecutiveFailures: failures))
+        case .recovered(let downMilliseconds):
             effects.emit(
                 .destinationRecovered(
-                    OriginTable.url(of: origin), downFor: .milliseconds(Int64(downMilliseconds)), released: released))
+                    projection.origins.url(origin), downFor: .milliseconds(Int64(downMilliseconds)),
+                    released: projection.origins[origin].parkedCount))
         }
         switch verdict {
         case .delivered(let status):

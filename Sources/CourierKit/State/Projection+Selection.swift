@@ -26,15 +26,6 @@ extension Projection {
         var beginMilliseconds: UInt64
     }
 
-    /// What an answer changed at its destination, for the core to report as an event.
-    enum DestinationChange: Equatable {
-        case none
-        case wentDown(origin: String, consecutiveFailures: Int)
-        case recovered(origin: String, downMilliseconds: UInt64, released: Int)
-        /// Refused for load while answering: retried at the destination's pace.
-        case limited
-    }
-
     /// Takes up to `limit` messages (see above). Messages for which `skip` is true stay where
     /// they are (a down destination whose next message is skipped sends no probe that way);
     /// each is looked at once per call, however many are taken.
@@ -162,34 +153,30 @@ extension Projection {
 
     // MARK: Answers
 
-    /// Tells slot `i`'s destination what its attempt said (`Governor.observe`). A recovery
-    /// makes every parked message of it due now at the latest (attempt counts kept), left in its
-    /// queue: `take` releases them oldest first, as the limit and pace allow (moving them into
-    /// the heap cost a push each, then a pop and a park again for all but the few the limit let
-    /// through, under the core's lock).
+    /// Tells slot `i`'s destination what its attempt said (`Governor.observe`), and returns what
+    /// changed, for the core to report (its origin's `parkedCount`, after a recovery: how many it
+    /// released). A recovery makes every parked message of it due now at the latest (attempt
+    /// counts kept), left in its queue: `take` releases them oldest first, as the limit and pace
+    /// allow (moving them into the heap cost a push each, then a pop and a park again for all but
+    /// the few the limit let through, under the core's lock).
     mutating func observe(
         _ outcome: DeliveryOutcome, ofSlot i: UInt32, startedMilliseconds: UInt64?, retryAfter: Duration?,
         random: UInt64, nowMilliseconds now: UInt64
-    ) -> DestinationChange {
+    ) -> Governor.Change {
         let o = origin(ofSlot: i)
         let answer = Governor.Answer(
             outcome: outcome, message: slots[Int(i)].order, startedMilliseconds: startedMilliseconds,
             retryAfter: retryAfter, random: random)
         let change = origins[o].governor.observe(answer, at: now)
         origins.note(change, of: o)
-        switch change {
-        case .none: return .none
-        case .limited: return .limited
-        case .wentDown(let failures): return .wentDown(origin: origins[o].name, consecutiveFailures: failures)
-        case .recovered(let downMilliseconds):
+        if case .recovered = change {
             // Bounded by the queue's length; stale entries (no longer parked here) are skipped.
             for p in origins[o].parked.entries where isParked(p, at: o) {
                 slots[Int(p)].dueMilliseconds = min(slots[Int(p)].dueMilliseconds, now)
             }
             if origins[o].parkedCount > 0 && !origins.throttled.contains(o) { origins.throttled.append(o) }
-            return .recovered(
-                origin: origins[o].name, downMilliseconds: downMilliseconds, released: origins[o].parkedCount)
         }
+        return change
     }
 
     /// An upload of `id` that ended while the app was dead, heard late (`Governor.heardLate`).

@@ -160,9 +160,9 @@ struct OriginTable {
         return UInt32(entries.count - 1)
     }
 
-    /// The URL of an origin's name (`origin(of:)`): what events carry.
-    static func url(of origin: String) -> URL {
-        URL(string: origin) ?? URL(fileURLWithPath: "/")  // a name made from a valid URL parses
+    /// The URL of origin `o`'s name (`origin(of:)`): what events carry.
+    func url(_ o: UInt32) -> URL {
+        URL(string: entries[Int(o)].name) ?? URL(fileURLWithPath: "/")  // a name made from a valid URL parses
     }
 
     /// "scheme://host:port", lowercased, with the scheme's default port made explicit, so
