@@ -120,9 +120,7 @@ import Testing
         let ending = Ending(
             attempt: attempt, outcome: outcome, createdMilliseconds: 500, runner: .engine(token: 5), url: nil,
             continuing: true)
-        let facts = NextDue.Facts(
-            outcome: outcome, attempt: 1, byUpload: false, sinceSend: .seconds(1), retryAfter: nil, random: 0)
-        return .ended(ending, facts, probeRandom: 0)
+        return .ended(ending, retryAfter: nil, random: 0, probeRandom: 0)
     }
 
     @Test func aFailedAttemptAsksForItsRecordWithTheNextDueTimeAndFreesItsSlot() {

@@ -43,10 +43,12 @@ extension Courier {
         }
     }
 
-    /// The one outcome path, for both runners. The retry policy judges the outcome and a
-    /// random value is drawn for its destination (outside any lock); then, in **one critical
-    /// section**, the outcome is logged and applied to the projection, the attempt's slot (or
-    /// the hand-off) is freed, and the scheduler's next plan is carried out.
+    /// The one outcome path, for both runners. Outside any lock, the server's `Retry-After` is
+    /// read (once, for the message and its destination) and two random values are drawn from the
+    /// app's source, which no lock may call: the jitter's and the probe delay's. Then, in **one
+    /// critical section**, the one rule (`NextDue`) judges the outcome, which is logged and
+    /// applied to the projection, the attempt's slot (or the hand-off) is freed, and the
+    /// scheduler's next plan is carried out.
     ///
     /// It runs on the thread that heard the outcome: an append is a write(2) into the page
     /// cache, as `send` makes on the app's thread, and never waits for the disk (a segment
@@ -55,8 +57,10 @@ extension Courier {
     /// next plan: call it where blocking is allowed then (`recordWhereAllowed`).
     func record(_ ending: Ending) -> Reply {
         let instant = currentInstant()
+        let retryAfter = configuration.retry.retryAfter(
+            of: ending.outcome, now: Date(timeIntervalSince1970: Double(instant.wallMilliseconds) / 1000))
         let effects = core.handle(
-            .ended(ending, facts(of: ending, at: instant.wallMilliseconds), probeRandom: configuration.random()),
+            .ended(ending, retryAfter: retryAfter, random: configuration.random(), probeRandom: configuration.random()),
             at: instant)
         effects.run()
         let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
@@ -76,21 +80,6 @@ extension Courier {
     func recordWhereAllowed(_ ending: Ending) async -> Reply {
         guard configuration.durability == .always else { return record(ending) }
         return await onIOQueue(readQueue) { [self] in record(ending) }
-    }
-
-    /// Gathers outside any lock what the one rule (`NextDue`) decides from at wall time `now`: the
-    /// server's `Retry-After` (read once, for the message and its destination), and the jitter's
-    /// random value, drawn from the app's source, which no lock may call (as the probe delay's,
-    /// drawn beside it in `record`).
-    func facts(of ending: Ending, at now: UInt64) -> NextDue.Facts {
-        let outcome = ending.outcome
-        let retryAfter = configuration.retry.retryAfter(
-            of: outcome, now: Date(timeIntervalSince1970: Double(now) / 1000))
-        let byUpload = if case .upload = ending.runner { true } else { false }
-        return NextDue.Facts(
-            outcome: outcome, attempt: ending.attempt.number, byUpload: byUpload,
-            sinceSend: .milliseconds(Int64(now - min(now, ending.createdMilliseconds))), retryAfter: retryAfter,
-            random: configuration.random())
     }
 
     /// The metadata of an attempt's log lines (never headers or the body).

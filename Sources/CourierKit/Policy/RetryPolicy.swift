@@ -310,7 +310,8 @@ extension RetryPolicy {
 /// one, in memory only, unlogged (`Projection.startDelivery` moves the due time, never earlier).
 /// First attempts, paced retries and hand-offs pay no token, so they never wait for one.
 enum NextDue {
-    /// What is known of an attempt's end before the core's lock is taken.
+    /// What the rule decides an attempt's end by (`CoreState.ended` gathers it, with what was read
+    /// and drawn outside the core's lock).
     struct Facts: Sendable {
         var outcome: DeliveryOutcome
         /// The attempt's number, 1 for the first.

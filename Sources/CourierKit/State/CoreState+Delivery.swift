@@ -23,14 +23,19 @@ extension CoreState {
     /// applied (`record`), the attempt's slot (or the hand-off) freed, and the next plan asked
     /// for. `reply.verdict`: what the one rule decided; `reply.endedHandOff`: an upload's.
     mutating func ended(
-        _ ending: Ending, _ facts: NextDue.Facts, probeRandom: UInt64, at instant: EngineInstant,
+        _ ending: Ending, retryAfter: Duration?, random: UInt64, probeRandom: UInt64, at instant: EngineInstant,
         _ effects: inout Effects
     ) -> PlanRequest {
         let token: UInt64? = if case .engine(let t) = ending.runner { t } else { nil }
         let ticket: UInt64? = if case .upload(let t) = ending.runner { t } else { nil }
-        wallMilliseconds = max(wallMilliseconds, instant.wallMilliseconds)
+        let now = instant.wallMilliseconds
+        wallMilliseconds = max(wallMilliseconds, now)
+        let facts = NextDue.Facts(
+            outcome: ending.outcome, attempt: ending.attempt.number, byUpload: ticket != nil,
+            sinceSend: .milliseconds(Int64(now - min(now, ending.createdMilliseconds))), retryAfter: retryAfter,
+            random: random)
         effects.reply.verdict = record(
-            ending.attempt, facts, probeRandom: probeRandom, at: instant.wallMilliseconds, handOff: ticket, &effects)
+            ending.attempt, facts, probeRandom: probeRandom, at: now, handOff: ticket, &effects)
         effects.reply.endedHandOff = ticket != nil
         return PlanRequest(instant: instant, handOffAsked: ticket != nil, freeing: token, continuing: ending.continuing)
     }
