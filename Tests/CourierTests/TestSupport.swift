@@ -130,6 +130,16 @@ extension Event {
     }
 }
 
+extension DeliveryOutcome {
+    /// Whether the answer carried a `Retry-After` the policy honours, so the next due time may
+    /// be the server's rather than backoff's (what replay reads from a record's view:
+    /// `EventView.Outcome.carriesRetryAfter`).
+    var carriesRetryAfter: Bool {
+        guard case .response(let status, let header?) = self else { return false }
+        return Self.honoursRetryAfter(status: status) && !header.isEmpty
+    }
+}
+
 /// A `RandomNumberGenerator` over a closure (a seeded source's `next`).
 struct ClosureRandom: RandomNumberGenerator {
     let source: @Sendable () -> UInt64

@@ -29,7 +29,8 @@ enum EventView {
         case response(status: UInt16, retryAfter: UnsafeRawBufferPointer)
         case failure(TransportFailure.Kind, message: UnsafeRawBufferPointer)
 
-        /// Whether the next due time may be the server's (see `DeliveryOutcome.carriesRetryAfter`).
+        /// Whether the answer carried a `Retry-After` the policy honours, so the next due time may
+        /// be the server's rather than backoff's.
         var carriesRetryAfter: Bool {
             if case .response(let status, let header) = self {
                 return DeliveryOutcome.honoursRetryAfter(status: Int(status)) && header.count > 0

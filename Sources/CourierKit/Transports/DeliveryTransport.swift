@@ -124,13 +124,6 @@ public enum DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
 
     /// The statuses whose `Retry-After` the retry policy honours: 429 and 503.
     static func honoursRetryAfter(status: Int) -> Bool { status == 429 || status == 503 }
-
-    /// Whether the answer carried a `Retry-After` the policy honours, so the next due time may
-    /// be the server's rather than backoff's.
-    var carriesRetryAfter: Bool {
-        guard case .response(let status, let header?) = self else { return false }
-        return Self.honoursRetryAfter(status: status) && !header.isEmpty
-    }
 }
 
 /// A transport-level failure, classified so the retry policy can decide without knowing which
