@@ -9,8 +9,8 @@ struct Effects {
     var yieldedCount = 0
     /// Who receives `events`: filled in by `CourierCore.write`, never by hand.
     var subscribers: [EventBuffer] = []
-    var delivered: [(@Sendable (MessageID) -> Void, MessageID)] = []
-    var abandoned: [(@Sendable (MessageID, CourierError) -> Void, MessageID, CourierError)] = []
+    /// The app's `onDelivered` and `onAbandoned` callbacks, each with its arguments.
+    var callbacks: [() -> Void] = []
     /// Each `delivered(_:)` waiter released, with the error it is told (nil: delivered).
     var answered: [(DeliveryWaiter, (any Error)?)] = []
     var idle: [CheckedContinuation<Void, Never>] = []
@@ -69,8 +69,7 @@ struct Effects {
     func run() -> Reply {
         for event in events[yieldedCount...] { for s in subscribers { s.yield(event) } }
         if let logger { for event in events { Self.log(event, to: logger) } }
-        for (callback, id) in delivered { callback(id) }
-        for (callback, id, error) in abandoned { callback(id, error) }
+        for callback in callbacks { callback() }
         for case (let c, .none) in answered { c.resume(returning: .success(())) }
         for case (let c, let error?) in answered { c.resume(returning: .failure(error)) }
         for c in idle { c.resume() }

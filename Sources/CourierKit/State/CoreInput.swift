@@ -314,10 +314,10 @@ extension CoreState {
         case .delivered:
             deliveredCount += 1
             effects.emit(.delivered(id, attempts: attempts))
-            if let callback = callbacks?.onDelivered { effects.delivered.append((callback, id)) }
+            if let callback = callbacks?.onDelivered { effects.callbacks.append { callback(id) } }
         case .abandoned(let reason):
             effects.emit(.abandoned(id, attempts: attempts, reason: reason))
-            if let callback = callbacks?.onAbandoned, let error { effects.abandoned.append((callback, id, error)) }
+            if let callback = callbacks?.onAbandoned, let error { effects.callbacks.append { callback(id, error) } }
         case .abandonedEarlier:
             assertionFailure("only replay records an earlier run's resolution, never a live one")
         case .cancelled:
