@@ -43,9 +43,7 @@ extension Courier {
     /// The engine's "now": the injected clock's elapsed time, and the wall time at open plus
     /// that. Calls the app's clock, so never while holding a lock (asserted in debug builds).
     func currentInstant() -> EngineInstant {
-        #if DEBUG
         assert(!core.isHeldByCurrentThread, "the app's clock must not be called under the core's lock")
-        #endif
         let elapsed = clock.elapsed()
         let wall = wallStartMilliseconds + UInt64(max(0, elapsed.seconds * 1000))
         return EngineInstant(elapsed: elapsed, wallMilliseconds: wall)
