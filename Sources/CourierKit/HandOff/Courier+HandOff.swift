@@ -84,7 +84,12 @@ extension Courier {
                     "courier.stale-tasks": "\(result.stale.count)"
                 ])
         }
-        core.handle(.reconciliationEnded, at: currentInstant()).run()
+        let ended = core.handle(.reconciliationEnded, at: currentInstant()).run()
+        // On screen already: an adopted task goes back to the engine, as `appDidEnterForeground()`
+        // sends back the others (it may have run before these were adopted).
+        if !ended.mayHandOff {
+            for (id, handOff) in result.adopted { uploads.session.cancelUnlessSending(handOff.task(of: id)) }
+        }
     }
 
     /// One hand-off pass, started by a plan with the messages the scheduler took: hands

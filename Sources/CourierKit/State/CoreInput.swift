@@ -132,7 +132,7 @@ struct Reply: Sendable {
     var endedHandOff = false
     /// `beginHandOffs`, `recordHandOffs`: which of the hand-offs given took effect.
     var taken: [Bool] = []
-    /// `recordHandOffs`: whether messages still go to the session.
+    /// `recordHandOffs`, `reconciliationEnded`: whether messages still go to the session.
     var mayHandOff = false
     var reconciliation = Reconciliation()
     var count = 0
@@ -234,6 +234,7 @@ extension CoreState {
             reconciliation = makeTask()
         case .reconciliationEnded:
             if scheduler.mode.phase == .reconciling { scheduler.mode.phase = .running }
+            effects.reply.mayHandOff = scheduler.mode.mayHandOff
             effects.plan = plan
         case .close, .released:
             effects.reply.attempts = Array(scheduler.attempts.values)
