@@ -245,14 +245,15 @@ struct AnswerWindow {
     }
 
     /// How many failures in a row of message `message` the rate of the others explains
-    /// (`explanation.explainedRun`, 0 when it is disabled), at wall time `now`: 0 until the window
-    /// holds `minimumAnswers` answers to others (less `dropped` failures, taken out of both counts).
+    /// (`explanation.explainedRun`), at wall time `now`: 0 until the window holds
+    /// `minimumAnswers` answers to others (less `dropped` failures, taken out of both counts).
     /// For the destination's own run of failures under way: `message` `.max` (every answer
     /// counts) and that run dropped (the newest answers, all failures).
     func explainedFailures(
         of message: UInt64, _ explanation: RetryPolicy.ExplainedFailures, nowMilliseconds now: UInt64,
         droppingFailures dropped: Int = 0
     ) -> Int {
+        guard explanation.isEnabled else { return 0 }
         let age = NextDue.milliseconds(explanation.windowDuration)
         let (counted, failures) = count(excluding: message, since: now - min(now, age))
         let answers = counted - min(counted, dropped), failed = failures - min(failures, dropped)
