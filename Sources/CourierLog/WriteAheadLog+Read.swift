@@ -46,12 +46,14 @@ extension WriteAheadLog {
                 }
                 return state.active.info
             }
-            // The last sealed segment starting at or below `sequence`: a linear search from the
-            // newest, a comparison per segment (one segment holds thousands of records).
-            guard let info = state.sealed.last(where: { $0.firstSequence <= sequence }) else {
-                throw LogError(.notFound, "record \(sequence) lies in a forgotten segment")
+            // The last sealed segment starting at or below `sequence` (binary search).
+            var low = 0, high = state.sealed.count
+            while low < high {
+                let mid = (low + high) / 2
+                if state.sealed[mid].firstSequence <= sequence { low = mid + 1 } else { high = mid }
             }
-            return info
+            guard low > 0 else { throw LogError(.notFound, "record \(sequence) lies in a forgotten segment") }
+            return state.sealed[low - 1]
         }
     }
 
