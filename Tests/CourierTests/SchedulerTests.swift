@@ -208,11 +208,12 @@ import Testing
         #expect(core.projection.slot(of: state(2).id)?.dueMilliseconds == 1000)
     }
 
-    @Test func aRunnerThatEndedFreesItsSlotInThePlanAndAWakeMayAskForAHandOff() {
+    @Test func aRunnerThatEndedFreesItsSlotInThePlanAndAWakeAsksForAPlan() {
         var core = SchedulerTests.core(1)
         let freed = Self.plan(&core, .runnerFree(token: 7, continuing: false), at: 1000)
         #expect(freed?.freeing == 7 && freed?.continuing == false)
-        #expect(Self.plan(&core, .wake(handOffAsked: true), at: 1000)?.handOffAsked == true)
+        let woken = Self.plan(&core, .wake, at: 2000)
+        #expect(woken?.instant.wallMilliseconds == 2000 && woken?.freeing == nil && woken?.handOffAsked == false)
     }
 
     @Test func onlyTheArmedTimerIsForgottenAndOnlyAReconcilingPhaseStartsRunning() {

@@ -12,7 +12,7 @@ extension Courier {
     /// Starts what the scheduler says should start now and re-arms the timer.
     func pump() {
         // Read the app's clock before taking a lock: no user code runs under one.
-        core.handle(.wake(handOffAsked: false), at: currentInstant()).run()
+        core.handle(.wake, at: currentInstant()).run()
     }
 
     /// How the core starts what its plans say: the tasks' bodies are the facade's (it holds

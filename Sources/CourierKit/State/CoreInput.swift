@@ -112,9 +112,8 @@ enum CoreInput {
     /// A compaction ended, having forgotten what it planned to, or failing with `error` (then it
     /// forgot nothing, and subscribers are told): settle waiters may go.
     case compactionEnded(error: CourierError?)
-    /// Something may have become runnable (an open, a cancel, a release, the app's place); with
-    /// `handOffAsked`, messages are handed off unless the app is known to be in the foreground.
-    case wake(handOffAsked: Bool)
+    /// Something may have become runnable (an open, a cancel, a release, the app's place).
+    case wake
 
     enum ForcedRun { case begin, stop, end }
 }
@@ -262,8 +261,7 @@ extension CoreState {
         case .unreadable(let id, let error, let due, let token, let continuing):
             recordUnreadable(id, error: error, dueMilliseconds: due, &effects)
             effects.plan = instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
-        case .wake(let handOffAsked):
-            effects.plan = instant.map { PlanRequest(instant: $0, handOffAsked: handOffAsked) }
+        case .wake: effects.plan = plan
         case .ended(let ending, let retryAfter, let random, let probeRandom):
             guard let instant else { preconditionFailure("an attempt's end is told with its instant") }
             effects.plan = ended(
