@@ -9,27 +9,11 @@ import CourierLog
 /// `AsyncStream` buffer, which drops without a word.
 final class EventBuffer: Sendable {
     private struct State {
-        /// A ring: `events[head...]` are unread.
-        var events: [CourierEvent] = []
-        var head = 0
+        /// The unread events, oldest first.
+        var events = FIFOQueue<CourierEvent>()
         var missed = 0
         var waiter: CheckedContinuation<CourierEvent?, Never>?
         var finished = false
-
-        var unread: Int { events.count - head }
-
-        mutating func popFirst() -> CourierEvent? {
-            guard head < events.count else { return nil }
-            defer {
-                head += 1
-                // Compact now and then: amortized O(1) per event.
-                if head >= 1_024 && head * 2 >= events.count {
-                    events.removeFirst(head)
-                    head = 0
-                }
-            }
-            return events[head]
-        }
     }
 
     private let state = Locked(State())
@@ -54,13 +38,13 @@ final class EventBuffer: Sendable {
         let waiter = state.withLock { s -> CheckedContinuation<CourierEvent?, Never>? in
             guard !s.finished else { return nil }
             if let waiter = s.waiter {
-                assert(s.unread == 0 && s.missed == 0, "a reader waits only on an empty buffer")
+                assert(s.events.first == nil && s.missed == 0, "a reader waits only on an empty buffer")
                 s.waiter = nil
                 return waiter
             }
             s.events.append(event)
-            if s.unread > capacity {
-                _ = s.popFirst()
+            if s.events.entries.count > capacity {
+                _ = s.events.popFirst()
                 s.missed += 1
             }
             return nil
@@ -89,7 +73,7 @@ final class EventBuffer: Sendable {
                     defer { s.missed = 0 }
                     return .some(.missedEvents(s.missed))
                 }
-                if let event = s.popFirst() { return .some(event) }
+                if let event = s.events.popFirst() { return .some(event) }
                 if s.finished || Task.isCancelled { return .some(nil) }
                 // A second reader would leave the first waiting for ever: a trap, not a hang.
                 precondition(s.waiter == nil, "a Courier event stream has one reader at a time")

@@ -88,8 +88,8 @@ struct InternTable<Key: Hashable, Value> {
     }
 }
 
-/// A FIFO (of slot indices, of resolved ids) with O(1) amortised append and removal from the
-/// front.
+/// A FIFO (of slot indices, of resolved ids, of a subscriber's events) with O(1) amortised
+/// append and removal from the front.
 struct FIFOQueue<Element: Equatable> {
     private var items: [Element] = []
     private var head = 0
@@ -107,23 +107,25 @@ struct FIFOQueue<Element: Equatable> {
     /// Removes and returns the head.
     mutating func popFirst() -> Element? {
         guard let element = first else { return nil }
-        remove(element)
+        head += 1
+        if head > 64 && head * 2 > items.count {
+            items.removeFirst(head)
+            head = 0
+        }
         return element
     }
 
     /// Removes `element`; usually the head (messages resolve in order), else a linear search.
     mutating func remove(_ element: Element) {
         if first == element {
-            head += 1
+            _ = popFirst()
         } else if let i = items[head...].firstIndex(of: element) {
             items.remove(at: i)
         }
-        if head > 64 && head * 2 > items.count {
-            items.removeFirst(head)
-            head = 0
-        }
     }
 }
+
+extension FIFOQueue: Sendable where Element: Sendable {}
 
 /// The destinations (origins: scheme, host and port) that messages go to, each with its
 /// `Governor` and the queue of its *parked* messages: due, but kept back by an outage (until a
