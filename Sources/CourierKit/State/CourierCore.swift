@@ -38,10 +38,9 @@ final class CourierCore {
         var syncsEachRecord: Bool
     }
 
-    /// Where events worth a log line go (`Effects.run` writes them, outside the lock).
-    let logger: Logger
-    /// Whether the logger wants any of them: if not, events are collected only for subscribers.
-    private let logsEvents: Bool
+    /// Where events worth a log line go (`Effects.run` writes them, outside the lock); nil if
+    /// the logger wants none of them: then events are collected only for subscribers.
+    private let eventLogger: Logger?
 
     /// What ends a hand-off whose message ended (cancels its task, removes its body file):
     /// given to every write's effects, which run it after the lock, with the rest.
@@ -57,8 +56,7 @@ final class CourierCore {
         // No fsync while it is held: every thread waiting for it (event loops among them) would
         // wait for the disk too. The log asserts it; the file system double refuses such calls.
         self.state = Locked(state, forbidsBlockingIO: true)
-        self.logger = logger
-        logsEvents = logger.logLevel <= .info
+        eventLogger = logger.logLevel <= .info ? logger : nil
     }
 
     /// Runs `body` on the state holding the lock, and returns its result with the effects it
@@ -121,8 +119,8 @@ final class CourierCore {
             }
             #endif
             var effects = start
-            effects.listening = !state.subscribers.isEmpty || logsEvents
-            if logsEvents { effects.logger = logger }
+            effects.listening = !state.subscribers.isEmpty || eventLogger != nil
+            effects.logger = eventLogger
             let result = try body(&state, &effects)
             if !effects.events.isEmpty { effects.subscribers = Array(state.subscribers.values) }
             if !effects.endedHandOffs.isEmpty { effects.endHandOff = endHandOff }
@@ -166,7 +164,7 @@ extension Courier {
 #endif
 
 /// Why `CourierCore` is `Sendable`: `state` is only reached holding its lock (through `write` and
-/// `read`); `log` is thread-safe; `limits`, `logger` and `logsEvents` are immutable.
+/// `read`); `log` is thread-safe; `limits` and `eventLogger` are immutable.
 extension CourierCore: @unchecked Sendable {}
 
 // MARK: - Sending
