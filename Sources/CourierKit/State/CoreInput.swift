@@ -155,7 +155,7 @@ extension CoreState {
             scheduler.mode.paused = false
             effects.plan = plan
         case .retryNow:
-            _ = projection.makeDue(atOrBefore: instant?.wallMilliseconds ?? 0)
+            projection.makeDue(atOrBefore: instant?.wallMilliseconds ?? 0)
             effects.plan = plan
         case .place(let place): scheduler.mode.place = place
         // The app's intents that append (none once closed): each record is asked for before the

@@ -217,8 +217,8 @@ struct Projection {
         return slot
     }
 
-    /// Makes every message not in flight due at `now` at the latest; returns how many moved.
-    mutating func makeDue(atOrBefore now: UInt64) -> Int {
+    /// Makes every message not in flight due at `now` at the latest.
+    mutating func makeDue(atOrBefore now: UInt64) {
         var moved = 0
         for i in slots.indices where slots[i].flags.isWaiting && slots[i].dueMilliseconds > now {
             slots[i].dueMilliseconds = now
@@ -226,7 +226,6 @@ struct Projection {
         }
         if moved > 0 { heapify() }
         origins.probeNoLaterThan(now)
-        return moved
     }
 
     /// Pulls every due time after `limit` back to `limit` (after a wall-clock jump).
