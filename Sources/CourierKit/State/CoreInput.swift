@@ -167,13 +167,11 @@ extension CoreState {
             effects.reply.count = projection.holdTag(tag)
             tellIdleWaiters(&effects)  // only held messages may be left
         case .release(let tag) where !closed:
-            guard projection.tags.held.contains(tag) else {
-                effects.reply.count = projection.ids(tagged: tag).count
-                break
+            if projection.tags.held.contains(tag) {
+                effects.append(.released(tag: tag))
+                effects.plan = plan
             }
-            effects.append(.released(tag: tag))
-            effects.reply.count = projection.releaseTag(tag)
-            effects.plan = plan
+            effects.reply.count = projection.releaseTag(tag)  // not held: changes nothing
         case .cancel, .cancelTagged, .hold, .release: break  // closed
         case .forcedRun(.begin):
             scheduler.mode.forcedRuns += 1
