@@ -231,11 +231,13 @@ final class FakeIntegration: PlatformIntegration {
     func stop() { stopped = true }
 }
 
-@Suite struct OnceFlagTests {
-    @Test func onlyTheFirstClaimWinsAcrossThreads() async {
-        let flag = OnceFlag()
+/// What completes a background task exactly once, by whichever of its work and its expiration
+/// handler gets there first (and runs an expiring activity's work once): `Locked.take()`.
+@Suite struct TakeOnceTests {
+    @Test func onlyTheFirstTakeWinsAcrossThreads() async {
+        let once = Locked<Int?>(1)
         let wins = await withTaskGroup(of: Bool.self) { group in
-            for _ in 0..<50 { group.addTask { flag.claim() } }
+            for _ in 0..<50 { group.addTask { once.take() != nil } }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(wins == 1)

@@ -28,14 +28,15 @@ extension Courier {
     public static func registerBackgroundDelivery(identifier: String) {
         // Nonisolated on purpose: iOS calls the launch handler on a background queue.
         let registered = BGTaskScheduler.shared.register(forTaskWithIdentifier: identifier, using: nil) { task in
-            let handle = UncheckedSendable(value: task)
-            let completion = OnceFlag()
+            // Taken out by the first to finish, its work or its expiration: completed exactly once.
+            let unfinished = Locked(Optional(UncheckedSendable(value: task)))
+            @Sendable func complete(success: Bool) { unfinished.take()?.value.setTaskCompleted(success: success) }
             let work = Task {
                 // A cold background launch runs this before the app has opened its courier:
                 // wait for it (until the task expires) instead of giving up at once.
                 guard let courier = await BackgroundDeliveryRegistry.shared.waitForCourier() else {
                     Courier.scheduleBackgroundDelivery()  // keep the chain of requests alive
-                    if completion.claim() { handle.value.setTaskCompleted(success: false) }
+                    complete(success: false)
                     return
                 }
                 // Background uploads first, as at `didEnterBackground`: this task delivers only
@@ -50,12 +51,12 @@ extension Courier {
                 // A processing task may run for minutes; its expiration cancels the delivery,
                 // which then stops cleanly.
                 let outcome = await courier.runBackgroundDelivery(within: .seconds(3600))
-                if completion.claim() { handle.value.setTaskCompleted(success: outcome.success) }
+                complete(success: outcome.success)
             }
             // On expiry: stop waiting or delivering, and complete the task at once, as iOS requires.
             task.expirationHandler = {
                 work.cancel()
-                if completion.claim() { handle.value.setTaskCompleted(success: false) }
+                complete(success: false)
             }
         }
         // Not registered (e.g. the identifier is missing from Info.plist): never submit for it.

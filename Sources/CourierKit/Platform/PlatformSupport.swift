@@ -16,19 +16,6 @@ protocol PlatformIntegration: AnyObject, Sendable {
     @MainActor func stop()
 }
 
-/// True for the first `claim()` only: so a background task is completed exactly once, by
-/// whichever of its expiration handler and its work gets there first.
-struct OnceFlag: Sendable {
-    private let claimed = Locked(false)
-
-    func claim() -> Bool {
-        claimed.withLock { claimed in
-            defer { claimed = true }
-            return !claimed
-        }
-    }
-}
-
 /// What `work` returns, or `late` if `deadline` returns first: whichever ends first answers,
 /// once, and the deadline is then cancelled (no sleeper left behind). With `cancellingWork` the
 /// work is cancelled too; either way it is left to end, for it may ignore cancellation (an auth

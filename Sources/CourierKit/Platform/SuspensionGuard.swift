@@ -52,11 +52,11 @@ extension SuspensionGuard {
     /// the work under way then finishes. The caller's thread waits for the first call.
     private static func runUnderExpiringActivity(_ reason: String, _ body: @escaping @Sendable () -> Void) -> Bool {
         let done = DispatchSemaphore(value: 0)
-        let first = OnceFlag(), ran = Locked(false)
+        let pending = Locked<(@Sendable () -> Void)?>(body), ran = Locked(false)
         ProcessInfo.processInfo.performExpiringActivity(withReason: reason) { expired in
-            guard first.claim() else { return }  // the second call, when time runs out
+            guard let work = pending.take() else { return }  // the second call, when time runs out
             if !expired {
-                body()
+                work()
                 ran.withLock { $0 = true }
             }
             done.signal()
