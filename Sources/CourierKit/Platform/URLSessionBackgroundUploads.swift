@@ -23,8 +23,8 @@ public class URLSessionBackgroundUploads: NSObject {
     let relay: BackgroundEventRelay
     /// Set once, in `init`, before any delegate call can come.
     private var session: URLSession?
-    /// Whether the delegate refreshes headers as uploads begin (`HeaderRefreshingUploads`).
-    var refreshesHeaders: Bool { false }
+    /// Headers refreshed as uploads begin: set exactly for a `HeaderRefreshingUploads`.
+    let refreshHeaders: DelayedUploadRefresh?
     private static let instances = Locked<[String: URLSessionBackgroundUploads]>([:])
 
     /// The one instance for `identifier` in this process (made, with its session, on first use).
@@ -40,14 +40,15 @@ public class URLSessionBackgroundUploads: NSObject {
             if let existing = instances[identifier] { return existing }
             let made =
                 refreshHeaders.map { HeaderRefreshingUploads(identifier: identifier, refreshHeaders: $0) }
-                ?? URLSessionBackgroundUploads(identifier: identifier)
+                ?? URLSessionBackgroundUploads(identifier: identifier, refreshHeaders: nil)
             instances[identifier] = made
             return made
         }
     }
 
-    fileprivate init(identifier: String) {
+    fileprivate init(identifier: String, refreshHeaders: DelayedUploadRefresh?) {
         self.identifier = identifier
+        self.refreshHeaders = refreshHeaders
         relay = BackgroundEventRelay.named(
             identifier, callOnMain: { work in DispatchQueue.main.async(execute: work) })
         super.init()
@@ -80,7 +81,7 @@ public class URLSessionBackgroundUploads: NSObject {
 }
 
 /// Why it is `Sendable`: `session` is written once, in `init`; `URLSession` and the relay are
-/// thread-safe; `identifier` is immutable.
+/// thread-safe; `identifier` and `refreshHeaders` are immutable.
 extension URLSessionBackgroundUploads: @unchecked Sendable {}
 
 extension URLSessionBackgroundUploads: BackgroundUploadSession {
@@ -100,7 +101,7 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
         // A delayed task (one with a begin date) makes the system ask the delegate as it starts
         // (`willBeginDelayedRequest`): with header refresh every task is delayed, else only one
         // whose begin date lies ahead.
-        task.earliestBeginDate = HeaderRefresh.beginDate(of: request, now: Date(), refreshes: refreshesHeaders)
+        task.earliestBeginDate = HeaderRefresh.beginDate(of: request, now: Date(), refreshes: refreshHeaders != nil)
         // Both estimates help the system schedule the transfer (iOS 11+; the default of each
         // is "unknown", NSURLSessionTransferSizeUnknown).
         task.countOfBytesClientExpectsToSend = Int64(request.expectedBytesToSend)
@@ -163,17 +164,9 @@ extension URLSessionBackgroundUploads: URLSessionTaskDelegate {
     }
 }
 
-/// The session's delegate when the app refreshes headers as delayed uploads begin.
+/// The session's delegate when the app refreshes headers as delayed uploads begin (made with
+/// `refreshHeaders`).
 private final class HeaderRefreshingUploads: URLSessionBackgroundUploads {
-    let refreshHeaders: DelayedUploadRefresh
-
-    init(identifier: String, refreshHeaders: @escaping DelayedUploadRefresh) {
-        self.refreshHeaders = refreshHeaders
-        super.init(identifier: identifier)
-    }
-
-    override var refreshesHeaders: Bool { true }
-
     /// Called on the session's delegate queue as a task with a begin date is about to load (the
     /// system wakes or relaunches the app for it). The completion handler is called exactly
     /// once: with the refreshed request, or `.continueLoading` if nothing changes or the
@@ -186,10 +179,9 @@ private final class HeaderRefreshingUploads: URLSessionBackgroundUploads {
         completionHandler: @escaping (URLSession.DelayedRequestDisposition, URLRequest?) -> Void
     ) {
         let reply = UncheckedSendable(value: completionHandler)
-        guard let url = request.url else { return reply.value(.continueLoading, nil) }
+        guard let url = request.url, let refresh = refreshHeaders else { return reply.value(.continueLoading, nil) }
         let upload = HeaderRefresh.delayedUpload(
             description: task.taskDescription ?? "", url: url, headers: request.allHTTPHeaderFields ?? [:])
-        let refresh = refreshHeaders
         Task {
             guard let fresh = await HeaderRefresh.run(refresh, for: upload) else {
                 return reply.value(.continueLoading, nil)
