@@ -21,8 +21,9 @@ public class URLSessionBackgroundUploads: NSObject {
     /// The background session's identifier.
     public let identifier: String
     let relay: BackgroundEventRelay
-    /// Set once, in `init`, before any delegate call can come.
-    private var session: URLSession?
+    /// Set once, in `init`, before any delegate call can come (after `super.init()`, for the
+    /// session's delegate is `self`: so never nil once `init` returns).
+    private var session: URLSession!
     /// Headers refreshed as uploads begin: set exactly for a `HeaderRefreshingUploads`.
     let refreshHeaders: DelayedUploadRefresh?
     private static let instances = Locked<[String: URLSessionBackgroundUploads]>([:])
@@ -95,9 +96,7 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
         urlRequest.allowsCellularAccess = request.allowsCellularAccess
         urlRequest.allowsExpensiveNetworkAccess = request.allowsExpensiveNetworkAccess
         urlRequest.allowsConstrainedNetworkAccess = request.allowsConstrainedNetworkAccess
-        guard let task = session?.uploadTask(with: urlRequest, fromFile: request.bodyFile) else {
-            return BackgroundUploadTask(identifier: -1, taskDescription: request.taskDescription)
-        }
+        let task = session.uploadTask(with: urlRequest, fromFile: request.bodyFile)
         // A delayed task (one with a begin date) makes the system ask the delegate as it starts
         // (`willBeginDelayedRequest`): with header refresh every task is delayed, else only one
         // whose begin date lies ahead.
@@ -112,8 +111,7 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
     }
 
     public func outstandingTasks() async -> [BackgroundUploadTask] {
-        guard let session else { return [] }
-        return await session.allTasks.filter { $0.state != .completed }.map(Self.courierTask)
+        await session.allTasks.filter { $0.state != .completed }.map(Self.courierTask)
     }
 
     public func cancel(_ task: BackgroundUploadTask) { cancel(task, unlessSending: false) }
@@ -124,7 +122,7 @@ extension URLSessionBackgroundUploads: BackgroundUploadSession {
     public func cancelUnlessSending(_ task: BackgroundUploadTask) { cancel(task, unlessSending: true) }
 
     private func cancel(_ task: BackgroundUploadTask, unlessSending: Bool) {
-        session?.getAllTasks { tasks in
+        session.getAllTasks { tasks in
             let found = tasks.first { Self.matches($0, task) }
             if let found, !unlessSending || found.countOfBytesSent == 0 { found.cancel() }
         }
