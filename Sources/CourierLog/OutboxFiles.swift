@@ -45,8 +45,7 @@ public enum OutboxFiles {
         // Bounded by the writers' files.
         for name in (try? fileSystem.contentsOfDirectory(atPath: writers)) ?? []
         where name.hasSuffix(Format.segmentSuffix) {
-            let stem = String(name.dropLast(Format.segmentSuffix.count))
-            if try !claimFile(writers + "/" + name, into: claimed, stem: stem, fileSystem) { busy += 1 }
+            if try !claimFile(name, in: writers, into: claimed, fileSystem) { busy += 1 }
         }
         let found = try fileSystem.contentsOfDirectory(atPath: claimed)
         return Claims(directories: found.sorted().map { claimed + "/" + $0 }, busy: busy)
@@ -60,12 +59,13 @@ public enum OutboxFiles {
         try fileSystem.removeDirectory(atPath: claim)
     }
 
-    /// Under the file's lock, taken without waiting: moves a writer's file with at least one
-    /// record into a claimed directory of its own, synced in both places. A file a writer just
-    /// created (a header, or nothing) stays. False if a writer holds the lock.
+    /// Under the file's lock, taken without waiting: moves writer's file `name` (in `writers`)
+    /// with at least one record into a claimed directory of its own, synced in both places. A
+    /// file a writer just created (a header, or nothing) stays. False if a writer holds the lock.
     private static func claimFile(
-        _ path: String, into claimed: String, stem: String, _ fileSystem: any LogFileSystem
+        _ name: String, in writers: String, into claimed: String, _ fileSystem: any LogFileSystem
     ) throws(LogError) -> Bool {
+        let path = writers + "/" + name
         let file: any LogFile
         do throws(LogError) {
             file = try fileSystem.openFile(atPath: path, create: false)
@@ -75,6 +75,7 @@ public enum OutboxFiles {
         guard try file.lock(waiting: false) else { return false }
         defer { file.unlock() }
         guard try file.status().sizeBytes > Format.segmentHeaderSize else { return true }
+        let stem = String(name.dropLast(Format.segmentSuffix.count))
         let target = claimed + "/" + stem + "-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         try fileSystem.createDirectory(atPath: target)
         try fileSystem.syncDirectory(atPath: claimed)
@@ -82,13 +83,7 @@ public enum OutboxFiles {
         // The new name first: a cut between the two syncs leaves the file under both names (its
         // messages are recognised by id), never under none.
         try fileSystem.syncDirectory(atPath: target)
-        try fileSystem.syncDirectory(atPath: parent(path))
+        try fileSystem.syncDirectory(atPath: writers)
         return true
-    }
-
-    /// The folder of `path`.
-    static func parent(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return String(path[..<slash])
     }
 }

@@ -8,8 +8,8 @@
 /// Memory: one LZ4 encoder (a few KiB) and one record's bytes at a time.
 public final class OutboxWriter: @unchecked Sendable {
     // Sendable: its mutable state (`current`, and the encoder's buffers, which a class of
-    // their own keeps) is reached only inside `current.withLock`; `path`, `fileSystem` and
-    // `now` are immutable.
+    // their own keeps) is reached only inside `current.withLock`; `path`, `writers`,
+    // `fileSystem` and `now` are immutable.
     /// What this writer knows of its current file (only it appends there).
     private struct Current {
         var file: FileStatus
@@ -18,6 +18,8 @@ public final class OutboxWriter: @unchecked Sendable {
     }
 
     private let path: String
+    /// The writers' folder `path` is in.
+    private let writers: String
     private let fileSystem: any LogFileSystem
     /// The current file, and the turn to append: one append at a time per writer.
     private let current = Locked<Current?>(nil)
@@ -29,8 +31,9 @@ public final class OutboxWriter: @unchecked Sendable {
         directory: String, name: String, fileSystem: any LogFileSystem = PosixFileSystem(),
         now: @escaping @Sendable () -> UInt64
     ) throws(LogError) {
-        try fileSystem.createDirectory(atPath: OutboxFiles.writersPath(directory))
-        path = OutboxFiles.writersPath(directory) + "/" + name + Format.segmentSuffix
+        writers = OutboxFiles.writersPath(directory)
+        try fileSystem.createDirectory(atPath: writers)
+        path = writers + "/" + name + Format.segmentSuffix
         self.fileSystem = fileSystem
         self.now = now
     }
@@ -92,7 +95,7 @@ public final class OutboxWriter: @unchecked Sendable {
         let salt = UInt32.random(in: 0...UInt32.max)
         let header = SegmentHeader(salt: salt, firstSequence: 1, createdMilliseconds: now()).encoded()
         try file.truncate(to: 0)
-        try file.writeDurably(header, listedIn: OutboxFiles.parent(path), fileSystem)
+        try file.writeDurably(header, listedIn: writers, fileSystem)
         var status = opened
         status.sizeBytes = header.count
         return Current(file: status, salt: salt, nextSequence: 1)
