@@ -110,7 +110,10 @@ extension Courier {
         let courier = try await open(
             directory: directory, configuration: configuration,
             waitingForProtectedData: { await protectedDataBecameAvailable() })
-        courier.enableAppLifecycleIntegration()
+        BackgroundDeliveryRegistry.shared.courier = courier
+        let integration = AppLifecycleIntegration(courier: courier)
+        integration.start()
+        courier.core.handle(.lifecycle(integration))
         return courier
     }
 
@@ -132,26 +135,17 @@ extension Courier {
         if UIApplication.shared.isProtectedDataAvailable { return true }
         return await signal.wait()
     }
-
-    /// The app's life, followed (`Lifecycle.automatic`), so nothing happens behind its back:
-    /// - entering the background with messages pending: `beginBackgroundTask` around
-    ///   `deliverPending(within: 25 s)`, ended on expiry; and a background processing request
-    ///   (if `registerBackgroundDelivery(identifier:)` was called);
-    /// - coming to the foreground, and the network coming back (a satisfied path after an
-    ///   unsatisfied one; not a handover between networks): `retryNow()`.
-    /// Once, on the main actor; it lasts until the courier is closed or released.
-    @MainActor
-    func enableAppLifecycleIntegration() {
-        // Called twice: one set of observers, not two.
-        core.handle(.lifecycle(nil)).reply.lifecycle?.stop()
-        BackgroundDeliveryRegistry.shared.courier = self
-        let integration = AppLifecycleIntegration(courier: self)
-        integration.start()
-        core.handle(.lifecycle(integration))
-    }
 }
 
-/// The observers, path monitor and background task of one courier.
+/// The observers, path monitor and background task of one courier: its app's life, followed
+/// (`Lifecycle.automatic`), so nothing happens behind its back:
+/// - entering the background with messages pending: `beginBackgroundTask` around
+///   `deliverPending(within: 25 s)`, ended on expiry; and a background processing request
+///   (if `registerBackgroundDelivery(identifier:)` was called);
+/// - coming to the foreground, and the network coming back (a satisfied path after an
+///   unsatisfied one; not a handover between networks): `retryNow()`.
+/// Made once per courier, by `open(…, lifecycle: .automatic)` on the main actor (a new courier:
+/// none to replace); it lasts until the courier is closed or released.
 @available(iOSApplicationExtension, unavailable)
 @MainActor
 final class AppLifecycleIntegration: PlatformIntegration {
