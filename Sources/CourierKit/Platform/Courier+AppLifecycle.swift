@@ -111,9 +111,7 @@ extension Courier {
             directory: directory, configuration: configuration,
             waitingForProtectedData: { await protectedDataBecameAvailable() })
         BackgroundDeliveryRegistry.shared.courier = courier
-        let integration = AppLifecycleIntegration(courier: courier)
-        integration.start()
-        courier.core.handle(.lifecycle(integration))
+        courier.core.handle(.lifecycle(AppLifecycleIntegration(courier: courier)))
         return courier
     }
 
@@ -160,9 +158,9 @@ final class AppLifecycleIntegration: PlatformIntegration {
     /// The background session's relay, if background uploads are on (its hook is ours).
     private var relay: BackgroundEventRelay?
 
-    init(courier: Courier) { self.courier = courier }
-
-    func start() {
+    /// Starts following the app's life for `courier`.
+    init(courier: Courier) {
+        self.courier = courier
         let actions: [(Notification.Name, @MainActor @Sendable (AppLifecycleIntegration) -> Void)] = [
             (UIApplication.didEnterBackgroundNotification, { $0.didEnterBackground() }),
             // Also on becoming active: a hand-off that finished after `willEnterForeground` must
@@ -181,7 +179,6 @@ final class AppLifecycleIntegration: PlatformIntegration {
                 MainActor.assumeIsolated { if let self { action(self) } }
             }
         }
-        let courier = self.courier
         connectBackgroundUploads()
         // @Sendable: called on the monitor's queue (serial), never on the main actor.
         let recovery = Locked(NetworkRecovery())
