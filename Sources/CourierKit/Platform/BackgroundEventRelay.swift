@@ -8,7 +8,8 @@ import Foundation
 /// `.backgroundTask(.urlSession(_:))`) only once every completion of the batch was handled
 /// and the courier handed off what it could: answering lets iOS suspend the app again.
 /// Compiled and tested everywhere; the Apple adapter only forwards delegate calls to it.
-final class BackgroundEventRelay {
+/// (Checked `Sendable`: everything mutable is in `state`, behind its lock.)
+final class BackgroundEventRelay: Sendable {
     typealias Handler = @Sendable (BackgroundUploadCompletion) async -> Void
     /// Everything mutable, behind one lock.
     private struct State {
@@ -201,10 +202,6 @@ extension BackgroundEventRelay {
         await sessions.withLock { $0[identifier] }?.waitForEvents()
     }
 }
-
-/// Why it is `Sendable`: everything mutable is in `state`, behind its lock; `callOnMain` and
-/// `clock` are immutable.
-extension BackgroundEventRelay: @unchecked Sendable {}
 
 extension BackgroundUploadCompletion {
     /// The outcome of a finished background task, from what its delegate sees: the task's
