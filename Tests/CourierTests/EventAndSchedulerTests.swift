@@ -326,7 +326,7 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
                     p.release(held.removeFirst())
                 }
             default:
-                if random.next() % 10 == 0 { _ = p.makeDue(atOrBefore: now) }
+                if random.next() % 10 == 0 { p.makeDue(atOrBefore: now) }
             }
             if let broken = p.brokenInvariant() {
                 Issue.record("\(broken), at step \(step)")
