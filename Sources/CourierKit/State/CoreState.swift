@@ -42,7 +42,7 @@ struct CoreState {
     /// background uploads are on): the engine (`DeliveryMode.Phase.reconciling`) and completions
     /// start after it.
     var reconciliation: Task<Void, Never>?
-    /// The app-lifecycle wiring, if the app enabled it (iOS: `enableAppLifecycleIntegration()`).
+    /// The app-lifecycle wiring, if the app enabled it (iOS: `open(…, lifecycle: .automatic)`).
     var lifecycle: (any PlatformIntegration)?
     /// How plans start their tasks (given once by the facade: `CourierCore.install`).
     var launcher: Launcher?
