@@ -123,6 +123,46 @@ import Testing
         await courier.close()
     }
 
+    /// Durations no clock reaches ("never", spelled as the largest value) are settings a courier
+    /// accepts, and a server may send any `Retry-After`: none of them may trap.
+    @Test func hugeDurationsAndAHugeRetryAfterNeverTrap() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let forever = Duration.seconds(Int64.max)
+        let transport = ScriptedTransport {
+            switch $0.attempt {
+            case 1: .response(status: 429, retryAfter: "9000000000000000000")
+            case 2: .response(status: 503, retryAfter: "120")
+            default: .response(status: 200)
+            }
+        }
+        var configuration = testConfiguration(clock: clock, transport: transport)
+        configuration.retry = RetryPolicy(
+            initialDelay: .seconds(1), maximumDelay: forever, expiry: forever, retryAfterLimit: .seconds(60))
+        configuration.retry.explainedFailures.windowDuration = forever
+        configuration.destinationBackoff.maximumProbeDelay = forever
+        #expect(configuration.problems.isEmpty)
+        let courier = try Courier(directory: dir.url, configuration: configuration)
+        let id = try courier.send(["text": "hi"], to: inbox)
+        await courier.settle()
+        await clock.advance(by: .seconds(60))  // the header asked for ages: clamped to the limit
+        await courier.settle()
+        #expect(transport.requests.count == 2)
+        await clock.advance(by: .seconds(60))
+        try await courier.delivered(id)
+        await courier.close()
+
+        // With no limit on `Retry-After` either, the message waits as asked: parked, not a trap.
+        configuration.retry.retryAfterLimit = forever
+        let reopened = try Courier(directory: TemporaryDirectory().url, configuration: configuration)
+        let parked = try reopened.send(["text": "later"], to: inbox)
+        await reopened.settle()
+        await clock.advance(by: .seconds(3600))
+        await reopened.settle()
+        #expect(reopened.pendingCount == 1 && transport.requests.last?.messageID == parked)
+        await reopened.close()
+    }
+
     @Test func callbacksFireOnceAndEventsTellTheStory() async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()

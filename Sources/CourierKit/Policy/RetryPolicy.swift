@@ -376,5 +376,9 @@ enum NextDue {
         (now + milliseconds(policy.maximumDelay), now + milliseconds(policy.retryAfterLimit))
     }
 
-    static func milliseconds(_ duration: Duration) -> UInt64 { UInt64(max(0, duration.seconds * 1000)) }
+    /// Saturating at 2^62 ms (146 million years): a setting meaning "never"
+    /// (`.seconds(Int64.max)`) neither traps here nor overflows a time since 1970 it is added to.
+    static func milliseconds(_ duration: Duration) -> UInt64 {
+        UInt64(min(max(0, duration.seconds * 1000), 0x1p62))
+    }
 }
