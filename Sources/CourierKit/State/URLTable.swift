@@ -7,12 +7,10 @@ import Foundation
 struct URLTable {
     /// Each URL's bytes, with its origin's index in the projection's `OriginTable` (scheme, host
     /// and port).
-    private var table = InternTable<[UInt8], UInt32>()
+    private(set) var table = InternTable<[UInt8], UInt32>()
     /// The last URL interned: consecutive messages mostly share one, and comparing bytes
     /// avoids building an array (and hashing it) per message on the replay path.
     private var lastInterned: UInt32?
-
-    var count: Int { table.count }
 
     func url(_ index: UInt32) -> String { String(decoding: table.key(index), as: UTF8.self) }
 
@@ -45,10 +43,8 @@ struct URLTable {
 /// and a count of references: an index is reused once its last reference is released.
 struct InternTable<Key: Hashable, Value> {
     private var entries: [(key: Key, value: Value, references: Int)?] = []
-    private var indexByKey: [Key: UInt32] = [:]
+    private(set) var indexByKey: [Key: UInt32] = [:]
     private var freeIndices: [UInt32] = []
-
-    var count: Int { indexByKey.count }
 
     func key(_ index: UInt32) -> Key { entries[Int(index)]!.key }
 

@@ -1,0 +1,15 @@
+@testable @_spi(CourierTesting) import CourierKit
+import CourierLog
+
+// What only the tests read of the library's internals: kept here, not in the library, which
+// never asks. Each reads state the library keeps for its own work.
+
+extension URLTable {
+    /// Distinct URLs interned now.
+    var count: Int { table.count }
+}
+
+extension InternTable {
+    /// Keys interned now.
+    var count: Int { indexByKey.count }
+}
