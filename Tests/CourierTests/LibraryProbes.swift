@@ -13,3 +13,11 @@ extension InternTable {
     /// Keys interned now.
     var count: Int { indexByKey.count }
 }
+
+#if canImport(Observation)
+@available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, *)
+extension CourierModel {
+    /// Whether it has read the courier's state once (tests: what happens after it is seen).
+    var hasLoadedForTesting: Bool { board.hasLoaded }
+}
+#endif

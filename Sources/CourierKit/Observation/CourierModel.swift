@@ -47,7 +47,7 @@ public final class CourierModel: FollowingModel {
     private var membership = 0
     /// Changed with every message (`messages` reads it).
     private var contents = 0
-    @ObservationIgnored private var board: MessageBoard
+    @ObservationIgnored private(set) var board: MessageBoard
     /// One token per message a view read (`status(of:)`): a change to that message changes it.
     @ObservationIgnored private var watched: [MessageID: MessageWatch] = [:]
     @ObservationIgnored var opening: Task<Void, Never>?
@@ -85,8 +85,6 @@ public final class CourierModel: FollowingModel {
         _ = contents
         return board.messages
     }
-    /// Whether it has read the courier's state once (tests: what happens after it is seen).
-    var hasLoadedForTesting: Bool { board.hasLoaded }
 
     /// The status of message `id`, if it is listed. A view that reads it redraws when that
     /// message changes (or, for an id not listed, when the list does).
