@@ -147,19 +147,26 @@ struct ClosureRandom: RandomNumberGenerator {
 }
 
 extension Projection {
+    /// What an event did to the projection.
+    enum Change: Equatable { case added, updated, ended, ignored }
+
     /// Applies a decoded event, as replay does from a record's view (tests build states so).
     @discardableResult
     mutating func apply(_ event: Event, address: RecordAddress) -> Change {
         switch event {
         case .enqueued(let s), .snapshot(let s):
-            return s.withKeys { url, key in
+            let added = s.withKeys { url, key in
                 applyFullState(
                     id: s.id, url: url, orderingKey: key, tags: s.tags, attempts: s.attempts,
                     dueMilliseconds: s.nextDueMilliseconds, address: address)
             }
+            return added ? .added : .updated
         case .attempted(let id, let attempt, let outcome, let due):
-            return applyAttempt(id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
-        case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): return applyEnd(id: id)
+            let pending = applyAttempt(
+                id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
+            return pending ? .updated : .ignored
+        case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id):
+            return applyEnd(id: id) ? .ended : .ignored
         case .handedOff: return .ignored  // the core keeps hand-offs (`CoreState.handOffs`)
         case .held(let tag):
             holdTag(tag)

@@ -195,12 +195,12 @@ extension CourierCore {
             }
             effects.appendedThrough = address.sequence
             if limits.syncsEachRecord { effects.enqueued = id }
-            let change = message.withKeys { url, key in
+            let added = message.withKeys { url, key in
                 state.projection.applyFullState(
                     id: id, url: url, orderingKey: key, tags: message.tags, attempts: 0,
                     dueMilliseconds: message.nextDueMilliseconds, address: address)
             }
-            if change == .added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
+            if added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
             if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
             effects.emit(.enqueued(id))
             effects.plan = PlanRequest(instant: instant)

@@ -88,7 +88,7 @@ final class Replayer {
     /// Message `id`'s end record: it resolves (if it was pending: `resolution`, made only then)
     /// and its hand-off, if any, is over.
     private func end(_ id: MessageID, _ resolution: @autoclosure () -> Resolution) {
-        if projection.applyEnd(id: id) == .ended { resolved.record(id, resolution()) }
+        if projection.applyEnd(id: id) { resolved.record(id, resolution()) }
         if !handOffs.isEmpty { handOffs[id] = nil }
     }
 

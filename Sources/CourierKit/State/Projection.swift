@@ -99,14 +99,13 @@ struct Projection {
 
     // MARK: Replay and appends
 
-    enum Change: Equatable { case added, updated, ended, ignored }
-
     /// A full state was logged at `address`: add the message, or replace what is known of it.
+    /// Returns whether it was new.
     @discardableResult
     mutating func applyFullState(
         id: MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer? = nil, tags: [String] = [],
         attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress
-    ) -> Change {
+    ) -> Bool {
         if let i = slotIndex(of: id) {
             slots[Int(i)].address = address
             slots[Int(i)].attempts = attempts
@@ -115,7 +114,7 @@ struct Projection {
             if slots[Int(i)].dueMilliseconds != dueMilliseconds { slots[Int(i)].flags.remove(.dueFromRetryAfter) }
             slots[Int(i)].dueMilliseconds = dueMilliseconds
             reschedule(i)
-            return .updated
+            return false
         }
         let urlIndex = urls.intern(url, origins: &origins)
         let slot = Slot(
@@ -132,27 +131,28 @@ struct Projection {
         let key = LaneTable.key(orderingKey: orderingKey, url: urlIndex, fifoPerDestination: fifoPerDestination)
         if let key { slots[Int(i)].lane = lanes.join(i, key: key) }
         reschedule(i)  // into the heap (or parked) unless held, or behind its lane's head
-        return .added
+        return true
     }
 
     /// An attempt was logged: its count, the next due time, and whether the answer carried a
-    /// `Retry-After` the policy honours (429 or 503).
+    /// `Retry-After` the policy honours (429 or 503). Returns whether the message was pending.
     @discardableResult
     mutating func applyAttempt(id: MessageID, attempt: UInt32, dueMilliseconds: UInt64, retryAfter: Bool = false)
-        -> Change
+        -> Bool
     {
-        guard let i = slotIndex(of: id) else { return .ignored }
+        guard let i = slotIndex(of: id) else { return false }
         slots[Int(i)].attempts = max(slots[Int(i)].attempts, attempt)
         slots[Int(i)].dueMilliseconds = dueMilliseconds
         slots[Int(i)].flags.remove(.dueFromRetryAfter)
         if retryAfter { slots[Int(i)].flags.insert(.dueFromRetryAfter) }
         reschedule(i)
-        return .updated
+        return true
     }
 
-    /// A `delivered`, `abandoned` or `cancelled` record: the message is done.
+    /// A `delivered`, `abandoned` or `cancelled` record: the message is done. Returns whether it
+    /// was pending.
     @discardableResult
-    mutating func applyEnd(id: MessageID) -> Change { remove(id) == nil ? .ignored : .ended }
+    mutating func applyEnd(id: MessageID) -> Bool { remove(id) != nil }
 
     // MARK: Scheduling
 
