@@ -51,7 +51,7 @@ struct Governor {
     struct Outage {
         var sinceMilliseconds: UInt64
         /// Probes that failed since (the failure that tipped it counts as the first).
-        var failedProbes: Int
+        var failedProbes = 1
         /// Failures in a row the destination's rate explained when it went down: as many failed
         /// probes are luck, and do not grow the probe delay.
         var explainedFailures: Int
@@ -211,9 +211,7 @@ struct Governor {
         let explained = answers.explainedFailures(
             of: .max, rules.retry.explainedFailures, nowMilliseconds: now, droppingFailures: consecutiveFailures)
         guard consecutiveFailures >= threshold + explained else { return .none }
-        outage = Outage(
-            sinceMilliseconds: now, failedProbes: 1, explainedFailures: explained, nextProbeMilliseconds: now,
-            probe: nil)
+        outage = Outage(sinceMilliseconds: now, explainedFailures: explained, nextProbeMilliseconds: now)
         scheduleProbe(after: answer, at: now)
         return .wentDown(consecutiveFailures: consecutiveFailures)
     }
