@@ -154,8 +154,7 @@ extension Governor {
     /// The tokens at `now`: refilled by the time passed, never past the capacity.
     func tokens(at now: UInt64) -> Double {
         let budget = rules.budget
-        guard let counted = tokensCountedMilliseconds else { return tokens }
-        let elapsedSeconds = Double(now - min(now, counted)) / 1000
+        let elapsedSeconds = Double(now - min(now, tokensCountedMilliseconds)) / 1000
         return min(budget.capacity, tokens + elapsedSeconds * budget.tokensPerSecond)
     }
 

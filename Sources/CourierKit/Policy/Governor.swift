@@ -71,10 +71,10 @@ struct Governor {
     /// The last healthy answer (wall ms): a 429 or 503 soon after it is load, not an outage.
     var lastHealthyMilliseconds: UInt64?
     var flow: Flow
-    /// The retry budget's tokens, as counted at `tokensCountedMilliseconds` (nil: never, so
-    /// full); time refills them from there (`tokens(at:)`).
+    /// The retry budget's tokens, as counted at `tokensCountedMilliseconds`; time refills them
+    /// from there (`tokens(at:)`). Never counted: full at 0, and time cannot overfill it.
     var tokens: Double
-    var tokensCountedMilliseconds: UInt64?
+    var tokensCountedMilliseconds: UInt64 = 0
     var answers: AnswerWindow
 
     init(_ rules: Rules) {
