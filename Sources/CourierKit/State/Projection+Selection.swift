@@ -222,7 +222,6 @@ extension Projection {
     }
 
     /// Pops origin `o`'s oldest parked slot (stale entries are skipped; bounded by the queue).
-    @discardableResult
     mutating func popParked(_ o: UInt32) -> UInt32? {
         while let i = origins[o].parked.popFirst() {
             guard isParked(i, at: o) else { continue }
