@@ -40,7 +40,7 @@ import Testing
     @Test func aStoredStringThatIsNotUTF8IsRejectedByTheReader() {
         var writer = ByteWriter()
         writer.u16(2)
-        writer.raw([0xC0, 0x80])
+        writer.bytes += [0xC0, 0x80]
         writer.bytes.withUnsafeBytes { raw in
             var reader = ByteReader(raw)
             #expect(reader.string() == nil)

@@ -125,7 +125,7 @@ package enum Event: Sendable, Equatable {
                 w.string(h.value)
             }
             w.u32(UInt32(s.body.count))  // a blob: u32 length, then the bytes
-            w.raw(s.body)
+            w.bytes += s.body
             w.u64(s.createdMilliseconds)
             w.u32(s.attempts)
             w.u64(s.nextDueMilliseconds)
@@ -240,7 +240,6 @@ struct ByteWriter {
     mutating func u16(_ v: UInt16) { bytes.append(UInt8(v & 0xFF)); bytes.append(UInt8(v >> 8)) }
     mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
     mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
-    mutating func raw(_ b: [UInt8]) { bytes += b }
     mutating func id(_ id: MessageID) { withUnsafeBytes(of: id.uuid) { bytes.append(contentsOf: $0) } }
     /// A string of at most 65,535 UTF-8 bytes (callers validate lengths first).
     mutating func string(_ s: String) {
