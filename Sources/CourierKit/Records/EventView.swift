@@ -32,10 +32,8 @@ enum EventView {
         /// Whether the answer carried a `Retry-After` the policy honours, so the next due time may
         /// be the server's rather than backoff's.
         var carriesRetryAfter: Bool {
-            if case .response(let status, let header) = self {
-                return DeliveryOutcome.honoursRetryAfter(status: Int(status)) && header.count > 0
-            }
-            return false
+            guard case .response(let status, let header) = self else { return false }
+            return DeliveryOutcome.honoursRetryAfter(status: Int(status)) && header.count > 0
         }
     }
 
