@@ -94,9 +94,8 @@ enum EventView {
         var key: UnsafeRawBufferPointer?
         var tags: [String] = []
         if !r.isAtEnd {
-            guard let k = r.utf8() else { return nil }
             // An empty key stands for none, and only before tags: one encoding per state.
-            guard !k.isEmpty || !r.isAtEnd else { return nil }
+            guard let k = r.utf8(), !k.isEmpty || !r.isAtEnd else { return nil }
             key = k.isEmpty ? nil : k
         }
         if !r.isAtEnd {
