@@ -18,24 +18,20 @@ extension Courier {
         return await onIOQueue(readQueue) { [core] in Result { () throws(LogError) in try core.loadState(id) } }
     }
 
-    /// A message's request: its URL, headers and body, and its `Idempotency-Key`.
-    func request(for state: MessageState, attempt: Int) -> DeliveryRequest {
+    /// A message's request (its URL, headers and body, and its `Idempotency-Key`) after
+    /// `prepareRequest` (if any). A throw is a failed attempt that sent nothing; only the
+    /// error's type is kept (it may hold secrets).
+    func preparedRequest(for state: MessageState, attempt: Int) async -> Result<DeliveryRequest, TransportFailure> {
         var headers: [String: String] = [:]
         for h in state.headers { headers[h.name] = h.value }
         headers["Idempotency-Key"] = state.id.description
-        return DeliveryRequest(
+        var request = DeliveryRequest(
             url: URL(string: state.url)!, headers: headers, body: Data(state.body),
             timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt, tags: Set(state.tags))
-    }
-
-    /// The request after `prepareRequest` (if any). A throw is a failed attempt that sent
-    /// nothing; only the error's type is kept (it may hold secrets).
-    func prepared(_ request: DeliveryRequest) async -> Result<DeliveryRequest, TransportFailure> {
         guard let prepare = configuration.prepareRequest else { return .success(request) }
-        var prepared = request
         do {
-            try await prepare(&prepared)
-            return .success(prepared)
+            try await prepare(&request)
+            return .success(request)
         } catch  where Task.isCancelled || error is CancellationError {
             return .failure(TransportFailure(.cancelled, "cancelled"))
         } catch {
@@ -138,7 +134,7 @@ extension Courier {
         }
         configuration.logger.debug("attempt starting", metadata: Self.metadata(attempt, url: state.url))
         let outcome: DeliveryOutcome
-        switch await prepared(request(for: state, attempt: attempt.number)) {
+        switch await preparedRequest(for: state, attempt: attempt.number) {
         case .success(let request): outcome = await Signposts.interval("attempt") { await transport.deliver(request) }
         case .failure(let failure): outcome = .failure(failure)
         }

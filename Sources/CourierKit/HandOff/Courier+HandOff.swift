@@ -131,8 +131,8 @@ extension Courier {
             // Cancelled, unreadable, or `prepareRequest` threw: left to the engine, which reads
             // again after its backoff and prepares each attempt afresh.
             guard let state,
-                case .success(let request) = await prepared(
-                    request(for: state, attempt: Int(candidate.slot.attempts + 1)))
+                case .success(let request) = await preparedRequest(
+                    for: state, attempt: Int(candidate.slot.attempts + 1))
             else {
                 aborted.append((candidate.slot.id, true))
                 continue
