@@ -33,15 +33,12 @@ public final class URLSessionTransport: DeliveryTransport {
         urlRequest.timeoutInterval = request.timeout.seconds
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         return await withDeadline(request.timeout, clock: clock) { [session, urlRequest] in
-            do {
-                let (_, response) = try await session.data(for: urlRequest)
-                guard let http = response as? HTTPURLResponse else {
-                    return .failure(TransportFailure(.other, "not an HTTP response"))
-                }
-                return .response(status: http.statusCode, retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
-            } catch {
-                return .failure(Self.classify(error))
-            }
+            // The response, or the error, becomes an outcome as a background upload's does.
+            var http: HTTPURLResponse?, failure: (any Error)?
+            do { http = try await session.data(for: urlRequest).1 as? HTTPURLResponse } catch { failure = error }
+            return BackgroundUploadCompletion.outcome(
+                statusCode: http?.statusCode, retryAfter: http?.value(forHTTPHeaderField: "Retry-After"),
+                error: failure)
         }
     }
 
