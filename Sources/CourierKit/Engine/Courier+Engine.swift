@@ -98,11 +98,10 @@ struct EngineClock: Sendable {
 }
 
 extension EngineClock {
-    init(_ clock: any Clock<Duration>) { self = Self.open(clock) }
-
-    private static func open<C: Clock>(_ clock: C) -> EngineClock where C.Duration == Duration {
+    /// Called with an `any Clock<Duration>`, which Swift opens for `C`.
+    init<C: Clock>(_ clock: C) where C.Duration == Duration {
         let start = clock.now
-        return EngineClock(
+        self.init(
             elapsed: { start.duration(to: clock.now) },
             sleep: { try await clock.sleep(until: start.advanced(by: $0), tolerance: nil) })
     }
