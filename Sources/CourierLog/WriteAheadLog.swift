@@ -287,8 +287,9 @@ final class GroupCommit: @unchecked Sendable {  // every var is guarded by `lock
             return !syncScheduled
         }
         guard schedule else { return }
-        let nanoseconds =
-            Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
+        // At most 2^31 s (68 years): an interval meaning "never" (`.seconds(Int64.max)`) must not overflow.
+        let seconds = Int(min(interval.components.seconds, 1 << 31))
+        let nanoseconds = seconds * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
         queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak log] in
             guard let log else { return }
             // Clear the flag first (appends from now on schedule a new sync), then read the

@@ -141,6 +141,8 @@ import Testing
             initialDelay: .seconds(1), maximumDelay: forever, expiry: forever, retryAfterLimit: .seconds(60))
         configuration.retry.explainedFailures.windowDuration = forever
         configuration.destinationBackoff.maximumProbeDelay = forever
+        configuration.durability = .interval(forever)
+        configuration.requestTimeout = forever
         #expect(configuration.problems.isEmpty)
         let courier = try Courier(directory: dir.url, configuration: configuration)
         let id = try courier.send(["text": "hi"], to: inbox)
@@ -161,6 +163,22 @@ import Testing
         await reopened.settle()
         #expect(reopened.pendingCount == 1 && transport.requests.last?.messageID == parked)
         await reopened.close()
+
+        // A retry budget that refills at nearly nothing: the next token is ages away, not a trap.
+        let failing = ScriptedTransport { _ in .response(status: 500) }
+        var starved = testConfiguration(clock: clock, transport: failing)
+        starved.retry = RetryPolicy(jitter: .none)
+        starved.retryBudget = RetryBudget(capacity: 1, tokensPerSuccess: 1, tokensPerSecond: 1e-300)
+        let budgeted = try Courier(directory: TemporaryDirectory().url, configuration: starved)
+        try budgeted.send(["text": "soon"], to: inbox)
+        for _ in 0..<4 {
+            await budgeted.settle()
+            await clock.advance(by: .seconds(10))
+        }
+        #expect(failing.requests.count == 2, "the first attempt, then the one retry its token paid for")
+        await budgeted.close()
+        let answer = await withDeadline(forever, clock: clock) { .response(status: 204) }
+        #expect(answer == .response(status: 204), "a deadline of \"never\" waits, and traps nowhere")
     }
 
     @Test func callbacksFireOnceAndEventsTellTheStory() async throws {

@@ -14,7 +14,8 @@ func withDeadline(
         group.addTask { await operation() }
         group.addTask {
             // Thrown when cancelled: the operation ended first.
-            do { try await clock.sleep(for: timeout) } catch { return nil }
+            // At most 2^31 s (68 years): a clock's instant plus "never" must not overflow.
+            do { try await clock.sleep(for: min(timeout, .seconds(1 << 31))) } catch { return nil }
             return .failure(
                 TransportFailure(.timeout, "no complete response within \(timeout) (Configuration.requestTimeout)"))
         }

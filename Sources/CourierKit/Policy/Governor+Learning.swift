@@ -179,7 +179,8 @@ extension Governor {
     func nextTokenMilliseconds(at now: UInt64) -> UInt64 {
         let current = tokens(at: now)
         guard rules.budget.isEnabled, current < 1 else { return now }
-        return now + UInt64(((1 - current) / rules.budget.tokensPerSecond * 1000).rounded(.up))
+        // Saturating at 2^62 ms: a rate of nearly nothing means "not for ages", not a trap.
+        return now + UInt64(min(((1 - current) / rules.budget.tokensPerSecond * 1000).rounded(.up), 0x1p62))
     }
 }
 

@@ -64,7 +64,8 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
             return await withDeadline(request.timeout, clock: clock) { [self] in await post(request, deadline: nil)
             }
         }
-        return await post(request, deadline: .now() + .nanoseconds(Int64(request.timeout.seconds * 1e9)))
+        // At most 2^31 s (68 years): a timeout meaning "never" must not overflow.
+        return await post(request, deadline: .now() + .nanoseconds(Int64(min(request.timeout.seconds, 0x1p31) * 1e9)))
     }
 
     /// One POST; cancelling the calling task cancels it.
