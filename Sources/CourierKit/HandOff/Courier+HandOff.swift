@@ -23,10 +23,13 @@ extension Courier {
         guard configuration.backgroundUploads != nil else { return 0 }
         core.handle(.place(.background), at: currentInstant()).run()
         await core.status.reconciliation?.value
-        pump()
-        // This call's pass, and any other under way (reconciliation's end may have started one).
+        // This call's pass, from its own wake (under load it may end before the status is read),
+        // and any other under way (reconciliation's end may have started one).
+        let started = core.handle(.wake, at: currentInstant()).run().pass
+        var passes = core.status.passes
+        if let started, !passes.contains(started) { passes.append(started) }
         var handedOff = 0
-        for pass in core.status.passes { handedOff += await pass.value }
+        for pass in passes { handedOff += await pass.value }
         return handedOff
     }
 
