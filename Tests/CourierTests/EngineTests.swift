@@ -156,7 +156,8 @@ import Testing
 
         // With no limit on `Retry-After` either, the message waits as asked: parked, not a trap.
         configuration.retry.retryAfterLimit = forever
-        let reopened = try Courier(directory: TemporaryDirectory().url, configuration: configuration)
+        let second = TemporaryDirectory()
+        let reopened = try Courier(directory: second.url, configuration: configuration)
         let parked = try reopened.send(["text": "later"], to: inbox)
         await reopened.settle()
         await clock.advance(by: .seconds(3600))
@@ -169,7 +170,8 @@ import Testing
         var starved = testConfiguration(clock: clock, transport: failing)
         starved.retry = RetryPolicy(jitter: .none)
         starved.retryBudget = RetryBudget(capacity: 1, tokensPerSuccess: 1, tokensPerSecond: 1e-300)
-        let budgeted = try Courier(directory: TemporaryDirectory().url, configuration: starved)
+        let third = TemporaryDirectory()
+        let budgeted = try Courier(directory: third.url, configuration: starved)
         try budgeted.send(["text": "soon"], to: inbox)
         for _ in 0..<4 {
             await budgeted.settle()

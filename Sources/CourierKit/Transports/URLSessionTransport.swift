@@ -29,8 +29,9 @@ public final class URLSessionTransport: DeliveryTransport {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = "POST"
         urlRequest.httpBody = request.body
-        // The idle timeout, as a backstop; the deadline below is the real limit.
-        urlRequest.timeoutInterval = request.timeout.seconds
+        // The idle timeout, as a backstop; the deadline below is the real limit. At most 2^31 s:
+        // Foundation on Linux multiplies it into an Int, and "never" would trap there.
+        urlRequest.timeoutInterval = min(request.timeout.seconds, 0x1p31)
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         return await withDeadline(request.timeout, clock: clock) { [session, urlRequest] in
             // The response, or the error, becomes an outcome as a background upload's does.
