@@ -33,9 +33,11 @@ import Testing
         c.compactionThreshold = 0
         c.retry.multiplier = 0.5
         c.retry.maximumAttempts = 0
+        c.destinationBackoff.failuresBeforeDown = 0  // the init's precondition does not see a later set
         let text = c.problems.joined(separator: "\n")
         for name in ["maximumConcurrentDeliveries", "requestTimeout", "segmentSizeBytes", "maximumStorageBytes",
-                     "compactionThreshold", "retry.multiplier", "retry.maximumAttempts"] {
+                     "compactionThreshold", "retry.multiplier", "retry.maximumAttempts",
+                     "destinationBackoff.failuresBeforeDown"] {
             #expect(text.contains(name), "\(name) missing from: \(text)")
         }
         #expect(Courier.Configuration().problems.isEmpty, "the defaults are valid")

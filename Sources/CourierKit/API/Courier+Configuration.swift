@@ -261,6 +261,7 @@ extension Courier.Configuration {
                 budget.tokensPerSecond > 0 && budget.tokensPerSecond.isFinite,
                 "retryBudget.tokensPerSecond must be positive (or the budget .disabled)")
         }
+        require(destinationBackoff.failuresBeforeDown >= 1, "destinationBackoff.failuresBeforeDown must be at least 1")
         require(
             destinationBackoff.maximumProbeDelay > .zero,
             "destinationBackoff.maximumProbeDelay must be positive (it is \(destinationBackoff.maximumProbeDelay))")
