@@ -52,7 +52,7 @@ package struct JSONWriter {
         // `as?` casts on `Any`, bridging included, cost more than writing the value).
         switch ObjectIdentifier(type(of: value)) {
         case ObjectIdentifier(String.self): return string(value as! String)
-        case ObjectIdentifier(Int.self): return integer(Int64(value as! Int))
+        case ObjectIdentifier(Int.self): bytes += String(value as! Int).utf8; return
         case ObjectIdentifier(Bool.self): bytes += (value as! Bool) ? Array("true".utf8) : Array("false".utf8); return
         case ObjectIdentifier(Double.self): return try double(value as! Double)
         case ObjectIdentifier([String: Any].self): return try object(value as! [String: Any], depth: depth)
@@ -127,7 +127,7 @@ package struct JSONWriter {
     private mutating func double(_ n: Double) throws(CourierError) {
         guard n.isFinite else { throw CourierError(.invalidJSON, ": \(n) is not a JSON number") }
         // Swift prints the shortest form that reads back exactly: 0.1, 1e-05, 1e+20 are JSON.
-        if n == n.rounded(), abs(n) < 1e15 { integer(Int64(n)) } else { bytes += Array("\(n)".utf8) }
+        if n == n.rounded(), abs(n) < 1e15 { bytes += String(Int64(n)).utf8 } else { bytes += Array("\(n)".utf8) }
     }
 
     /// An NSNumber from Objective-C or Foundation: its stored type says bool, float or integer.
@@ -151,23 +151,6 @@ package struct JSONWriter {
                 let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
                 return order != 0 ? order < 0 : x.count < y.count
             }
-        }
-    }
-
-    /// Decimal digits without building a `String`.
-    private mutating func integer(_ n: Int64) {
-        if n < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = n.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            // One digit per turn: at most 20 turns.
-            repeat {
-                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            bytes.append(contentsOf: buffer[(24 - count)...])
         }
     }
 
