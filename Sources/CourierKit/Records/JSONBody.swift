@@ -97,7 +97,7 @@ package struct JSONWriter {
     private mutating func object(_ d: [String: Any], depth: Int) throws(CourierError) {
         bytes.append(UInt8(ascii: "{"))
         var pairs = Array(d)
-        if pairs.count > 1 { pairs.sort { Self.utf8Precedes($0.key, $1.key) } }
+        if pairs.count > 1 { pairs.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } }
         for (i, pair) in pairs.enumerated() {
             if i > 0 { bytes.append(UInt8(ascii: ",")) }
             string(pair.key)
@@ -138,19 +138,6 @@ package struct JSONWriter {
         case "f", "d": try double(n.doubleValue)
         case "Q", "L", "I", "S", "C": bytes += Array(String(n.uint64Value).utf8)
         default: bytes += Array(String(n.int64Value).utf8)
-        }
-    }
-
-    /// Byte order of the UTF-8 forms (what the keys are sorted by), with `memcmp` on the
-    /// contiguous bytes: the generic `utf8.lexicographicallyPrecedes` showed in `send`'s profile.
-    static func utf8Precedes(_ a: String, _ b: String) -> Bool {
-        var a = a, b = b
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                let common = min(x.count, y.count)
-                let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
-                return order != 0 ? order < 0 : x.count < y.count
-            }
         }
     }
 
