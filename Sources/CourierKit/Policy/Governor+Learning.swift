@@ -192,15 +192,15 @@ extension ConcurrencyLimit {
     }
 }
 
-/// A destination's latest answers, for its failure rate (`RetryPolicy.ExplainedFailures`): a
-/// ring of at most `capacity` entries, each the wall time, the message whose attempt got it (its
-/// arrival number, `Projection.Slot.order`, unique for the courier's life), and whether it
-/// failed. Pure data, part of a `Governor`, guarded by the core's lock.
+/// A destination's latest answers, for its failure rate (`RetryPolicy.ExplainedFailures`): at
+/// most `capacity` entries, each the wall time, the message whose attempt got it (its arrival
+/// number, `Projection.Slot.order`, unique for the courier's life), and whether it failed.
+/// Pure data, part of a `Governor`, guarded by the core's lock.
 ///
 /// A message's rate leaves out its own answers (all failures, or it would not be asking). By
 /// message, not by slot: slots are reused, and with few messages pending one slot index serves
 /// most of them, so leaving out a slot's answers left out most of the window (at one message
-/// every 4 s, p99 12.4 s against 3.5 s at one a second). Reading it scans the ring: at most
+/// every 4 s, p99 12.4 s against 3.5 s at one a second). Reading it scans them: at most
 /// `capacity` (128 by default) comparisons per failed attempt, under the lock.
 struct AnswerWindow {
     struct Answer {
@@ -211,9 +211,8 @@ struct AnswerWindow {
 
     /// Fixed once the first answer comes; 0 keeps nothing (explained failures are off).
     let capacity: Int
+    /// Oldest first.
     private var answers: [Answer] = []
-    /// Where the next answer goes once the ring is full.
-    private var next = 0
 
     init(capacity: Int) {
         precondition(capacity >= 0)
@@ -223,14 +222,9 @@ struct AnswerWindow {
     /// An answer to an attempt of message `message` (its arrival number), at wall time `now`.
     mutating func record(message: UInt64, failed: Bool, nowMilliseconds now: UInt64) {
         guard capacity > 0 else { return }
-        let answer = Answer(milliseconds: now, message: message, failed: failed)
-        if answers.count < capacity {
-            answers.append(answer)
-        } else {
-            answers[next] = answer
-            next = (next + 1) % capacity
-        }
-        assert(answers.count <= capacity)
+        // Full: the oldest goes, moving the rest (at most `capacity`, as a read scans them).
+        if answers.count == capacity { answers.removeFirst() }
+        answers.append(Answer(milliseconds: now, message: message, failed: failed))
     }
 
     /// The answers to messages other than `message` no older than `oldestMilliseconds`, and how
