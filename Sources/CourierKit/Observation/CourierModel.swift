@@ -128,8 +128,8 @@ public final class CourierModel: FollowingModel {
             watch.version &+= 1
             if board.status(of: id) == nil { watched[id] = nil }
         }
-        guard change.summary else { return }
-        // Set only when changed: Swift 6.2's macro skips equal values, but Xcode 16's does not.
+        // The counts, destinations, missed events and storage problem: set only when changed (Swift
+        // 6.2's macro skips equal values, but Xcode 16's does not), so their readers hear of nothing else.
         if pendingCount != board.pendingCount { pendingCount = board.pendingCount }
         if handedOffCount != board.handedOffCount { handedOffCount = board.handedOffCount }
         if destinations != board.destinations { destinations = board.destinations }

@@ -48,8 +48,6 @@ struct MessageBoard {
         var messages: [MessageID] = []
         /// Messages joined or left the list.
         var membership = false
-        /// Counts, destinations, missed events or the storage problem changed.
-        var summary = false
         /// Everything may have changed (`load`).
         var everything = false
     }
@@ -107,7 +105,7 @@ struct MessageBoard {
         var resolved = FIFOQueue<MessageID>()  // those still listed, in the same order
         for id in resolvedQueue.entries where statuses[id] != nil { resolved.append(id) }
         resolvedQueue = resolved
-        return Change(membership: true, summary: true, everything: true)
+        return Change(membership: true, everything: true)
     }
 
     /// A message the model sent itself: known from the start with its URL (and body, if kept).
@@ -115,7 +113,7 @@ struct MessageBoard {
     mutating func didSend(_ id: MessageID, url: URL, body: Data, at date: Date) -> Change {
         guard statuses[id] == nil else { return Change() }  // its `.enqueued` came first
         list(MessageStatus(id: id, state: .queued, url: url, body: body, sentAt: date, changedAt: date))
-        return Change(messages: [id], membership: true, summary: true)
+        return Change(messages: [id], membership: true)
     }
 
     /// Moves a message (or a destination) along.
@@ -125,7 +123,7 @@ struct MessageBoard {
         case .enqueued(let id):
             guard statuses[id] == nil else { return Change() }
             list(MessageStatus(id: id, state: .queued, changedAt: now))
-            return Change(messages: [id], membership: true, summary: true)
+            return Change(messages: [id], membership: true)
         case .attemptStarted(let id, let number):
             return update(id, at: now) { $0.state = .sending(attempt: number) }
         case .handedOff(let id, let attempt):
@@ -150,7 +148,7 @@ struct MessageBoard {
         case .missedEvents(let count):
             missedEventCount += count  // the follower reads the state again (`load`)
         }
-        return Change(summary: true)
+        return Change()
     }
 
     /// Lists `status` last, counting it.
@@ -177,13 +175,12 @@ struct MessageBoard {
         // Nothing happens to a resolved message (the engine says so once): a stray event must not
         // make it pending again while it waits in `resolvedQueue` to be dropped.
         guard var status = status(of: id), !status.state.isResolved else { return Change() }
-        let counts = (resolvedCount, handedOffCount)
         count(status.state, as: -1)
         change(&status)
         status.changedAt = now
         store(status)
         count(status.state, as: 1)
-        return Change(messages: [id], summary: counts != (resolvedCount, handedOffCount))
+        return Change(messages: [id])
     }
 
     private mutating func resolve(_ id: MessageID, _ state: MessageStatus.State, attempts: Int?, at now: Date)
