@@ -10,11 +10,11 @@ import Foundation
 /// counts are kept, not recounted; the resolved wait in the order they resolved, so the oldest
 /// is dropped without a search. Only `load` (at the start and after a gap) and reading the whole
 /// list cost O(n). `apply` says what changed, so a model tells only the views that read it.
-/// **A listed message costs under 200 bytes** (`Entry`, packed: two thirds of a `MessageStatus`;
-/// URLs shared; bodies only if kept), measured by `courier-bench --model`.
+/// A listed message costs its `MessageStatus` and its share of the dictionary and the order
+/// (URLs shared; bodies only if kept), measured by `courier-bench --model`.
 struct MessageBoard {
-    private var statuses: [MessageID: Entry] = [:]
-    private var bodies: [MessageID: Data] = [:]
+    /// Listed messages, each without its body unless `keepsBodies`.
+    private var statuses: [MessageID: MessageStatus] = [:]
     /// Listed ids, oldest first, and ids no longer listed (`statuses` has none): `swept` away.
     private var order: [MessageID] = []
     private var unlistedInOrder = 0
@@ -33,14 +33,6 @@ struct MessageBoard {
     let keepsResolved: Int
     /// Whether statuses keep the body (a model made with `keepingBodies`).
     let keepsBodies: Bool
-    /// A listed message's `MessageStatus`, packed (88 bytes, not 136).
-    private struct Entry {
-        var state: MessageStatus.State
-        var url: URL?  // one instance per destination when loaded (`load` shares them)
-        var attempts: Int32
-        var sentAt: Double  // seconds since 1970; -infinity: unknown
-        var changedAt: Double
-    }
 
     /// What one change touched: the models tell the views that read it, and no other.
     struct Change: Equatable {
@@ -65,13 +57,7 @@ struct MessageBoard {
     /// Pending and recently resolved messages, oldest first. O(n).
     var messages: [MessageStatus] { order.compactMap { status(of: $0) } }
 
-    func status(of id: MessageID) -> MessageStatus? {
-        guard let entry = statuses[id] else { return nil }
-        func date(_ seconds: Double) -> Date? { seconds.isFinite ? Date(timeIntervalSince1970: seconds) : nil }
-        return MessageStatus(
-            id: id, state: entry.state, attempts: Int(entry.attempts), url: entry.url,
-            body: bodies[id], sentAt: date(entry.sentAt), changedAt: date(entry.changedAt))
-    }
+    func status(of id: MessageID) -> MessageStatus? { statuses[id] }
 
     /// The state read from the courier (at the start, and after a gap), as it was at `asked`:
     /// pending messages are replaced by what it says; resolved ones stay, and so does a message
@@ -85,12 +71,13 @@ struct MessageBoard {
             !pendingIDs.contains($0.id) && ($0.state.isResolved || ($0.changedAt.map { $0 > asked } ?? false))
         }
         statuses = [:]
-        bodies = [:]
         order = []
         unlistedInOrder = 0
         (resolvedCount, handedOffCount) = (0, 0)
         for status in kept { list(status) }
-        var urls: Set<URL> = []  // read from the log one per message: shared, a list of 10,000 holds a few
+        // Read from the log one per message: shared (one instance per destination), a list of
+        // 10,000 holds a few.
+        var urls: Set<URL> = []
         for message in pending {
             let state: MessageStatus.State =
                 message.isHandedOff
@@ -151,19 +138,13 @@ struct MessageBoard {
         return Change()
     }
 
-    /// Lists `status` last, counting it.
+    /// Lists `status` last (its body only if kept), counting it.
     private mutating func list(_ status: MessageStatus) {
-        store(status)
+        var status = status
+        if !keepsBodies { status.body = nil }
+        statuses[status.id] = status
         order.append(status.id)
         count(status.state, as: 1)
-    }
-
-    private mutating func store(_ status: MessageStatus) {
-        statuses[status.id] = Entry(
-            state: status.state, url: status.url, attempts: Int32(clamping: status.attempts),
-            sentAt: status.sentAt?.timeIntervalSince1970 ?? -.infinity,
-            changedAt: status.changedAt?.timeIntervalSince1970 ?? -.infinity)
-        if keepsBodies { bodies[status.id] = status.body }
     }
 
     private mutating func count(_ state: MessageStatus.State, as sign: Int) {
@@ -174,11 +155,11 @@ struct MessageBoard {
     private mutating func update(_ id: MessageID, at now: Date, _ change: (inout MessageStatus) -> Void) -> Change {
         // Nothing happens to a resolved message (the engine says so once): a stray event must not
         // make it pending again while it waits in `resolvedQueue` to be dropped.
-        guard var status = status(of: id), !status.state.isResolved else { return Change() }
+        guard var status = statuses[id], !status.state.isResolved else { return Change() }
         count(status.state, as: -1)
         change(&status)
         status.changedAt = now
-        store(status)
+        statuses[id] = status
         count(status.state, as: 1)
         return Change(messages: [id])
     }
@@ -195,10 +176,9 @@ struct MessageBoard {
         // Bounded: each resolution drops at most one; stale entries (gone in a `load`) are skipped.
         while resolvedCount > keepsResolved, let oldest = resolvedQueue.popFirst() {
             // Skipped if gone, or pending again (a `load` lists what the courier says).
-            guard let entry = statuses[oldest], entry.state.isResolved else { continue }
+            guard let status = statuses[oldest], status.state.isResolved else { continue }
             statuses[oldest] = nil
-            bodies[oldest] = nil
-            count(entry.state, as: -1)
+            count(status.state, as: -1)
             unlistedInOrder += 1
             change.messages.append(oldest)
             change.membership = true
