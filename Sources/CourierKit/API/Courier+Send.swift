@@ -86,7 +86,7 @@ extension Courier {
         body: [UInt8], contentType: String, url: URL, labels: Labels, callbacks: Callbacks
     ) throws(CourierError) -> MessageID {
         try Signposts.interval("send") { () throws(CourierError) -> MessageID in
-            let target = try validatedTarget(url)
+            let target = try Self.validatedTarget(url)
             let instant = currentInstant()
             let message = try Self.validatedState(
                 id: labels.id ?? configuration.makeMessageID(), target: target, body: body,
@@ -183,26 +183,19 @@ extension Courier {
 
     static func isValid(tag: String) -> Bool { !tag.isEmpty && tag.utf8.count <= maximumTagBytes }
 
-    /// `url` validated, as the string stored in the log. Most sends go to one URL: the last
-    /// one validated is remembered, so a repeat costs one comparison.
-    private func validatedTarget(_ url: URL) throws(CourierError) -> String {
-        if let last = lastTarget.value, last.url == url { return last.string }
-        try Self.validate(url)
-        let string = url.absoluteString
-        lastTarget.withLock { $0 = (url, string) }
-        return string
-    }
-
-    static func validate(_ url: URL) throws(CourierError) {
+    /// `url` validated, as the string stored in the log.
+    static func validatedTarget(_ url: URL) throws(CourierError) -> String {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw CourierError(.invalidURL, "\(url): only http and https URLs can be delivered to")
         }
         guard let host = url.host, !host.isEmpty else {
             throw CourierError(.invalidURL, "\(url): no host")
         }
-        guard url.absoluteString.utf8.count < Int(UInt16.max) else {
+        let string = url.absoluteString
+        guard string.utf8.count < Int(UInt16.max) else {
             throw CourierError(.invalidURL, "URL longer than 65,535 bytes")
         }
+        return string
     }
 }
 

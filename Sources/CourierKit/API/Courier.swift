@@ -44,9 +44,6 @@ public final class Courier {
     let readQueue = DispatchQueue(label: "courier.read", qos: .utility, attributes: .concurrent)
     /// What opening found: the log's recovery plus what replay found.
     public let recovery: Recovery
-    /// The last URL `send` validated, and its string form: a cache of the send path, not
-    /// state (any value in it is right), so it has its own small lock and never waits on the core.
-    let lastTarget = Locked<(url: URL, string: String)?>(nil)
     /// Collecting what app extensions wrote (`Configuration.extensionOutboxDirectory`), if set.
     let extensionCollection: ExtensionCollection?
 

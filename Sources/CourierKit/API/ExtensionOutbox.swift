@@ -83,9 +83,9 @@ public final class ExtensionOutbox: Sendable {
         tags: Set<String> = []
     ) throws(CourierError) -> MessageID {
         let body = try JSONBody.serialize(json)
-        try Courier.validate(url)
+        let target = try Courier.validatedTarget(url)
         let state = try Courier.validatedState(
-            id: MessageID(), target: url.absoluteString, body: body, contentType: "application/json",
+            id: MessageID(), target: target, body: body, contentType: "application/json",
             labels: Courier.Labels(orderingKey: orderingKey, headers: headers, tags: tags),
             nowMilliseconds: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
             maximumMessageBytes: maximumMessageBytes)
