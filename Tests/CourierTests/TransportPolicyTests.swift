@@ -61,8 +61,8 @@ import Testing
         await server.stop()
     }
 
-    /// Requests to one destination share a template made once (its URL parsed once): each
-    /// carries its own headers and body only, nothing of the requests before it.
+    /// Requests to one destination, each made from a bare POST: each carries its own headers
+    /// and body only, nothing of the requests before it.
     @Test(.timeLimit(.minutes(1)))
     func eachRequestCarriesOnlyItsOwnHeadersAndBody() async throws {
         let server = try await FlakyServer(behavior: .init(failureRate: 0))

@@ -1,6 +1,5 @@
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
-import CourierLog
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -17,11 +16,6 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
     private let client: HTTPClient
     private let ownsClient: Bool
     private let clock: any Clock<Duration>
-    /// A POST to each recent destination without headers or body, copied per request:
-    /// `HTTPClient.Request` parses its URL when made, which cost more than the rest of
-    /// building the request. At most `requestTemplateLimit` destinations, then it starts over.
-    private let requestTemplates = Locked<[URL: HTTPClient.Request]>([:])
-    static let requestTemplateLimit = 64
 
     /// Uses its own client, shut down by `shutdown()`. Redirects are not followed: a POST
     /// redirected elsewhere should be an explicit decision, and 3xx is retried like 5xx.
@@ -85,15 +79,9 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
         }
     }
 
-    /// A POST to `url` with no headers and no body (an invalid URL throws, and is not kept).
+    /// A POST to `url` with no headers and no body (an invalid URL throws).
     func template(for url: URL) throws -> HTTPClient.Request {
-        if let made = requestTemplates.withLock({ $0[url] }) { return made }
-        let made = try HTTPClient.Request(url: url, method: .POST, tlsConfiguration: nil)
-        requestTemplates.withLock { templates in
-            if templates.count >= Self.requestTemplateLimit { templates.removeAll(keepingCapacity: true) }
-            templates[url] = made
-        }
-        return made
+        try HTTPClient.Request(url: url, method: .POST, tlsConfiguration: nil)
     }
 
     public func shutdown() async {
