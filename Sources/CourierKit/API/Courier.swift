@@ -150,8 +150,13 @@ public final class Courier {
     /// Runs blocking file work on `queue` (the I/O queue unless told) and waits for it without
     /// holding a thread of the cooperative pool.
     func onIOQueue<T: Sendable>(_ queue: DispatchQueue? = nil, _ work: @escaping @Sendable () -> T) async -> T {
+        await Self.onQueue(queue ?? ioQueue, work)
+    }
+
+    /// Runs `work` on `queue` and waits for it without holding a thread of the cooperative pool.
+    static func onQueue<T: Sendable>(_ queue: DispatchQueue, _ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
-            (queue ?? ioQueue).async {
+            queue.async {
                 continuation.resume(returning: work())
             }
         }
@@ -172,15 +177,8 @@ extension Courier {
     public static func open(directory: URL, configuration: Configuration = Configuration()) async throws(CourierError)
         -> Courier
     {
-        let result = await withCheckedContinuation {
-            (continuation: CheckedContinuation<Result<Courier, CourierError>, Never>) in
-            DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(
-                    returning: Result { () throws(CourierError) in
-                        try Courier(directory: directory, configuration: configuration)
-                    })
-            }
-        }
-        return try result.get()
+        try await onQueue(.global(qos: .userInitiated)) {
+            Result { () throws(CourierError) in try Courier(directory: directory, configuration: configuration) }
+        }.get()
     }
 }
