@@ -26,10 +26,9 @@ public final class Courier {
     /// state of its own.
     let core: CourierCore
     var log: MessageLog { core.log }
+    /// The configuration's, or one Courier made (when that is nil), which `close()` shuts down:
+    /// a transport the app injected belongs to the app.
     let transport: any DeliveryTransport
-    /// Whether Courier made `transport` (and so shuts it down on `close()`): a transport the
-    /// app injected belongs to the app.
-    let ownsTransport: Bool
     let clock: EngineClock
     let wallStartMilliseconds: UInt64
     /// The largest event body one record holds, whatever its compression.
@@ -103,7 +102,6 @@ public final class Courier {
         }
         // Made last: a transport Courier creates must be shut down, and an init that threw
         // earlier never has to.
-        self.ownsTransport = configuration.transport == nil
         self.transport = configuration.transport ?? configuration.makeDefaultTransport()
         core.handle(.install(launcher))
         // Planned here, run on the I/O queue: from now on `settle()` waits for it.
@@ -142,7 +140,7 @@ public final class Courier {
         for task in closing.passes { task.cancel() }
         for task in closing.attempts { await task.value }
         for task in closing.passes { _ = await task.value }
-        if ownsTransport { await transport.shutdown() }
+        if configuration.transport == nil { await transport.shutdown() }  // Courier made it
         await onIOQueue { [log] in try? log.close() }
         core.handle(.closeEnded, at: currentInstant()).run()
     }
