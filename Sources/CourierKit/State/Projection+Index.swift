@@ -1,86 +1,11 @@
 import CourierLog
 
-/// The id index and the due-time heap of `Projection`: both hold 4-byte slot indices only.
+/// The due-time heap of `Projection` (4-byte slot indices only), and its self-check.
 extension Projection {
-    // MARK: Id index (open addressing, linear probing, backward-shift deletion)
-    //
-    // Each entry is (32-bit hash tag << 32) | (slot index + 1), 0 for empty: a probe compares
-    // tags and touches a slot only on a tag match, so a miss costs no random read of the slots
-    // (lookups were a quarter of opening a million messages before the tags).
-
-    private static func hash(_ id: MessageID) -> UInt64 {
-        let (hi, lo) = withUnsafeBytes(of: id.uuid) {
-            ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-        }
-        // Both halves: ids from a generator that varies only one half still spread.
-        return (lo ^ (hi << 32 | hi >> 32)) &* 0x9E37_79B9_7F4A_7C15
-    }
-
-    private static func home(_ hash: UInt64, mask: Int) -> Int { Int(truncatingIfNeeded: hash >> 7) & mask }
-    private static func tag(_ hash: UInt64) -> UInt64 { hash & 0xFFFF_FFFF_0000_0000 }
-
-    func slotIndex(of id: MessageID) -> UInt32? {
-        guard !idTable.isEmpty else { return nil }
-        let h = Self.hash(id), tag = Self.tag(h)
-        let mask = idTable.count - 1
-        var p = Self.home(h, mask: mask)
-        // At most half the table is full, so an empty entry ends every probe.
-        while true {
-            let entry = idTable[p]
-            if entry == 0 { return nil }
-            if entry & 0xFFFF_FFFF_0000_0000 == tag {
-                let slot = UInt32(truncatingIfNeeded: entry) - 1
-                if slots[Int(slot)].id == id { return slot }
-            }
-            p = (p + 1) & mask
-        }
-    }
-
-    /// Indexes slot `i`, already live and counted: past half full, the index doubles (or more)
-    /// and every live slot, `i` included, is indexed again.
-    mutating func insertIntoIndex(_ i: UInt32) {
-        guard count * 2 > idTable.count else { return place(i, hash: Self.hash(slots[Int(i)].id)) }
-        var size = 64
-        while size < 2 * count { size *= 2 }
-        idTable = [UInt64](repeating: 0, count: size)
-        for j in slots.indices where slots[j].flags.contains(.live) {
-            place(UInt32(j), hash: Self.hash(slots[j].id))
-        }
-    }
-
-    private mutating func place(_ i: UInt32, hash h: UInt64) {
-        let mask = idTable.count - 1
-        var p = Self.home(h, mask: mask)
-        while idTable[p] != 0 { p = (p + 1) & mask }
-        idTable[p] = Self.tag(h) | UInt64(i + 1)
-    }
-
-    mutating func removeFromIndex(_ id: MessageID) {
-        guard !idTable.isEmpty else { return }
-        let mask = idTable.count - 1
-        var p = Self.home(Self.hash(id), mask: mask)
-        while idTable[p] != 0, slots[Int(UInt32(truncatingIfNeeded: idTable[p]) - 1)].id != id { p = (p + 1) & mask }
-        guard idTable[p] != 0 else { return }
-        // Backward shift: move later entries of the cluster into the hole when their home
-        // position allows, so no tombstones accumulate.
-        var hole = p
-        var q = (p + 1) & mask
-        while idTable[q] != 0 {
-            let home = Self.home(Self.hash(slots[Int(UInt32(truncatingIfNeeded: idTable[q]) - 1)].id), mask: mask)
-            // Movable when `home` is not cyclically within (hole, q].
-            if (q - home) & mask >= (q - hole) & mask {
-                idTable[hole] = idTable[q]
-                hole = q
-            }
-            q = (q + 1) & mask
-        }
-        idTable[hole] = 0
-    }
-
     /// Makes room for at most `count` messages up front (replay knows how many the log could
     /// hold), so the slots are not copied as they grow. Reserved capacity costs address space,
-    /// not memory: only pages written become resident. (The index is not pre-sized: it is
-    /// zero-filled, so every page of it would be.)
+    /// not memory: only pages written become resident. (The id index is not pre-sized: it
+    /// grows with the messages found.)
     mutating func reserve(_ count: Int) {
         slots.reserveCapacity(count)
         heap.reserveCapacity(count)
@@ -169,7 +94,7 @@ extension Projection {
         var live = 0
         for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
             live += 1
-            guard slotIndex(of: slot.id) == UInt32(i) else { return "the id table finds slot \(i) by its id" }
+            guard slotIndex(of: slot.id) == UInt32(i) else { return "the id index finds slot \(i) by its id" }
             let schedulable = slot.flags.isDisjoint(with: Flags.unschedulable) && isLaneHead(UInt32(i))
             guard slot.flags.contains(.heldByTag) == tags.isHeld(slot: UInt32(i)) else {
                 return "slot \(i) is held by a tag exactly when one of its tags is held"
@@ -207,6 +132,7 @@ extension Projection {
             if p > 0 && precedes(i, heap[(p - 1) / 2]) { return "heap entry \(p) does not precede its parent" }
         }
         let held = slots.filter { $0.flags.isSuperset(of: [.live, .heldByTag]) }.count
+        if idIndex.count != count { return "the id index holds \(idIndex.count) ids for \(count) live slots" }
         if held != heldCount { return "heldCount (\(heldCount)) is the number of held slots (\(held))" }
         return live == count ? nil : "count (\(count)) is the number of live slots (\(live))"
     }

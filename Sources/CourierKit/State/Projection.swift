@@ -5,9 +5,9 @@ import CourierLog
 /// on disk; an attempt reads them back from the slot's `address`. Pure data, no I/O, no clock;
 /// its owner (`CourierCore`) holds the lock.
 ///
-/// Memory at N pending (ARCHITECTURE.md, "Memory"): 72 B per slot, 4 B in the heap, 16 to 32 B
-/// in the id index (a power-of-two table of 8-byte entries, at most half full), plus one entry
-/// per distinct URL (the total, measured: <doc:MeasuredFigures>).
+/// Memory at N pending (ARCHITECTURE.md, "Memory"): 72 B per slot, 4 B in the heap, an entry
+/// of the id index (a `Dictionary` from id to slot index), plus one entry per distinct URL (the
+/// total, measured: <doc:MeasuredFigures>).
 ///
 /// Replay rules (`apply`): the last full state (`enqueued` or `snapshot`) of an id wins; later
 /// deltas (`attempted`) apply to it; `delivered`/`abandoned` end it; deltas for ids with no
@@ -71,8 +71,8 @@ struct Projection {
     private var freeSlots: [UInt32] = []
     /// Pending messages: the slots not free.
     var count: Int { slots.count - freeSlots.count }
-    /// Open addressing, linear probing: slot index + 1, 0 for empty. Power-of-two size.
-    var idTable: [UInt64] = []
+    /// Each live slot's index, by its message's id.
+    private(set) var idIndex: [MessageID: UInt32] = [:]
     /// A binary min-heap of slot indices by (due, order): exactly the schedulable slots.
     var heap: [UInt32] = []
     private(set) var urls = URLTable()
@@ -91,6 +91,8 @@ struct Projection {
     init(fifoPerDestination: Bool) { self.fifoPerDestination = fifoPerDestination }
 
     var isEmpty: Bool { count == 0 }
+
+    func slotIndex(of id: MessageID) -> UInt32? { idIndex[id] }
 
     func slot(of id: MessageID) -> Slot? { slotIndex(of: id).map { slots[Int($0)] } }
 
@@ -122,7 +124,7 @@ struct Projection {
             urlIndex: urlIndex, lane: LaneTable.none, heapIndex: Self.notInHeap, flags: .live)
         nextOrder += 1
         let i = allocate(slot)
-        insertIntoIndex(i)
+        idIndex[id] = i
         self.tags.add(tags, slot: i)  // none: nothing kept
         if self.tags.isHeld(tags) {  // none: false
             slots[Int(i)].flags.insert(.heldByTag)
@@ -203,7 +205,7 @@ struct Projection {
         if slot.heapIndex != Self.notInHeap { heapRemove(i) }
         stopSending(i)
         if slot.flags.contains(.parked) { unparked(i) }
-        removeFromIndex(id)
+        idIndex[id] = nil
         if slot.flags.contains(.heldByTag) { heldCount -= 1 }
         tags.remove(slot: i)
         if slot.lane != LaneTable.none {
