@@ -8,9 +8,6 @@ struct URLTable {
     /// Each URL's bytes, with its origin's index in the projection's `OriginTable` (scheme, host
     /// and port).
     private(set) var table = InternTable<[UInt8], UInt32>()
-    /// The last URL interned: consecutive messages mostly share one, and comparing bytes
-    /// avoids building an array (and hashing it) per message on the replay path.
-    private var lastInterned: UInt32?
 
     func url(_ index: UInt32) -> String { String(decoding: table.key(index), as: UTF8.self) }
 
@@ -19,24 +16,12 @@ struct URLTable {
     /// The index of `url`, adding it if new (and its origin to `origins`); counts one more
     /// reference.
     mutating func intern(_ url: UnsafeRawBufferPointer, origins: inout OriginTable) -> UInt32 {
-        if let last = lastInterned, table.key(last).withUnsafeBytes({ Self.same($0, url) }) {
-            table.retain(last)
-            return last
-        }
         let key = [UInt8](url)
-        let index = table.intern(key) { origins.intern(url: String(decoding: key, as: UTF8.self)) }
-        lastInterned = index
-        return index
-    }
-
-    private static func same(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+        return table.intern(key) { origins.intern(url: String(decoding: key, as: UTF8.self)) }
     }
 
     /// One reference fewer; the entry is freed at zero.
-    mutating func release(_ index: UInt32) {
-        if table.release(index), lastInterned == index { lastInterned = nil }
-    }
+    mutating func release(_ index: UInt32) { table.release(index) }
 }
 
 /// Keys interned to 4-byte indices (`URLTable`'s URLs, `LaneTable`'s lanes), each with a value
@@ -60,7 +45,7 @@ struct InternTable<Key: Hashable, Value> {
     /// The index of `key`, with one more reference; a new one gets the value `make` makes.
     mutating func intern(_ key: Key, _ make: () -> Value) -> UInt32 {
         if let known = indexByKey[key] {
-            retain(known)
+            entries[Int(known)]!.references += 1
             return known
         }
         let index = freeIndices.popLast() ?? UInt32(entries.count)
@@ -70,17 +55,13 @@ struct InternTable<Key: Hashable, Value> {
         return index
     }
 
-    mutating func retain(_ index: UInt32) { entries[Int(index)]!.references += 1 }
-
-    /// One reference fewer; true if it was the last: the entry is freed, its index reusable.
-    @discardableResult
-    mutating func release(_ index: UInt32) -> Bool {
+    /// One reference fewer; at the last, the entry is freed, its index reusable.
+    mutating func release(_ index: UInt32) {
         entries[Int(index)]!.references -= 1
-        guard entries[Int(index)]!.references == 0 else { return false }
+        guard entries[Int(index)]!.references == 0 else { return }
         indexByKey[entries[Int(index)]!.key] = nil
         entries[Int(index)] = nil
         freeIndices.append(index)
-        return true
     }
 }
 
