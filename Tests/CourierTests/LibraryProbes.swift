@@ -4,13 +4,8 @@ import CourierLog
 // What only the tests read of the library's internals: kept here, not in the library, which
 // never asks. Each reads state the library keeps for its own work.
 
-extension URLTable {
-    /// Distinct URLs interned now.
-    var count: Int { table.count }
-}
-
 extension InternTable {
-    /// Keys interned now.
+    /// Keys interned now (`URLTable`: distinct URLs).
     var count: Int { indexByKey.count }
 }
 

@@ -2,26 +2,22 @@ import Foundation
 
 /// The distinct URLs of pending messages, each stored once and referenced by a 4-byte index
 /// from every slot that goes there, with reference counts (an index is reused once no message
-/// goes there). Each URL also names its origin (for backoff per destination); ordering lives
-/// in `LaneTable`.
-struct URLTable {
-    /// Each URL's bytes, with its origin's index in the projection's `OriginTable` (scheme, host
-    /// and port).
-    private(set) var table = InternTable<[UInt8], UInt32>()
+/// goes there). Each URL's bytes are interned with its origin's index in the projection's
+/// `OriginTable` (scheme, host and port), for backoff per destination; ordering lives in
+/// `LaneTable`.
+typealias URLTable = InternTable<[UInt8], UInt32>
 
-    func url(_ index: UInt32) -> String { String(decoding: table.key(index), as: UTF8.self) }
+extension URLTable {
+    func url(_ index: UInt32) -> String { String(decoding: key(index), as: UTF8.self) }
 
-    func origin(_ index: UInt32) -> UInt32 { table[index] }
+    func origin(_ index: UInt32) -> UInt32 { self[index] }
 
     /// The index of `url`, adding it if new (and its origin to `origins`); counts one more
     /// reference.
     mutating func intern(_ url: UnsafeRawBufferPointer, origins: inout OriginTable) -> UInt32 {
-        let key = [UInt8](url)
-        return table.intern(key) { origins.intern(url: String(decoding: key, as: UTF8.self)) }
+        let bytes = [UInt8](url)
+        return intern(bytes) { origins.intern(url: String(decoding: bytes, as: UTF8.self)) }
     }
-
-    /// One reference fewer; the entry is freed at zero.
-    mutating func release(_ index: UInt32) { table.release(index) }
 }
 
 /// Keys interned to 4-byte indices (`URLTable`'s URLs, `LaneTable`'s lanes), each with a value
