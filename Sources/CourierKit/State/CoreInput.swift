@@ -59,8 +59,8 @@ enum CoreInput {
     // MARK: The courier's life
     /// How plans start their tasks: given once, right after the core is made.
     case install(Launcher)
-    /// The app-lifecycle wiring (nil: none); `reply.lifecycle`: the one it replaces.
-    case lifecycle((any PlatformIntegration)?)
+    /// The app-lifecycle wiring, given once right after open (`close` hands it back).
+    case lifecycle(any PlatformIntegration)
     /// At open with background hand-off: no attempt starts until `.reconciliationEnded`;
     /// the task that reconciles is made under the lock, with the gate closed, so nothing sees
     /// one without the other.
@@ -225,7 +225,7 @@ extension CoreState {
         case .install(let launcher):
             precondition(self.launcher == nil, "the launcher is given once")
             self.launcher = launcher
-        case .lifecycle(let integration): (effects.reply.lifecycle, lifecycle) = (lifecycle, integration)
+        case .lifecycle(let integration): lifecycle = integration
         case .beginReconciliation(let makeTask):
             scheduler.mode.phase = .reconciling
             reconciliation = makeTask()
