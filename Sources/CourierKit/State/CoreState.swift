@@ -202,7 +202,8 @@ extension CoreState {
         if projection.isEmpty || projection.onlyHeldPending { return true }
         guard exceptHandedOff, handOffsStarting == 0 else { return false }
         if projection.count == handOffs.count { return true }
-        guard projection.count <= handOffs.count + projection.heldCount else { return false }
+        // Only a tagged message can be held.
+        guard projection.count <= handOffs.count + projection.tags.tagsBySlot.count else { return false }
         // Bounded by the pending messages.
         return projection.liveSlotsInOrder().allSatisfy { slot in
             handOffs[slot.id] != nil || (slot.flags.contains(.heldByTag) && !slot.flags.contains(.inFlight))

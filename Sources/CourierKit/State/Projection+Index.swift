@@ -131,9 +131,7 @@ extension Projection {
             guard slots[Int(i)].heapIndex == UInt32(p) else { return "heap entry \(p) is recorded in its slot" }
             if p > 0 && precedes(i, heap[(p - 1) / 2]) { return "heap entry \(p) does not precede its parent" }
         }
-        let held = slots.filter { $0.flags.isSuperset(of: [.live, .heldByTag]) }.count
         if idIndex.count != count { return "the id index holds \(idIndex.count) ids for \(count) live slots" }
-        if held != heldCount { return "heldCount (\(heldCount)) is the number of held slots (\(held))" }
         return live == count ? nil : "count (\(count)) is the number of live slots (\(live))"
     }
     #endif
@@ -155,7 +153,6 @@ extension Projection {
             if slots[Int(i)].flags.contains(.parked) { unparked(i) }
             if slots[Int(i)].heapIndex != Self.notInHeap { heapRemove(i) }
             slots[Int(i)].flags.insert(.heldByTag)
-            heldCount += 1
         }
         return tagged.count
     }
@@ -171,7 +168,6 @@ extension Projection {
         // Bounded by the messages carrying the tag.
         for i in ordered where slots[Int(i)].flags.contains(.heldByTag) && !tags.isHeld(slot: i) {
             slots[Int(i)].flags.remove(.heldByTag)
-            heldCount -= 1
             reschedule(i)
         }
         return tagged.count
@@ -185,8 +181,11 @@ extension Projection {
     /// Whether every pending message is held by a tag and none of them is in flight: nothing
     /// more can happen until a release (idle, for `waitUntilIdle`).
     var onlyHeldPending: Bool {
-        guard heldCount == count else { return false }
-        return tags.tagsBySlot.keys.allSatisfy { !slots[Int($0)].flags.contains(.inFlight) }
+        guard tags.tagsBySlot.count == count else { return false }  // an untagged message is never held
+        // Bounded by the pending messages, all tagged.
+        return tags.tagsBySlot.keys.allSatisfy { i in
+            slots[Int(i)].flags.contains(.heldByTag) && !slots[Int(i)].flags.contains(.inFlight)
+        }
     }
 }
 

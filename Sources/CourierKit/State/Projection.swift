@@ -82,8 +82,6 @@ struct Projection {
     private(set) var lanes = LaneTable()
     /// The messages' tags and the tags held (`TagTable`, in `Projection+Index.swift`).
     var tags = TagTable()
-    /// Live slots held by a tag (`Flags.heldByTag`).
-    var heldCount = 0
     private var nextOrder: UInt64 = 0
     /// The arrival order of the slot `applyFullState` added last.
     var lastAddedOrder: UInt64 { nextOrder - 1 }
@@ -126,10 +124,7 @@ struct Projection {
         let i = allocate(slot)
         idIndex[id] = i
         self.tags.add(tags, slot: i)  // none: nothing kept
-        if self.tags.isHeld(tags) {  // none: false
-            slots[Int(i)].flags.insert(.heldByTag)
-            heldCount += 1
-        }
+        if self.tags.isHeld(tags) { slots[Int(i)].flags.insert(.heldByTag) }  // none: false
         let key = LaneTable.key(orderingKey: orderingKey, url: urlIndex, fifoPerDestination: fifoPerDestination)
         if let key { slots[Int(i)].lane = lanes.join(i, key: key) }
         reschedule(i)  // into the heap (or parked) unless held, or behind its lane's head
@@ -206,7 +201,6 @@ struct Projection {
         stopSending(i)
         if slot.flags.contains(.parked) { unparked(i) }
         idIndex[id] = nil
-        if slot.flags.contains(.heldByTag) { heldCount -= 1 }
         tags.remove(slot: i)
         if slot.lane != LaneTable.none {
             lanes.leave(i, lane: slot.lane)
