@@ -248,12 +248,13 @@ extension CourierCore {
         state.compaction.resolvedSinceCompaction = 0
         state.compaction.checks += 1
         let floor = segments.activeFirstSequence
-        let pinnedBytes = state.projection.pinnedBytes(below: floor)
+        let pinned = state.projection.pinned(below: floor)
+        let pinnedBytes = pinned.reduce(0) { $0 + Int($1.address.length) }
         let sealedBytes = log.sizeBytes - limits.segmentSizeBytes / 2  // the active one is about half full
         guard force || pinnedBytes * 2 <= sealedBytes else { return nil }
         state.compaction.compacting = true
-        let pinned = state.projection.pinned(below: floor)
-        return CompactionPlan(floor: floor, pinned: pinned.map { ($0.id, $0.address) })
+        // In arrival order.
+        return CompactionPlan(floor: floor, pinned: pinned.sorted { $0.order < $1.order }.map { ($0.id, $0.address) })
     }
 
     /// Re-snapshots every pinned message still pending, in chunks: its record is read back

@@ -243,20 +243,10 @@ struct Projection {
     }
 
     /// Messages whose latest full state lies below `sequence` (the compactor re-snapshots
-    /// them), in arrival order. In-flight ones too: their outcome will be a delta after the
-    /// snapshot.
-    func pinned(below sequence: UInt64) -> [Slot] {
-        slots.filter { Self.isPinned($0, below: sequence) }.sorted { $0.order < $1.order }
-    }
-
-    /// Whether `slot` is a pending message whose latest full state lies below `sequence`.
-    private static func isPinned(_ slot: Slot, below sequence: UInt64) -> Bool {
-        slot.flags.contains(.live) && slot.address.sequence < sequence
-    }
-
-    /// The bytes of the full-state records `pinned(below:)` would list, without listing them.
-    func pinnedBytes(below sequence: UInt64) -> Int {
-        slots.lazy.filter { Self.isPinned($0, below: sequence) }.reduce(0) { $0 + Int($1.address.length) }
+    /// them), in slot order, not listed (weighing them makes no array). In-flight ones too:
+    /// their outcome will be a delta after the snapshot.
+    func pinned(below sequence: UInt64) -> LazyFilterSequence<[Slot]> {
+        slots.lazy.filter { $0.flags.contains(.live) && $0.address.sequence < sequence }
     }
 
     /// Records that `id`'s full state now lives at `address` (a snapshot).
