@@ -148,7 +148,7 @@ extension Projection {
     mutating func holdTag(_ tag: String) -> Int {
         let tagged = tags.slots(tagged: tag)
         guard tags.hold(tag) else { return tagged.count }
-        // Bounded by the messages carrying the tag.
+        // Bounded by the tagged messages.
         for i in tagged where !slots[Int(i)].flags.contains(.heldByTag) {
             if slots[Int(i)].flags.contains(.parked) { unparked(i) }
             if slots[Int(i)].heapIndex != Self.notInHeap { heapRemove(i) }
@@ -165,7 +165,7 @@ extension Projection {
         guard tags.release(tag) else { return tagged.count }
         // In arrival order, so messages due at the same time keep their order in the heap.
         let ordered = tagged.sorted { slots[Int($0)].order < slots[Int($1)].order }
-        // Bounded by the messages carrying the tag.
+        // Bounded by the tagged messages.
         for i in ordered where slots[Int(i)].flags.contains(.heldByTag) && !tags.isHeld(slot: i) {
             slots[Int(i)].flags.remove(.heldByTag)
             reschedule(i)
@@ -199,8 +199,6 @@ extension Projection {
 struct TagTable {
     /// Each tagged pending message's tags, sorted.
     private(set) var tagsBySlot: [UInt32: [String]] = [:]
-    /// The pending messages carrying each tag.
-    private var slotsByTag: [String: Set<UInt32>] = [:]
     /// Tags held now.
     private(set) var held: Set<String> = []
 
@@ -209,20 +207,13 @@ struct TagTable {
         guard !tags.isEmpty else { return }
         assert(tagsBySlot[i] == nil, "a slot's tags are cleared when it is freed")
         tagsBySlot[i] = tags
-        for tag in tags { slotsByTag[tag, default: []].insert(i) }
     }
 
     /// Slot `i`'s message left the projection.
-    mutating func remove(slot i: UInt32) {
-        guard let tags = tagsBySlot.removeValue(forKey: i) else { return }
-        for tag in tags {
-            slotsByTag[tag]?.remove(i)
-            if slotsByTag[tag]?.isEmpty == true { slotsByTag[tag] = nil }
-        }
-    }
+    mutating func remove(slot i: UInt32) { tagsBySlot[i] = nil }
 
-    /// The slots of the pending messages tagged `tag`, in no order.
-    func slots(tagged tag: String) -> Set<UInt32> { slotsByTag[tag] ?? [] }
+    /// The slots of the pending messages tagged `tag`, in no order (bounded by the tagged ones).
+    func slots(tagged tag: String) -> [UInt32] { tagsBySlot.compactMap { $0.value.contains(tag) ? $0.key : nil } }
 
     /// Whether any of slot `i`'s tags is held.
     func isHeld(slot i: UInt32) -> Bool { tagsBySlot[i].map { isHeld($0) } ?? false }
