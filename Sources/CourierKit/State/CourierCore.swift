@@ -241,10 +241,8 @@ extension CourierCore {
         var told = 0
         for (batch, position) in effects.appends {
             do throws(LogError) {
-                effects.appendedThrough =
-                    try batch.count == 1
-                    ? log.append(batch[0], at: state.wallMilliseconds)
-                    : appendInBatches(batch.map { LogEntry(kind: $0.kind, body: $0.encoded()) }, state)
+                effects.appendedThrough = try appendInBatches(
+                    batch.map { LogEntry(kind: $0.kind, body: $0.encoded()) }, state)
             } catch {
                 guard effects.listening else { continue }
                 let subject =

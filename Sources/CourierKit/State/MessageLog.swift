@@ -44,11 +44,6 @@ final class MessageLog: Sendable {
         try log.append(body, kind: .enqueued, timestampMilliseconds: timestampMilliseconds)
     }
 
-    /// One event's record; returns its sequence number.
-    func append(_ event: Event, at timestampMilliseconds: UInt64) throws(LogError) -> UInt64 {
-        try log.append(event.encoded(), kind: event.kind, timestampMilliseconds: timestampMilliseconds).sequence
-    }
-
     /// Records that land together or not at all, in one segment (compaction's snapshots).
     func append(batch entries: [LogEntry], at timestampMilliseconds: UInt64) throws(LogError) -> [RecordAddress] {
         try log.append(batch: entries, timestampMilliseconds: timestampMilliseconds)
