@@ -215,25 +215,23 @@ struct Projection {
 
     /// Makes every message not in flight due at `now` at the latest.
     mutating func makeDue(atOrBefore now: UInt64) {
-        var moved = 0
-        for i in slots.indices where slots[i].flags.isWaiting && slots[i].dueMilliseconds > now {
-            slots[i].dueMilliseconds = now
-            moved += 1
-        }
-        if moved > 0 { heapify() }
-        origins.probeNoLaterThan(now)
+        clampDue(backoffAtMost: now, retryAfterAtMost: now, waitingOnly: true)
     }
 
-    /// Pulls every due time after `limit` back to `limit` (after a wall-clock jump).
-    mutating func clampDue(backoffAtMost backoffLimit: UInt64, retryAfterAtMost retryAfterLimit: UInt64) {
-        var moved = 0
-        for i in slots.indices where slots[i].flags.contains(.live) {
+    /// Pulls every due time after its limit back to it (after a wall-clock jump): `retryAfterLimit`
+    /// for one that may be a server's `Retry-After`, else `backoffLimit`; with `waitingOnly`, of
+    /// the messages neither in flight, parked nor held only.
+    mutating func clampDue(
+        backoffAtMost backoffLimit: UInt64, retryAfterAtMost retryAfterLimit: UInt64, waitingOnly: Bool = false
+    ) {
+        var moved = false
+        for i in slots.indices where waitingOnly ? slots[i].flags.isWaiting : slots[i].flags.contains(.live) {
             let limit = slots[i].flags.contains(.dueFromRetryAfter) ? retryAfterLimit : backoffLimit
             guard slots[i].dueMilliseconds > limit else { continue }
             slots[i].dueMilliseconds = limit
-            moved += 1
+            moved = true
         }
-        if moved > 0 { heapify() }
+        if moved { heapify() }
         origins.probeNoLaterThan(max(backoffLimit, retryAfterLimit))
     }
 
