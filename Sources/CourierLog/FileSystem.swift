@@ -16,16 +16,6 @@ public protocol LogFileSystem: Sendable {
     func createDirectory(atPath path: String) throws(LogError)
     /// Names (not paths) of the entries of a directory.
     func contentsOfDirectory(atPath path: String) throws(LogError) -> [String]
-    /// The whole file (recovery reads a torn tail's bytes with it; segments are read in windows).
-    func readFile(atPath path: String) throws(LogError) -> [UInt8]
-    /// The size of the file at `path`, in bytes.
-    func fileSize(atPath path: String) throws(LogError) -> Int
-    /// Up to `count` bytes from `offset` (fewer at the end of the file): a positioned read, for
-    /// reading one record back, or a segment in windows, without reading the whole file.
-    func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8]
-    /// The same, into `buffer` (no array made or zero-filled): returns the bytes read, fewer
-    /// than `buffer.count` only at the end of the file. Has a default built on the above.
-    func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int
     /// Opens a file for writing at explicit offsets, creating it (empty) if `create` is true.
     func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile
     /// Removes the file at `path` (a directory fsync makes it durable).
@@ -39,11 +29,11 @@ public protocol LogFileSystem: Sendable {
     /// Takes an exclusive advisory lock on the directory for the life of the returned object;
     /// throws `.locked` if another holder (any process, or this one) has it.
     func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock
-    /// Opens the file at `path` for positioned reads: the log keeps one open per segment it
-    /// reads records back from. The default reads through `read(atPath:offset:into:)` on every
-    /// call (so a file system that does not implement it keeps working).
+    /// Opens the file at `path` for positioned reads, the log's one way to read a file: one
+    /// record read back (the log keeps one open per segment it reads records back from), a
+    /// segment read in windows, a torn tail saved aside, without reading a whole file.
     func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile
-    /// What `stat` says of the file at `path`; nil if there is none.
+    /// What `stat` says of the file at `path`; nil if there is none (`fileSize(atPath:)` throws).
     func status(atPath path: String) throws(LogError) -> FileStatus?
     /// Removes the empty directory at `path`; no error if there is none.
     func removeDirectory(atPath path: String) throws(LogError)
@@ -78,7 +68,7 @@ public protocol LogReadableFile: AnyObject, Sendable {
 
 extension LogReadableFile {
     /// Up to `count` bytes at `offset`, in a new array (shorter only at the end of the file).
-    func read(at offset: Int, count: Int) throws(LogError) -> [UInt8] {
+    package func read(at offset: Int, count: Int) throws(LogError) -> [UInt8] {
         var failure: LogError?
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             initialized = 0
@@ -94,33 +84,13 @@ extension LogReadableFile {
 }
 
 extension LogFileSystem {
-    public func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
-        PathReader(fileSystem: self, path: path)
-    }
-
-    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError)
-        -> Int
-    {
-        let bytes = try read(atPath: path, offset: offset, count: buffer.count)
-        if !bytes.isEmpty {
-            bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+    /// The size of the file at `path`, in bytes: `status(atPath:)`'s, or the error `stat` gives
+    /// when there is no file (ENOENT: a reader takes it for a segment forgotten meanwhile).
+    package func fileSize(atPath path: String) throws(LogError) -> Int {
+        guard let found = try status(atPath: path) else {
+            throw LogError(.io, "cannot stat file: " + String(cString: strerror(ENOENT)), path: path, errno: ENOENT)
         }
-        return bytes.count
-    }
-}
-
-/// Reads through the file system by path, opening the file on each read (the default).
-final class PathReader: LogReadableFile {
-    let fileSystem: any LogFileSystem
-    let path: String
-
-    init(fileSystem: any LogFileSystem, path: String) {
-        self.fileSystem = fileSystem
-        self.path = path
-    }
-
-    func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
-        try fileSystem.read(atPath: path, offset: offset, into: buffer)
+        return found.sizeBytes
     }
 }
 
@@ -236,39 +206,11 @@ public struct PosixFileSystem: LogFileSystem {
         return names
     }
 
-    public func readFile(atPath path: String) throws(LogError) -> [UInt8] {
-        let file = try openReadOnly(path)
-        // A file still being appended to may grow; it may also shrink (truncated): read what
-        // the size said, stop early at EOF.
-        return try file.read(at: 0, count: file.status().sizeBytes)
-    }
-
-    public func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
-        try openForReading(atPath: path).read(at: offset, count: count)
-    }
-
-    public func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError)
-        -> Int
-    {
-        try openForReading(atPath: path).read(at: offset, into: buffer)
-    }
-
     /// One descriptor, kept until the reader is released: a record read back costs one `pread`.
     public func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
-        try openReadOnly(path)
-    }
-
-    private func openReadOnly(_ path: String) throws(LogError) -> PosixFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Self.error("cannot open file", path) }
         return PosixFile(fd: fd, path: path)
-    }
-
-    /// The size of the file at `path`, in bytes.
-    public func fileSize(atPath path: String) throws(LogError) -> Int {
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw Self.error("cannot stat file", path) }
-        return Int(st.st_size)
     }
 
     public func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {

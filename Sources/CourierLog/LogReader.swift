@@ -73,7 +73,7 @@ public struct LogReader: Sendable {
     ) throws -> SegmentScanner.Result {
         let path = joinPath(directory, name)
         let window = SegmentWindow(size: try fileSystem.fileSize(atPath: path)) { offset, buffer throws(LogError) in
-            try fileSystem.read(atPath: path, offset: offset, into: buffer)
+            try fileSystem.openForReading(atPath: path).read(at: offset, into: buffer)
         }
         return try SegmentScanner.scan(window, segment: name, after: last, decoder: decoder, visit: visit)
     }

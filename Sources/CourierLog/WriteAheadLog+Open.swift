@@ -66,7 +66,7 @@ struct Opener {
             // needs. Anything in it beyond a bare valid header is saved aside first.
             let bareHeader = scan.headerProblem == nil && scan.size == Format.segmentHeaderSize
             if scan.size > 0 && !bareHeader {
-                let bytes = try fileSystem.readFile(atPath: path)
+                let bytes = try fileSystem.openForReading(atPath: path).read(at: 0, count: scan.size)
                 report.tornTail = DamagedSpan(
                     segment: name, offset: 0, length: scan.size,
                     reason: scan.trailing?.reason ?? scan.headerProblem ?? "no valid record")
@@ -79,7 +79,7 @@ struct Opener {
         }
         if let tail = scan.trailing {
             report.tornTail = tail
-            let tailBytes = try fileSystem.read(atPath: path, offset: tail.offset, count: tail.length)
+            let tailBytes = try fileSystem.openForReading(atPath: path).read(at: tail.offset, count: tail.length)
             report.tornCopyPath = try writeAside(tailBytes, of: path, at: tail.offset)
             let file = try fileSystem.openFile(atPath: path, create: false)
             try file.truncate(to: tail.offset)

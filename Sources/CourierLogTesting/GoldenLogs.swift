@@ -62,7 +62,9 @@ public enum GoldenLogs {
             let target = root + "/" + name
             try fileSystem.createDirectory(atPath: target)
             for segment in segments {
-                var bytes = try fileSystem.readFile(atPath: clean + "/" + segment)
+                let path = clean + "/" + segment
+                let size = try fileSystem.fileSize(atPath: path)
+                var bytes = try fileSystem.openForReading(atPath: path).read(at: 0, count: size)
                 change(segment, &bytes)
                 try write(bytes, to: target + "/" + segment, fileSystem)
             }

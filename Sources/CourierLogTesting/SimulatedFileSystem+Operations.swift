@@ -61,6 +61,12 @@ extension SimulatedFileSystem {
         try readFile(atPath: path).count
     }
 
+    /// Reads by path on every read, through `read(atPath:offset:count:)` (its faults included):
+    /// no descriptor is kept, so a file removed meanwhile is not found.
+    public func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
+        SimulatedReader(fileSystem: self, path: path)
+    }
+
     public func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
         let forbidden = create && BlockingIO.isForbidden
         return try lock.withLock { () throws(LogError) -> any LogFile in
@@ -250,6 +256,22 @@ final class SimulatedFile: LogFile {
     }
     func unlock() { fileSystem.unlockFile(node: node, holder: ObjectIdentifier(self)) }
     deinit { unlock() }  // closing a file releases its lock
+}
+
+final class SimulatedReader: LogReadableFile {
+    let fileSystem: SimulatedFileSystem
+    let path: String
+
+    init(fileSystem: SimulatedFileSystem, path: String) {
+        self.fileSystem = fileSystem
+        self.path = path
+    }
+
+    func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
+        let bytes = try fileSystem.read(atPath: path, offset: offset, count: buffer.count)
+        buffer.copyBytes(from: bytes)
+        return bytes.count
+    }
 }
 
 final class SimulatedLock: DirectoryLock {

@@ -260,15 +260,15 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] {
         try base.contentsOfDirectory(atPath: path)
     }
-    func readFile(atPath path: String) throws(LogError) -> [UInt8] { try base.readFile(atPath: path) }
-    func fileSize(atPath path: String) throws(LogError) -> Int { try base.fileSize(atPath: path) }
-    func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
+    func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile {
+        RecordingReader(try base.openForReading(atPath: path), owner: self)
+    }
+    func noteRead() {
         let inTask = withUnsafeCurrentTask { $0 != nil }
         lock.withLock {
             reads += 1
             if inTask { readsFromTasks += 1 }
         }
-        return try base.read(atPath: path, offset: offset, count: count)
     }
     func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
         RecordingFile(try base.openFile(atPath: path, create: create), owner: self)
@@ -284,6 +284,19 @@ final class TaskRecordingFileSystem: LogFileSystem, @unchecked Sendable {
     }
     func status(atPath path: String) throws(LogError) -> FileStatus? { try base.status(atPath: path) }
     func removeDirectory(atPath path: String) throws(LogError) { try base.removeDirectory(atPath: path) }
+}
+
+final class RecordingReader: LogReadableFile {
+    let file: any LogReadableFile
+    let owner: TaskRecordingFileSystem
+    init(_ file: any LogReadableFile, owner: TaskRecordingFileSystem) {
+        self.file = file
+        self.owner = owner
+    }
+    func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
+        owner.noteRead()
+        return try file.read(at: offset, into: buffer)
+    }
 }
 
 final class RecordingFile: LogFile, @unchecked Sendable {

@@ -24,14 +24,6 @@ final class LockWatchingFileSystem: LogFileSystem {
     func contentsOfDirectory(atPath path: String) throws(LogError) -> [String] {
         try base.contentsOfDirectory(atPath: path)
     }
-    func readFile(atPath path: String) throws(LogError) -> [UInt8] { try base.readFile(atPath: path) }
-    func fileSize(atPath path: String) throws(LogError) -> Int { try base.fileSize(atPath: path) }
-    func read(atPath path: String, offset: Int, count: Int) throws(LogError) -> [UInt8] {
-        try base.read(atPath: path, offset: offset, count: count)
-    }
-    func read(atPath path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(LogError) -> Int {
-        try base.read(atPath: path, offset: offset, into: buffer)
-    }
     func openFile(atPath path: String, create: Bool) throws(LogError) -> any LogFile {
         if create { noteBlockingCall() }
         return WatchedFile(base: try base.openFile(atPath: path, create: create), watch: self)
