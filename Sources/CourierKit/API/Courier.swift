@@ -175,8 +175,9 @@ extension Courier {
     public static func open(directory: URL, configuration: Configuration = Configuration()) async throws(CourierError)
         -> Courier
     {
-        try await onQueue(.global(qos: .userInitiated)) {
+        let result: Result<Courier, CourierError> = await onQueue(.global(qos: .userInitiated)) {
             Result { () throws(CourierError) in try Courier(directory: directory, configuration: configuration) }
-        }.get()
+        }
+        return try result.get()
     }
 }
