@@ -51,14 +51,8 @@ extension WriteAheadLog {
     public func append(
         _ body: [UInt8], kind: RecordKind, timestampMilliseconds: UInt64? = nil
     ) throws(LogError) -> RecordAddress {
-        // Not `append(batch:)` of one: that would allocate an array on every append.
-        let (address, work) = try mutex.withLock { () throws(LogError) -> (RecordAddress, RollWork) in
-            let (first, work) = try encodeAndWrite(
-                CollectionOfOne(LogEntry(kind: kind, body: body)), timestamp: timestampMilliseconds)
-            return (writtenAddress(0, first: first), work)
-        }
-        try finish(work, through: address.sequence)
-        return address
+        let entry = CollectionOfOne(LogEntry(kind: kind, body: body))
+        return try append(batch: entry, timestampMilliseconds: timestampMilliseconds)[0]
     }
 
     /// Appends several records with one `write(2)`, all-or-nothing across a crash: recovery
@@ -71,27 +65,17 @@ extension WriteAheadLog {
     ) throws(LogError) -> [RecordAddress] {
         guard !entries.isEmpty else { throw LogError(.invalidArgument, "empty batch") }
         let (addresses, work) = try mutex.withLock { () throws(LogError) -> ([RecordAddress], RollWork) in
-            let (first, work) = try encodeAndWrite(entries, timestamp: timestampMilliseconds)
-            return (state.recordStarts.indices.map { writtenAddress($0, first: first) }, work)
+            try encodeAndWrite(entries, timestamp: timestampMilliseconds)
         }
         try finish(work, through: addresses.last!.sequence)
         return addresses
     }
 
-    /// Under `mutex`, right after `encodeAndWrite`: where the write's record `i` lies (its
-    /// sequence number `first + i`). The write, `scratch`, ended the active segment.
-    private func writtenAddress(_ i: Int, first: UInt64) -> RecordAddress {
-        let starts = state.recordStarts, written = state.active.sizeBytes - state.scratch.count
-        let end = i + 1 < starts.count ? starts[i + 1] : state.scratch.count
-        return RecordAddress(
-            sequence: first + UInt64(i), offset: UInt32(written + starts[i]), length: UInt32(end - starts[i]))
-    }
-
-    /// Under `mutex`. Checks that the log is open, encodes into the scratch buffer, rolls if
-    /// needed (and a spare segment is ready), writes. Returns the first sequence number written
-    /// and the roll work to carry out once `mutex` is released.
+    /// Under `mutex`. Checks that the log is open, encodes the records, rolls if needed (and a
+    /// spare segment is ready), writes. Returns where each record lies and the roll work to
+    /// carry out once `mutex` is released.
     private func encodeAndWrite<C: Collection<LogEntry>>(_ entries: C, timestamp: UInt64?) throws(LogError)
-        -> (UInt64, RollWork)
+        -> ([RecordAddress], RollWork)
     {
         try state.checkOpen()
         // A reader would reject a larger body: refuse it before anything is written.
@@ -102,16 +86,15 @@ extension WriteAheadLog {
         }
         let timestamp = timestamp ?? configuration.now()
         let first = state.nextSequence
-        state.scratch.removeAll(keepingCapacity: true)
-        state.recordStarts.removeAll(keepingCapacity: true)
+        var bytes: [UInt8] = [], starts: [Int] = []
         let lastIndex = entries.count - 1
         for (i, entry) in entries.enumerated() {
             let start = RecordEncoding.append(
                 entry.body, kind: entry.kind, sequence: first + UInt64(i), timestampMilliseconds: timestamp,
-                flags: i == lastIndex ? .batchEnd : [], encoder: state.encoder, to: &state.scratch)
-            state.recordStarts.append(start)
+                flags: i == lastIndex ? .batchEnd : [], encoder: state.encoder, to: &bytes)
+            starts.append(start)
         }
-        let total = state.scratch.count, room = configuration.segmentSizeBytes - Format.segmentHeaderSize
+        let total = bytes.count, room = configuration.segmentSizeBytes - Format.segmentHeaderSize
         guard total <= room else {
             throw LogError(.recordTooLarge, "\(total) bytes encoded; a segment holds at most \(room)")
         }
@@ -125,12 +108,12 @@ extension WriteAheadLog {
             state.appendsPastSegmentSize += 1
         }
         // Each record's CRC depends on the salt of the segment it lands in.
-        RecordEncoding.seal(&state.scratch, starts: state.recordStarts, salt: state.active.salt)
+        RecordEncoding.seal(&bytes, starts: starts, salt: state.active.salt)
         // At the end of the active segment. A full disk rolls the partial write back and leaves
         // the log usable; any other failure fails the log.
         let file = state.active.file, offset = state.active.sizeBytes
         do {
-            try file.writeFully(state.scratch, at: offset)
+            try file.writeFully(bytes, at: offset)
         } catch {
             if error.code == .diskFull, (try? file.truncate(to: offset)) != nil { throw error }
             state.phase = .failed(error)
@@ -146,7 +129,12 @@ extension WriteAheadLog {
             state.preparingSpare = true
             work.prepareSpare = true
         }
-        return (first, work)
+        let addresses = starts.indices.map { i in
+            let end = i + 1 < starts.count ? starts[i + 1] : total
+            return RecordAddress(
+                sequence: first + UInt64(i), offset: UInt32(offset + starts[i]), length: UInt32(end - starts[i]))
+        }
+        return (addresses, work)
     }
 
     /// Under `mutex`: seals the active segment and makes the spare the active one, named for

@@ -203,9 +203,6 @@ struct WriterState {
     var sealed: [SegmentInfo]
     var nextSequence: UInt64
     let encoder = LZ4Encoder()
-    /// Reused encode buffer: one allocation for the life of the log, not one per append.
-    var scratch: [UInt8] = []
-    var recordStarts: [Int] = []
     /// The next segment's file (`Format.spareSegmentName`, empty) and salt, prepared ahead
     /// of the roll that renames it into place.
     var spare: (file: any LogFile, salt: UInt32)?
