@@ -216,8 +216,8 @@ public struct LogRecord: Sendable, Equatable {
     public var sequence: UInt64 { address.sequence }
 }
 
-/// One record as the reader passes it to a visitor: the header's fields, and the body in the
-/// reader's reusable buffer. `body` is valid only during the visit; `record()` copies it out.
+/// One record as the reader passes it to a visitor: the header's fields, and the body in a
+/// buffer of the reader's. `body` is valid only during the visit; `record()` copies it out.
 public struct RecordView {
     /// Its kind.
     public var kind: RecordKind

@@ -86,28 +86,15 @@ package final class LZ4Decoder {
     /// with a wrong checksum, or with trailing bytes are rejected; nothing is allocated before
     /// the declared size passed `limit`.
     package func decompress(_ frame: UnsafeRawBufferPointer, limit: Int) -> [UInt8]? {
-        var body: [UInt8] = []  // grows to exactly the declared size, once that passed `limit`
-        return decompress(frame, limit: limit, into: &body) == nil ? nil : body
-    }
-
-    /// `decompress(_:limit:)` into `scratch`, which grows as needed and is reused from call to
-    /// call (replay decodes a million records without allocating one array each). Returns the
-    /// body's length: the body is `scratch[..<length]`.
-    func decompress(_ frame: UnsafeRawBufferPointer, limit: Int, into scratch: inout [UInt8]) -> Int? {
         guard let header = Self.header(frame), header.contentSize <= UInt64(limit) else { return nil }
-        let size = Int(header.contentSize)
-        if scratch.count < size { scratch = [UInt8](repeating: 0, count: max(size, 2 * scratch.count)) }
-        let produced = scratch.withUnsafeMutableBytes { buffer in
-            decodeBlocks(
-                frame, from: header.blocksOffset, flags: header.flags,
-                into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<size]))
+        var body = [UInt8](repeating: 0, count: Int(header.contentSize))
+        let produced = body.withUnsafeMutableBytes {
+            decodeBlocks(frame, from: header.blocksOffset, flags: header.flags, into: $0)
         }
         // Every frame `header` accepts has a content checksum: its last four bytes.
         let stored = frame.loadLE(UInt32.self, at: frame.count - 4)
-        guard produced == size,
-            scratch.withUnsafeBytes({ XXH32.digest(UnsafeRawBufferPointer(rebasing: $0[..<size])) }) == stored
-        else { return nil }
-        return size
+        guard produced == body.count, XXH32.digest(body) == stored else { return nil }
+        return body
     }
 
     /// Parses and verifies the frame header. A frame without a content size must be empty

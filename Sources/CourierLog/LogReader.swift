@@ -24,8 +24,8 @@ public struct LogReader: Sendable {
     }
 
     /// Visits every valid record in sequence order and reports what else was found. Each view's
-    /// body lies in a buffer reused from record to record, valid only during the visit:
-    /// `view.record()` copies one out.
+    /// body lies in a buffer of the reader's, valid only during the visit: `view.record()`
+    /// copies one out.
     public func read(_ visit: (RecordView) throws -> Void) throws -> ReplayReport {
         var newest: SegmentScanner.Result?
         return try read(visit, newest: &newest)

@@ -35,8 +35,8 @@ struct SegmentScanner {
 
     /// Calls `visit` for each valid record in order. `after` is the highest sequence number
     /// seen in earlier segments; records at or below it are out of order and count as damage.
-    /// The body in each view lies in a buffer reused from record to record. `decoder` may be
-    /// shared by the scans of one reading, one after the other.
+    /// The body in each view is valid only during the visit. `decoder` may be shared by the
+    /// scans of one reading, one after the other.
     static func scan(
         _ window: SegmentWindow, segment: String, after: UInt64?, decoder: LZ4Decoder = LZ4Decoder(),
         visit: (RecordView) throws -> Void
@@ -79,15 +79,12 @@ struct SegmentScanner {
     /// header; only crafted input (many fake headers with long lengths) could exhaust this, and
     /// then the rest of the segment is reported as one span instead of taking quadratic time.
     var resyncBudgetBytes: Int
-    /// Where bodies are decoded: one buffer, reused for every record.
-    var scratch: [UInt8] = []
 
-    /// A record that passed every check, without its body (which is in `scratch` right after
-    /// `parse`, and decoded again from the segment for records of a batch held back).
+    /// A record that passed every check, without its body (which `parse` returns beside it, and
+    /// which is decoded again from the segment for records of a batch held back).
     struct Parsed {
         var header: RecordHeader
         var offset: Int
-        var bodyLength: Int
         var sequence: UInt64 { header.sequence }
         var length: Int { header.recordLength }
     }
@@ -101,12 +98,12 @@ struct SegmentScanner {
         while pos < window.size {
             // Bytes before `pos` are done with, unless a held-back batch starts earlier.
             window.keepFrom = pending.first?.offset ?? pos
-            if let record = try parse(at: pos, after: last, resync: false) {
+            if let (record, body) = try parse(at: pos, after: last, resync: false) {
                 last = record.sequence
                 pos += record.length
                 if record.header.flags.contains(.batchEnd) && pending.isEmpty {
-                    // The common case, a record appended alone: no buffering, no copy.
-                    try view(record, &result, visit)
+                    // The common case, a record appended alone: no buffering, no second decode.
+                    try view(record, body, &result, visit)
                     continue
                 }
                 pending.append(record)
@@ -133,35 +130,34 @@ struct SegmentScanner {
         }
     }
 
-    /// Visits `record`, whose body is in `scratch`.
+    /// Visits `record`, whose body is `body`.
     private func view(
-        _ record: Parsed, _ result: inout Result, _ visit: (RecordView) throws -> Void
+        _ record: Parsed, _ body: [UInt8], _ result: inout Result, _ visit: (RecordView) throws -> Void
     ) throws {
         let h = record.header
-        try scratch.withUnsafeBytes { buffer in
+        try body.withUnsafeBytes { buffer in
             try visit(
                 RecordView(
                     kind: h.kind, flags: h.flags, timestampMilliseconds: h.timestampMilliseconds,
                     segment: segment,
                     address: RecordAddress(
                         sequence: record.sequence, offset: UInt32(record.offset), length: UInt32(record.length)),
-                    body: UnsafeRawBufferPointer(rebasing: buffer[..<record.bodyLength])))
+                    body: buffer))
         }
         result.recordCount += 1
         result.lastSequence = record.sequence
     }
 
-    private mutating func flush(
+    private func flush(
         _ pending: inout [Parsed], _ result: inout Result, _ visit: (RecordView) throws -> Void
     ) throws {
         for record in pending {
-            // Decoded again: `scratch` has held later records since (it verified once already;
-            // the window kept its bytes, `keepFrom` being at or before the batch's start).
+            // Decoded again: a held-back batch keeps no bodies, so memory stays near the window's
+            // (it verified once already; the window kept its bytes, `keepFrom` being at or before
+            // the batch's start).
             let start = record.offset + Format.recordHeaderSize
             let frame = try window.bytes(at: start, count: record.length - Format.recordHeaderSize)!
-            let length = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch)
-            assert(length == record.bodyLength)
-            try view(record, &result, visit)
+            try view(record, decoder.decompress(frame, limit: Format.maximumBodyBytes)!, &result, visit)
         }
         pending.removeAll(keepingCapacity: true)
     }
@@ -180,8 +176,8 @@ struct SegmentScanner {
         return nil
     }
 
-    /// The record at `pos`, if it is valid in every respect.
-    private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) throws -> Parsed? {
+    /// The record at `pos` and its body, if it is valid in every respect.
+    private mutating func parse(at pos: Int, after: UInt64?, resync: Bool) throws -> (Parsed, [UInt8])? {
         // A record must end within 4 GiB of its segment's start, where every address can
         // point (segments are at most 1 GiB): bytes beyond are damage, never records.
         guard let bytes = try window.bytes(at: pos, count: Format.recordHeaderSize),
@@ -197,10 +193,8 @@ struct SegmentScanner {
         }
         if let after, header.sequence <= after { return nil }
         let frame = UnsafeRawBufferPointer(rebasing: raw[Format.recordHeaderSize..<total])
-        guard let bodyLength = decoder.decompress(frame, limit: Format.maximumBodyBytes, into: &scratch) else {
-            return nil
-        }
-        return Parsed(header: header, offset: pos, bodyLength: bodyLength)
+        guard let body = decoder.decompress(frame, limit: Format.maximumBodyBytes) else { return nil }
+        return (Parsed(header: header, offset: pos), body)
     }
 
     /// A short description of why the bytes at `pos` are not a record.
