@@ -76,51 +76,13 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
             let bytes = (0..<Int(random.next() % 200)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
             for kind in 0...9 { _ = Event.decode(kind: RecordKind(rawValue: UInt8(kind)), body: [1] + bytes) }
         }
-    }
-
-    /// Replay reads the parser's view in place instead of decoding events: from every body,
-    /// valid or cut or flipped, it must read what the decoded event says (and nothing from
-    /// what the decoder rejects).
-    @Test func replaysViewAgreesWithTheDecodedEventOnEveryBody() {
-        func text(_ b: UnsafeRawBufferPointer) -> String { String(decoding: b, as: UTF8.self) }
-        func agree(_ kind: RecordKind, _ bytes: [UInt8]) -> Bool {
-            let event = Event.decode(kind: kind, body: bytes)
-            return bytes.withUnsafeBytes { raw -> Bool in
-                switch (EventView.parse(kind: kind, body: raw), event) {
-                case (nil, nil): return true
-                case (.fullState(let v)?, .some(let e)):
-                    guard let s = e.fullState else { return false }
-                    return v.id == s.id && text(v.url) == s.url && v.attempts == s.attempts
-                        && v.dueMilliseconds == s.nextDueMilliseconds
-                        && v.orderingKey.map(text) == s.orderingKey && Array(v.body) == s.body
-                        && v.headerCount == s.headers.count
-                        && v.createdMilliseconds == s.createdMilliseconds && v.tagStrings == s.tags
-                case (.attempted(let id, let attempt, let outcome, let due)?, .attempted(let i, let a, let o, let d)?):
-                    return id == i && attempt == a && due == d && outcome.carriesRetryAfter == o.carriesRetryAfter
-                        && DeliveryOutcome(outcome) == o
-                case (.delivered(let id, let attempt, let status)?, .delivered(let i, let a, let st)?):
-                    return id == i && attempt == a && status == st
-                case (.abandoned(let id, _, let reason)?, .abandoned(let i, _, let r)?):
-                    return id == i && text(reason) == r
-                case (.cancelled(let id)?, .cancelled(let i)?): return id == i
-                case (.held(let tag)?, .held(let t)?), (.released(let tag)?, .released(let t)?): return text(tag) == t
-                default: return false
-                }
-            }
-        }
-        var disagreements = 0
-        for event in Self.samples {
-            let bytes = event.encoded()
-            for n in 0...bytes.count where !agree(event.kind, Array(bytes.prefix(n))) { disagreements += 1 }
-            if !agree(event.kind, bytes + [0]) { disagreements += 1 }
-        }
-        let random = SeededRandomSource(seed: 10)
+        // Valid bodies with one byte flipped reach deeper into the parser than random bytes.
+        let flips = SeededRandomSource(seed: 10)
         for _ in 0..<3000 {
-            var bytes = Self.samples[Int(random.next() % UInt64(Self.samples.count))].encoded()
-            bytes[Int(random.next() % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: random.next() | 1)
-            for kind in 0...9 where !agree(RecordKind(rawValue: UInt8(kind)), bytes) { disagreements += 1 }
+            var bytes = Self.samples[Int(flips.next() % UInt64(Self.samples.count))].encoded()
+            bytes[Int(flips.next() % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: flips.next() | 1)
+            for kind in 0...9 { _ = Event.decode(kind: RecordKind(rawValue: UInt8(kind)), body: bytes) }
         }
-        #expect(disagreements == 0)
     }
 }
 

@@ -130,16 +130,6 @@ extension Event {
     }
 }
 
-extension DeliveryOutcome {
-    /// Whether the answer carried a `Retry-After` the policy honours, so the next due time may
-    /// be the server's rather than backoff's (what replay reads from a record's view:
-    /// `EventView.Outcome.carriesRetryAfter`).
-    var carriesRetryAfter: Bool {
-        guard case .response(let status, let header?) = self else { return false }
-        return Self.honoursRetryAfter(status: status) && !header.isEmpty
-    }
-}
-
 /// A `RandomNumberGenerator` over a closure (a seeded source's `next`).
 struct ClosureRandom: RandomNumberGenerator {
     let source: @Sendable () -> UInt64
@@ -150,7 +140,7 @@ extension Projection {
     /// What an event did to the projection.
     enum Change: Equatable { case added, updated, ended, ignored }
 
-    /// Applies a decoded event, as replay does from a record's view (tests build states so).
+    /// Applies a decoded event, as replay does (tests build states so).
     @discardableResult
     mutating func apply(_ event: Event, address: RecordAddress) -> Change {
         switch event {

@@ -171,41 +171,80 @@ package enum Event: Sendable, Equatable {
         body.withUnsafeBytes { decode(kind: kind, body: $0) }
     }
 
-    /// Materializes the one parser's view (`EventView`), so `decode` and replay accept
-    /// exactly the same bodies.
+    /// The one parser of record bodies, so replay, reads and `wal-dump` cannot disagree on what a
+    /// body says or whether it is valid: nil for a body this version did not write (a wrong
+    /// version byte, a field cut short, text that is not UTF-8, an unknown kind or outcome, or
+    /// bytes left over).
     package static func decode(kind: RecordKind, body: UnsafeRawBufferPointer) -> Event? {
-        switch EventView.parse(kind: kind, body: body) {
-        case nil: nil
-        case .fullState(let s)?: kind == .snapshot ? .snapshot(MessageState(s)) : .enqueued(MessageState(s))
-        case .attempted(let id, let attempt, let outcome, let due)?:
-            .attempted(id, attempt: attempt, outcome: DeliveryOutcome(outcome), nextDueMilliseconds: due)
-        case .delivered(let id, let attempt, let status)?: .delivered(id, attempt: attempt, status: status)
-        case .abandoned(let id, let attempt, let reason)?:
-            .abandoned(id, attempt: attempt, reason: String(decoding: reason, as: UTF8.self))
-        case .cancelled(let id)?: .cancelled(id)
-        case .handedOff(let id, let task)?: .handedOff(id, task)
-        case .held(let tag)?: .held(tag: String(decoding: tag, as: UTF8.self))
-        case .released(let tag)?: .released(tag: String(decoding: tag, as: UTF8.self))
+        var r = ByteReader(body)
+        guard r.u8() == version else { return nil }
+        if kind == .held || kind == .released {
+            guard let tag = r.string(), !tag.isEmpty, r.isAtEnd else { return nil }
+            return kind == .held ? .held(tag: tag) : .released(tag: tag)
         }
+        guard let id = r.id() else { return nil }
+        let event: Event
+        switch kind {
+        case .enqueued, .snapshot:
+            guard let state = MessageState(&r, id: id) else { return nil }
+            event = kind == .snapshot ? .snapshot(state) : .enqueued(state)
+        case .attempted:
+            guard let attempt = r.u32(), let outcome = DeliveryOutcome(&r), let due = r.u64() else { return nil }
+            event = .attempted(id, attempt: attempt, outcome: outcome, nextDueMilliseconds: due)
+        case .delivered:
+            guard let attempt = r.u32(), let status = r.u16() else { return nil }
+            event = .delivered(id, attempt: attempt, status: status)
+        case .abandoned:
+            guard let attempt = r.u32(), let reason = r.string() else { return nil }
+            event = .abandoned(id, attempt: attempt, reason: reason)
+        case .cancelled:
+            event = .cancelled(id)
+        case .handedOff:
+            guard let attempt = r.u32(), let ticket = r.u64(), let task = r.u64(), let begin = r.u64() else {
+                return nil
+            }
+            event = .handedOff(
+                id, HandOff(attempt: attempt, ticket: ticket, taskIdentifier: task, earliestBeginMilliseconds: begin))
+        default:
+            return nil
+        }
+        return r.isAtEnd ? event : nil
     }
 }
 
 extension MessageState {
-    /// A state with its own copies of a view's fields (already checked by the parser).
-    init(_ view: EventView.State) {
-        var r = ByteReader(view.headers)
-        // Bounded: the parser counted exactly `headerCount` valid pairs here.
-        let headers = (0..<view.headerCount).map { _ in
-            guard let name = r.string(), let value = r.string() else {
-                preconditionFailure("headers the parser checked")
+    /// The rest of an `enqueued` or `snapshot` body after its id, or nil (`Event.decode`).
+    fileprivate init?(_ r: inout ByteReader, id: MessageID) {
+        guard let url = r.string(), let count = r.u8() else { return nil }
+        var headers: [Header] = []
+        // Bounded by `count`, a u8 (at most 255 pairs).
+        for _ in 0..<count {
+            guard let name = r.string(), let value = r.string() else { return nil }
+            headers.append(Header(name: name, value: value))
+        }
+        // The body is a blob: u32 length, then the bytes.
+        guard let n = r.u32(), let body = r.take(Int(n)), let created = r.u64(), let attempts = r.u32(),
+            let due = r.u64()
+        else { return nil }
+        var key: String?
+        var tags: [String] = []
+        if !r.isAtEnd {
+            // An empty key stands for none, and only before tags: one encoding per state.
+            guard let k = r.string(), !k.isEmpty || !r.isAtEnd else { return nil }
+            key = k.isEmpty ? nil : k
+        }
+        if !r.isAtEnd {
+            // Written only when there are tags, each non-empty (an empty key then means none).
+            guard let count = r.u8(), count > 0 else { return nil }
+            // Bounded by `count`, a u8.
+            for _ in 0..<count {
+                guard let tag = r.string(), !tag.isEmpty else { return nil }
+                tags.append(tag)
             }
-            return Header(name: name, value: value)
         }
         self.init(
-            id: view.id, url: String(decoding: view.url, as: UTF8.self), headers: headers, body: Array(view.body),
-            createdMilliseconds: view.createdMilliseconds, attempts: view.attempts,
-            nextDueMilliseconds: view.dueMilliseconds,
-            orderingKey: view.orderingKey.map { String(decoding: $0, as: UTF8.self) }, tags: view.tagStrings)
+            id: id, url: url, headers: headers, body: Array(body), createdMilliseconds: created, attempts: attempts,
+            nextDueMilliseconds: due, orderingKey: key, tags: tags)
     }
 
     /// Calls `body` with the URL's and the ordering key's UTF-8 bytes.
@@ -219,15 +258,27 @@ extension MessageState {
 }
 
 extension DeliveryOutcome {
-    /// The outcome a view holds.
-    init(_ view: EventView.Outcome) {
-        switch view {
-        case .response(let status, let retryAfter):
-            self = .response(
-                status: Int(status), retryAfter: retryAfter.isEmpty ? nil : String(decoding: retryAfter, as: UTF8.self))
-        case .failure(let kind, let message):
-            self = .failure(TransportFailure(kind, String(decoding: message, as: UTF8.self)))
+    /// An `attempted` body's outcome, or nil (`Event.decode`).
+    fileprivate init?(_ r: inout ByteReader) {
+        switch r.u8() {
+        case 1:
+            guard let status = r.u16(), let retryAfter = r.string() else { return nil }
+            self = .response(status: Int(status), retryAfter: retryAfter.isEmpty ? nil : retryAfter)
+        case 2:
+            guard let raw = r.u8(), let kind = TransportFailure.Kind(rawValue: raw), let message = r.string() else {
+                return nil
+            }
+            self = .failure(TransportFailure(kind, message))
+        default:
+            return nil
         }
+    }
+
+    /// Whether the answer carried a `Retry-After` the policy honours, so the next due time may
+    /// be the server's rather than backoff's (replay reads it from each `attempted` record).
+    var carriesRetryAfter: Bool {
+        guard case .response(let status, let header?) = self else { return false }
+        return Self.honoursRetryAfter(status: status) && !header.isEmpty
     }
 }
 
@@ -273,25 +324,10 @@ struct ByteReader {
     mutating func u32() -> UInt32? { take(4).map { $0.loadUnaligned(as: UInt32.self).littleEndian } }
     mutating func u64() -> UInt64? { take(8).map { $0.loadUnaligned(as: UInt64.self).littleEndian } }
 
-    /// A string's UTF-8 bytes, checked to be valid UTF-8, without making a `String`.
-    mutating func utf8() -> UnsafeRawBufferPointer? {
-        guard let n = u16(), let b = take(Int(n)), isWellFormedUTF8(b) else { return nil }
-        return b
-    }
-
+    /// A string, checked to be valid UTF-8.
     mutating func string() -> String? {
-        utf8().map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    /// `count` strings, checked as `utf8()` checks one, and their bytes as stored; nil if one is
-    /// not there or not valid.
-    mutating func strings(_ count: Int) -> UnsafeRawBufferPointer? {
-        let start = offset
-        // Bounded by `count` (twice a u8 in the format).
-        for _ in 0..<count {
-            guard utf8() != nil else { return nil }
-        }
-        return UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
+        guard let n = u16(), let b = take(Int(n)), isWellFormedUTF8(b) else { return nil }
+        return String(decoding: b, as: UTF8.self)
     }
 
     mutating func id() -> MessageID? { take(16).map { MessageID(UUID(uuid: $0.loadUnaligned(as: uuid_t.self))) } }

@@ -38,7 +38,7 @@ extension MessageLog {
 
 /// Rebuilds the core's state from the log while it opens: the log visits every valid record
 /// in the same pass that recovers its newest segment, so no segment is read twice, and each
-/// record is read in place (see `EventView`). Damage is never silent: `makeCore` reports it,
+/// record is decoded by the one parser (`Event.decode`). Damage is never silent: `makeCore` reports it,
 /// `recovery` holds it and every `events()` stream begins with a `.storageFailed` naming it.
 final class Replayer {
     private var projection: Projection
@@ -61,25 +61,26 @@ final class Replayer {
     }
 
     func visit(_ record: RecordView) {
-        switch EventView.parse(kind: record.kind, body: record.body) {
-        case .fullState(let s)?:
-            projection.applyFullState(
-                id: s.id, url: s.url, orderingKey: s.orderingKey, tags: s.tagStrings, attempts: s.attempts,
-                dueMilliseconds: s.dueMilliseconds, address: record.address)
+        switch Event.decode(kind: record.kind, body: record.body) {
+        case .enqueued(let s)?, .snapshot(let s)?:
+            _ = s.withKeys { url, key in
+                projection.applyFullState(
+                    id: s.id, url: url, orderingKey: key, tags: s.tags, attempts: s.attempts,
+                    dueMilliseconds: s.nextDueMilliseconds, address: record.address)
+            }
         case .attempted(let id, let attempt, let outcome, let due)?:
             projection.applyAttempt(
                 id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
             if !handOffs.isEmpty { handOffs[id] = nil }
         case .delivered(let id, _, _)?: end(id, .delivered)
-        case .abandoned(let id, _, let reason)?:
-            end(id, .abandonedEarlier(reason: String(decoding: reason, as: UTF8.self)))
+        case .abandoned(let id, _, let reason)?: end(id, .abandonedEarlier(reason: reason))
         case .cancelled(let id)?: end(id, .cancelled)
         case .handedOff(let id, let task)?:
             if projection.slotIndex(of: id) != nil { handOffs[id] = task }
         case .held(let tag)?:
-            projection.holdTag(String(decoding: tag, as: UTF8.self))
+            projection.holdTag(tag)
         case .released(let tag)?:
-            projection.releaseTag(String(decoding: tag, as: UTF8.self))
+            projection.releaseTag(tag)
         case nil:
             undecodable.append(record.address)
         }
