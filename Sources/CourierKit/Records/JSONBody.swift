@@ -143,15 +143,7 @@ package struct JSONWriter {
 
     private mutating func string(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { utf8 in
-            // The common case, nothing to escape: one copy.
-            if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-                bytes.append(contentsOf: utf8)
-                return
-            }
-            for b in utf8 { escaped(b) }
-        }
+        for b in s.utf8 { escaped(b) }
         bytes.append(UInt8(ascii: "\""))
     }
 
