@@ -7,9 +7,9 @@ extension Governor {
     /// The limit and the pace.
     struct Flow: Hashable {
         var limit: Double
-        /// Below it, the limit grows by one per success (slow start); above, by one per round.
-        var slowStartThreshold: Double
         /// When the last cut happened: outcomes of requests that started before say nothing new.
+        /// Until the first, the limit grows by one per success (slow start); then by one per round
+        /// (a limit only grows between cuts, so it is never below the one the last cut left).
         var lastCutMilliseconds: UInt64?
         var shortLatencyMilliseconds = 0.0
         var longLatencyMilliseconds = 0.0
@@ -59,7 +59,7 @@ extension Governor {
         if let rate = flow.ratePerSecond { flow.ratePerSecond = grownRate(rate) }
         // Grow only a limit in use (TCP's window validation): a trickle proves nothing.
         guard Double(sending) * 2 >= flow.limit else { return }
-        let step = flow.limit < flow.slowStartThreshold ? 1 : 1 / flow.limit
+        let step = flow.lastCutMilliseconds == nil ? 1 : 1 / flow.limit
         flow.limit = min(Double(rules.maximumConcurrency), flow.limit + step)
     }
 
@@ -133,7 +133,6 @@ extension Governor {
             floor = max(floor, (rate * flow.shortLatencyMilliseconds / 1_000 * 2).rounded(.up))
         }
         flow.limit = min(Double(rules.maximumConcurrency), max(floor, flow.limit * ratio))
-        flow.slowStartThreshold = flow.limit
         flow.lastCutMilliseconds = now
     }
 
@@ -188,7 +187,7 @@ extension ConcurrencyLimit {
     /// The flow of a destination not heard from yet.
     func initialFlow(maximum: Int) -> Governor.Flow {
         let start = Double(isAdaptive ? min(initialLimit, maximum) : maximum)
-        return Governor.Flow(limit: start, slowStartThreshold: Double(maximum))
+        return Governor.Flow(limit: start)
     }
 }
 
