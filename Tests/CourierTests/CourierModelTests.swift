@@ -167,11 +167,11 @@ import Testing
     /// The main actor is kept busy while 40 messages are sent (each an event), so the model
     /// falls behind a buffer of 4: it reads the state again instead of going stale.
     @Test func aModelThatFellBehindReadsTheStateAgain() async throws {
-        let courier = try Courier(
-            directory: scratch.url,
-            configuration: testConfiguration(clock: ManualClock(), transport: ScriptedTransport()))
+        var configuration = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())
+        configuration.eventBufferCapacity = 4  // the model's stream
+        let courier = try Courier(directory: scratch.url, configuration: configuration)
         courier.pause()
-        let model = CourierModel(keepingResolved: 100, keepingBodies: false, bufferCapacity: 4)
+        let model = CourierModel(keepingResolved: 100, keepingBodies: false)
         model.follow(courier)
         // Loaded: the follower subscribed (in the section that listed the pending messages).
         #expect(await eventually { model.hasLoadedForTesting && model.messages.isEmpty && model.pendingCount == 0 })

@@ -59,14 +59,7 @@ extension Courier {
     ///     rows = pending.map(Row.init)
     ///     for await event in events { apply(event) }
     public func pendingMessagesAndEvents() async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
-        await pendingMessagesAndEvents(bufferCapacity: 10_000)
-    }
-
-    /// `pendingMessagesAndEvents()` with a stream that keeps `bufferCapacity` events (tests).
-    func pendingMessagesAndEvents(
-        bufferCapacity: Int
-    ) async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
-        let buffer = EventBuffer(capacity: bufferCapacity)
+        let buffer = EventBuffer(capacity: configuration.eventBufferCapacity)
         let subscribed = core.handle(.subscribe(buffer, pendingIDs: true))
         subscribed.run()
         let key = ObjectIdentifier(buffer), ids = subscribed.reply.pendingIDs

@@ -52,25 +52,18 @@ public final class CourierModel: FollowingModel {
     @ObservationIgnored private var watched: [MessageID: MessageWatch] = [:]
     @ObservationIgnored var opening: Task<Void, Never>?
     @ObservationIgnored let follower = FollowerTask()
-    @ObservationIgnored let bufferCapacity: Int
 
     /// A model with no courier yet: make one where the app starts, give it to the views, then
     /// `open` it. Lists the newest `keepingResolved` resolved messages (100 by default); keeps
     /// each message's body (`MessageStatus.body`) only if `keepingBodies`.
-    public convenience init(keepingResolved: Int = 100, keepingBodies: Bool = false) {
-        self.init(keepingResolved: keepingResolved, keepingBodies: keepingBodies, bufferCapacity: 10_000)
+    public init(keepingResolved: Int = 100, keepingBodies: Bool = false) {
+        board = MessageBoard(keepsResolved: max(0, keepingResolved), keepsBodies: keepingBodies)
     }
 
     /// Follows `courier`, already open.
     public convenience init(courier: Courier, keepingResolved: Int = 100, keepingBodies: Bool = false) {
         self.init(keepingResolved: keepingResolved, keepingBodies: keepingBodies)
         follow(courier)
-    }
-
-    /// `init(keepingResolved:keepingBodies:)` with a smaller event buffer (tests).
-    init(keepingResolved: Int, keepingBodies: Bool, bufferCapacity: Int) {
-        board = MessageBoard(keepsResolved: max(0, keepingResolved), keepsBodies: keepingBodies)
-        self.bufferCapacity = bufferCapacity
     }
 
     /// Whether `open` succeeded (or it was made with a courier).

@@ -18,7 +18,6 @@ public final class CourierObservableObject: ObservableObject, FollowingModel {
     private var board: MessageBoard
     var opening: Task<Void, Never>?
     let follower = FollowerTask()
-    let bufferCapacity = 10_000
 
     /// A model with no courier yet (see `CourierModel.init(keepingResolved:keepingBodies:)`).
     public init(keepingResolved: Int = 100, keepingBodies: Bool = false) {

@@ -10,7 +10,6 @@ protocol FollowingModel: AnyObject {
     /// The `open` under way, which a second `open` waits for.
     var opening: Task<Void, Never>? { get set }
     var follower: FollowerTask { get }
-    var bufferCapacity: Int { get }
     /// Runs `body` on the board and tells the views that read what it changed.
     func change(_ body: (inout MessageBoard) -> MessageBoard.Change)
 }
@@ -21,7 +20,7 @@ extension FollowingModel {
         self.courier = courier
         openError = nil
         follower.set(
-            ModelFollower.follow(courier, bufferCapacity: bufferCapacity) { [weak self] body in
+            ModelFollower.follow(courier) { [weak self] body in
                 self?.change(body) != nil  // false once the model is gone
             })
     }
@@ -70,7 +69,7 @@ enum ModelFollower {
     /// Starts following `courier`; `apply` runs one change on the model's board, on the main
     /// actor, and returns false once its model is gone.
     static func follow(
-        _ courier: Courier, bufferCapacity: Int,
+        _ courier: Courier,
         apply: @escaping @MainActor ((inout MessageBoard) -> MessageBoard.Change) -> Bool
     ) -> Task<Void, Never> {
         Task { @MainActor [weak courier] in
@@ -78,7 +77,7 @@ enum ModelFollower {
             // the reader 10,000 events behind, so rounds are few; bounded by cancellation.
             while !Task.isCancelled, let round = courier {
                 let asked = round.wallDate()
-                let (pending, events) = await round.pendingMessagesAndEvents(bufferCapacity: bufferCapacity)
+                let (pending, events) = await round.pendingMessagesAndEvents()
                 guard apply({ $0.load(pending, asked: asked) }) else { return }
                 var gap = false
                 for await event in events {
