@@ -17,7 +17,6 @@ struct MessageBoard {
     private var statuses: [MessageID: MessageStatus] = [:]
     /// Listed ids, oldest first, and ids no longer listed (`statuses` has none): `swept` away.
     private var order: [MessageID] = []
-    private var unlistedInOrder = 0
     /// Resolved ids not dropped yet, in the order they resolved.
     private var resolvedQueue = FIFOQueue<MessageID>()
     private(set) var resolvedCount = 0
@@ -72,7 +71,6 @@ struct MessageBoard {
         }
         statuses = [:]
         order = []
-        unlistedInOrder = 0
         (resolvedCount, handedOffCount) = (0, 0)
         for status in kept { list(status) }
         // Read from the log one per message: shared (one instance per destination), a list of
@@ -179,7 +177,6 @@ struct MessageBoard {
             guard let status = statuses[oldest], status.state.isResolved else { continue }
             statuses[oldest] = nil
             count(status.state, as: -1)
-            unlistedInOrder += 1
             change.messages.append(oldest)
             change.membership = true
         }
@@ -188,11 +185,12 @@ struct MessageBoard {
     }
 
     /// Drops unlisted ids from `order` once they are the majority: O(n) once per n removals
-    /// (`resolvedQueue` compacts itself alike).
+    /// (`resolvedQueue` compacts itself alike). `list` appends only ids not listed, so `order`
+    /// holds the listed ones and, beyond their count, the unlisted since the last sweep.
     private mutating func sweep() {
-        if unlistedInOrder > 64, unlistedInOrder > statuses.count {
+        let unlisted = order.count - statuses.count
+        if unlisted > 64, unlisted > statuses.count {
             order.removeAll { statuses[$0] == nil }
-            unlistedInOrder = 0
         }
     }
 
