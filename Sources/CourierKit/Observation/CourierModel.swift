@@ -57,7 +57,7 @@ public final class CourierModel: FollowingModel {
     /// `open` it. Lists the newest `keepingResolved` resolved messages (100 by default); keeps
     /// each message's body (`MessageStatus.body`) only if `keepingBodies`.
     public init(keepingResolved: Int = 100, keepingBodies: Bool = false) {
-        board = MessageBoard(keepsResolved: max(0, keepingResolved), keepsBodies: keepingBodies)
+        board = MessageBoard(keepsResolved: keepingResolved, keepsBodies: keepingBodies)
     }
 
     /// Follows `courier`, already open.

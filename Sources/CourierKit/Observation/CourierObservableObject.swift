@@ -21,7 +21,7 @@ public final class CourierObservableObject: ObservableObject, FollowingModel {
 
     /// A model with no courier yet (see `CourierModel.init(keepingResolved:keepingBodies:)`).
     public init(keepingResolved: Int = 100, keepingBodies: Bool = false) {
-        board = MessageBoard(keepsResolved: max(0, keepingResolved), keepsBodies: keepingBodies)
+        board = MessageBoard(keepsResolved: keepingResolved, keepsBodies: keepingBodies)
     }
 
     /// Follows `courier`, already open.

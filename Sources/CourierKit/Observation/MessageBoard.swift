@@ -44,8 +44,7 @@ struct MessageBoard {
     }
 
     init(keepsResolved: Int, keepsBodies: Bool = true) {
-        precondition(keepsResolved >= 0)
-        self.keepsResolved = keepsResolved
+        self.keepsResolved = max(0, keepsResolved)
         self.keepsBodies = keepsBodies
     }
 
