@@ -86,9 +86,8 @@ struct MessageBoard {
                     url: urls.insert(message.url).memberAfterInsert,
                     body: message.body, sentAt: message.sentAt))
         }
-        var resolved = FIFOQueue<MessageID>()  // those still listed, in the same order
-        for id in resolvedQueue.entries where statuses[id] != nil { resolved.append(id) }
-        resolvedQueue = resolved
+        // `resolvedQueue` stays: resolved messages stay listed (one the courier says is pending
+        // is skipped when its turn to be dropped comes).
         return Change(membership: true, everything: true)
     }
 
@@ -170,7 +169,7 @@ struct MessageBoard {
         }
         guard !change.messages.isEmpty else { return change }  // unknown, or resolved already
         resolvedQueue.append(id)
-        // Bounded: each resolution drops at most one; stale entries (gone in a `load`) are skipped.
+        // Bounded: each resolution drops at most one; stale entries are skipped.
         while resolvedCount > keepsResolved, let oldest = resolvedQueue.popFirst() {
             // Skipped if gone, or pending again (a `load` lists what the courier says).
             guard let status = statuses[oldest], status.state.isResolved else { continue }
