@@ -15,13 +15,33 @@ protocol FollowingModel: AnyObject {
 }
 
 extension FollowingModel {
-    /// Follows `courier` from now on: its pending messages, then every event.
+    /// Follows `courier` from now on: the pending messages and a stream from that instant on
+    /// (`pendingMessagesAndEvents()`), every event applied on the main actor; after a gap
+    /// (`.missedEvents`) the state is read again with a new stream, so the model is never
+    /// silently stale. It ends when the courier closes or the model goes away (held weakly: its
+    /// `deinit` cancels the task).
     func follow(_ courier: Courier) {
         self.courier = courier
         openError = nil
         follower.set(
-            ModelFollower.follow(courier) { [weak self] body in
-                self?.change(body) != nil  // false once the model is gone
+            Task { @MainActor [weak self, weak courier] in
+                // Each round ends at a gap (then another round) or at the stream's end: a gap needs
+                // the reader 10,000 events behind, so rounds are few; bounded by cancellation.
+                while !Task.isCancelled, let round = courier {
+                    let asked = round.wallDate()
+                    let (pending, events) = await round.pendingMessagesAndEvents()
+                    guard self?.change({ $0.load(pending, asked: asked) }) != nil else { return }
+                    var gap = false
+                    for await event in events {
+                        let now = round.wallDate()
+                        guard self?.change({ $0.apply(event, now: now) }) != nil else { return }
+                        if case .missedEvents = event {
+                            gap = true
+                            break  // the stream goes with this loop, and so does its subscription
+                        }
+                    }
+                    guard gap else { return }  // the courier closed
+                }
             })
     }
 
@@ -58,39 +78,6 @@ extension FollowingModel {
             labels: Courier.Labels(orderingKey: orderingKey, headers: headers, tags: tags), callbacks: Callbacks())
         change { $0.didSend(id, url: url, body: Data(body), at: courier.wallDate()) }
         return id
-    }
-}
-
-/// How the models follow a courier: the pending messages and a stream from that instant on
-/// (`pendingMessagesAndEvents()`), every event applied on the main actor; after a gap
-/// (`.missedEvents`) the state is read again with a new stream, so the model is never silently
-/// stale. It ends when the courier closes or the model goes away.
-enum ModelFollower {
-    /// Starts following `courier`; `apply` runs one change on the model's board, on the main
-    /// actor, and returns false once its model is gone.
-    static func follow(
-        _ courier: Courier,
-        apply: @escaping @MainActor ((inout MessageBoard) -> MessageBoard.Change) -> Bool
-    ) -> Task<Void, Never> {
-        Task { @MainActor [weak courier] in
-            // Each round ends at a gap (then another round) or at the stream's end: a gap needs
-            // the reader 10,000 events behind, so rounds are few; bounded by cancellation.
-            while !Task.isCancelled, let round = courier {
-                let asked = round.wallDate()
-                let (pending, events) = await round.pendingMessagesAndEvents()
-                guard apply({ $0.load(pending, asked: asked) }) else { return }
-                var gap = false
-                for await event in events {
-                    let now = round.wallDate()
-                    guard apply({ $0.apply(event, now: now) }) else { return }
-                    if case .missedEvents = event {
-                        gap = true
-                        break  // the stream goes with this loop, and so does its subscription
-                    }
-                }
-                guard gap else { return }  // the courier closed
-            }
-        }
     }
 }
 
