@@ -25,15 +25,6 @@ extension MessageLog {
         return MessageLog(
             log: log, fileSystem: configuration.fileSystem, directory: directory, protect: configuration.protect)
     }
-
-    /// The bytes of every segment in `directory`, before the log is open (a segment that
-    /// vanished meanwhile counts 0).
-    static func segmentBytes(in directory: String, fileSystem: any LogFileSystem) -> Int {
-        let reader = LogReader(directory: directory, fileSystem: fileSystem)
-        return ((try? reader.segmentNames().segments) ?? []).reduce(0) { total, name in
-            total + ((try? fileSystem.fileSize(atPath: directory + "/" + name)) ?? 0)
-        }
-    }
 }
 
 /// Rebuilds the core's state from the log while it opens: the log visits every valid record
@@ -47,17 +38,13 @@ final class Replayer {
     /// Hand-offs not yet closed by an `attempted` or end record.
     private var handOffs: [MessageID: HandOff] = [:]
 
-    init(configuration: Courier.Configuration, directory: String) {
+    /// `directory` is not read: the projection grows as replay finds messages.
+    init(configuration: Courier.Configuration, directory _: String) {
         projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
         projection.origins.rules = Governor.Rules(
             concurrency: configuration.concurrencyLimit, maximumConcurrency: configuration.maximumConcurrentDeliveries,
             backoff: configuration.destinationBackoff, budget: configuration.retryBudget, retry: configuration.retry)
         resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
-        // The smallest record of a message is about 100 bytes: no more slots than that, and at
-        // most 2M (128 MiB of address space; beyond it the array grows as usual). Reserved
-        // capacity costs address space, not memory: only pages written become resident.
-        let logBytes = MessageLog.segmentBytes(in: directory, fileSystem: configuration.fileSystem)
-        projection.reserve(min(logBytes / 100, 1 << 21))
     }
 
     func visit(_ record: RecordView) {

@@ -2,15 +2,6 @@ import CourierLog
 
 /// The due-time heap of `Projection` (4-byte slot indices only), and its self-check.
 extension Projection {
-    /// Makes room for at most `count` messages up front (replay knows how many the log could
-    /// hold), so the slots are not copied as they grow. Reserved capacity costs address space,
-    /// not memory: only pages written become resident. (The id index is not pre-sized: it
-    /// grows with the messages found.)
-    mutating func reserve(_ count: Int) {
-        slots.reserveCapacity(count)
-        heap.reserveCapacity(count)
-    }
-
     // MARK: Heap by (due, order)
 
     private func precedes(_ a: UInt32, _ b: UInt32) -> Bool {
