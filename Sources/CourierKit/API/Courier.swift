@@ -77,7 +77,7 @@ public final class Courier {
         logConfiguration.now = { wallStart }
         self.maximumRecordBytes = logConfiguration.maximumRecordBytes
         self.extensionCollection = configuration.extensionOutboxDirectory.map(ExtensionCollection.init)
-        let replayer = Replayer(configuration: configuration, directory: directory.path)
+        let replayer = Replayer(configuration: configuration)
         let log = try Signposts.interval("open") { () throws(CourierError) -> MessageLog in
             try MessageLog.open(
                 directory: directory, configuration: configuration,

@@ -38,8 +38,7 @@ final class Replayer {
     /// Hand-offs not yet closed by an `attempted` or end record.
     private var handOffs: [MessageID: HandOff] = [:]
 
-    /// `directory` is not read: the projection grows as replay finds messages.
-    init(configuration: Courier.Configuration, directory _: String) {
+    init(configuration: Courier.Configuration) {
         projection = Projection(fifoPerDestination: configuration.deliveryOrder == .fifoPerDestination)
         projection.origins.rules = Governor.Rules(
             concurrency: configuration.concurrencyLimit, maximumConcurrency: configuration.maximumConcurrentDeliveries,
