@@ -31,7 +31,7 @@ public protocol LogFileSystem: Sendable {
     func lockDirectory(atPath path: String) throws(LogError) -> any DirectoryLock
     /// Opens the file at `path` for positioned reads, the log's one way to read a file: one
     /// record read back (the log keeps one open per segment it reads records back from), a
-    /// segment read in windows, a torn tail saved aside, without reading a whole file.
+    /// segment read in windows, a torn tail saved aside.
     func openForReading(atPath path: String) throws(LogError) -> any LogReadableFile
     /// What `stat` says of the file at `path`; nil if there is none (`fileSize(atPath:)` throws).
     func status(atPath path: String) throws(LogError) -> FileStatus?

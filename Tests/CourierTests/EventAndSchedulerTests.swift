@@ -288,7 +288,7 @@ func address(_ sequence: UInt64) -> RecordAddress { RecordAddress(sequence: sequ
                     p.release(held.removeFirst())
                 }
             default:
-                if random.next() % 10 == 0 { p.makeDue(atOrBefore: now) }
+                if random.next() % 10 == 0 { p.clampDue(backoffAtMost: now, retryAfterAtMost: now, waitingOnly: true) }
             }
             if let broken = p.brokenInvariant() {
                 Issue.record("\(broken), at step \(step)")

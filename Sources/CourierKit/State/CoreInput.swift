@@ -154,8 +154,9 @@ extension CoreState {
         case .resume:
             scheduler.mode.paused = false
             effects.plan = plan
-        case .retryNow:
-            projection.makeDue(atOrBefore: instant?.wallMilliseconds ?? 0)
+        case .retryNow:  // every waiting message due now at the latest
+            let now = instant?.wallMilliseconds ?? 0
+            projection.clampDue(backoffAtMost: now, retryAfterAtMost: now, waitingOnly: true)
             effects.plan = plan
         case .place(let place): scheduler.mode.place = place
         // The app's intents that append (none once closed): each record is asked for before the

@@ -44,7 +44,7 @@ final class MessageLog: Sendable {
         try log.append(body, kind: .enqueued, timestampMilliseconds: timestampMilliseconds)
     }
 
-    /// Records that land together or not at all, in one segment (compaction's snapshots).
+    /// Records that land together or not at all, in one segment (every append but `send`'s).
     func append(batch entries: [LogEntry], at timestampMilliseconds: UInt64) throws(LogError) -> [RecordAddress] {
         try log.append(batch: entries, timestampMilliseconds: timestampMilliseconds)
     }

@@ -213,11 +213,6 @@ struct Projection {
         return slot
     }
 
-    /// Makes every message not in flight due at `now` at the latest.
-    mutating func makeDue(atOrBefore now: UInt64) {
-        clampDue(backoffAtMost: now, retryAfterAtMost: now, waitingOnly: true)
-    }
-
     /// Pulls every due time after its limit back to it (after a wall-clock jump): `retryAfterLimit`
     /// for one that may be a server's `Retry-After`, else `backoffLimit`; with `waitingOnly`, of
     /// the messages neither in flight, parked nor held only.
