@@ -145,11 +145,9 @@ extension Projection {
     mutating func apply(_ event: Event, address: RecordAddress) -> Change {
         switch event {
         case .enqueued(let s), .snapshot(let s):
-            let added = s.withKeys { url, key in
-                applyFullState(
-                    id: s.id, url: url, orderingKey: key, tags: s.tags, attempts: s.attempts,
-                    dueMilliseconds: s.nextDueMilliseconds, address: address)
-            }
+            let added = applyFullState(
+                id: s.id, url: s.url, orderingKey: s.orderingKey, tags: s.tags, attempts: s.attempts,
+                dueMilliseconds: s.nextDueMilliseconds, address: address)
             return added ? .added : .updated
         case .attempted(let id, let attempt, let outcome, let due):
             let pending = applyAttempt(

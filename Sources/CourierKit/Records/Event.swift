@@ -246,15 +246,6 @@ extension MessageState {
             id: id, url: url, headers: headers, body: Array(body), createdMilliseconds: created, attempts: attempts,
             nextDueMilliseconds: due, orderingKey: key, tags: tags)
     }
-
-    /// Calls `body` with the URL's and the ordering key's UTF-8 bytes.
-    func withKeys<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?) -> R) -> R {
-        var url = url
-        return url.withUTF8 { u in
-            guard var key = orderingKey else { return body(UnsafeRawBufferPointer(u), nil) }
-            return key.withUTF8 { k in body(UnsafeRawBufferPointer(u), UnsafeRawBufferPointer(k)) }
-        }
-    }
 }
 
 extension DeliveryOutcome {

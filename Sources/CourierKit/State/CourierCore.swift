@@ -195,11 +195,9 @@ extension CourierCore {
             }
             effects.appendedThrough = address.sequence
             if limits.syncsEachRecord { effects.enqueued = id }
-            let added = message.withKeys { url, key in
-                state.projection.applyFullState(
-                    id: id, url: url, orderingKey: key, tags: message.tags, attempts: 0,
-                    dueMilliseconds: message.nextDueMilliseconds, address: address)
-            }
+            let added = state.projection.applyFullState(
+                id: id, url: message.url, orderingKey: message.orderingKey, tags: message.tags, attempts: 0,
+                dueMilliseconds: message.nextDueMilliseconds, address: address)
             if added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
             if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
             effects.emit(.enqueued(id))

@@ -49,11 +49,9 @@ final class Replayer {
     func visit(_ record: RecordView) {
         switch Event.decode(kind: record.kind, body: record.body) {
         case .enqueued(let s)?, .snapshot(let s)?:
-            _ = s.withKeys { url, key in
-                projection.applyFullState(
-                    id: s.id, url: url, orderingKey: key, tags: s.tags, attempts: s.attempts,
-                    dueMilliseconds: s.nextDueMilliseconds, address: record.address)
-            }
+            projection.applyFullState(
+                id: s.id, url: s.url, orderingKey: s.orderingKey, tags: s.tags, attempts: s.attempts,
+                dueMilliseconds: s.nextDueMilliseconds, address: record.address)
         case .attempted(let id, let attempt, let outcome, let due)?:
             projection.applyAttempt(
                 id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)

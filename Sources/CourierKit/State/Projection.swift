@@ -103,7 +103,7 @@ struct Projection {
     /// Returns whether it was new.
     @discardableResult
     mutating func applyFullState(
-        id: MessageID, url: UnsafeRawBufferPointer, orderingKey: UnsafeRawBufferPointer? = nil, tags: [String] = [],
+        id: MessageID, url: String, orderingKey: String? = nil, tags: [String] = [],
         attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress
     ) -> Bool {
         if let i = slotIndex(of: id) {

@@ -13,10 +13,10 @@ extension URLTable {
     func origin(_ index: UInt32) -> UInt32 { self[index] }
 
     /// The index of `url`, adding it if new (and its origin to `origins`); counts one more
-    /// reference.
-    mutating func intern(_ url: UnsafeRawBufferPointer, origins: inout OriginTable) -> UInt32 {
-        let bytes = [UInt8](url)
-        return intern(bytes) { origins.intern(url: String(decoding: bytes, as: UTF8.self)) }
+    /// reference. Keyed by its UTF-8 bytes, not the `String`: `String`'s `==` is canonical
+    /// equivalence, under which two URLs spelled with different bytes (NFC and NFD) are one.
+    mutating func intern(_ url: String, origins: inout OriginTable) -> UInt32 {
+        intern(Array(url.utf8)) { origins.intern(url: url) }
     }
 }
 
@@ -199,6 +199,8 @@ struct LaneTable {
     static let none = UInt32.max
 
     enum Key: Hashable {
+        /// The key's UTF-8 bytes (as `URLTable`'s URLs): keys equal only as `String`s (NFC and
+        /// NFD spellings) stay two lanes.
         case ordering([UInt8])
         case url(UInt32)
     }
@@ -224,8 +226,8 @@ struct LaneTable {
 
     /// The lane key of a message: its ordering key, else its URL when every destination is one
     /// lane, else none.
-    static func key(orderingKey: UnsafeRawBufferPointer?, url: UInt32, fifoPerDestination: Bool) -> Key? {
-        if let orderingKey { return .ordering(Array(orderingKey)) }
+    static func key(orderingKey: String?, url: UInt32, fifoPerDestination: Bool) -> Key? {
+        if let orderingKey { return .ordering(Array(orderingKey.utf8)) }
         return fifoPerDestination ? .url(url) : nil
     }
 }
