@@ -32,21 +32,6 @@ extension Projection {
         siftDown(siftUp(Int(slots[Int(i)].heapIndex)))
     }
 
-    /// Rebuilds the heap from every schedulable slot (after bulk changes of due times).
-    mutating func heapify() {
-        for i in heap { slots[Int(i)].heapIndex = Self.notInHeap }
-        heap.removeAll(keepingCapacity: true)
-        for i in slots.indices where slots[i].flags.isWaiting && isLaneHead(UInt32(i)) {
-            heap.append(UInt32(i))
-            slots[i].heapIndex = UInt32(heap.count - 1)
-        }
-        var p = heap.count / 2
-        while p > 0 {
-            p -= 1
-            siftDown(p)
-        }
-    }
-
     @discardableResult
     private mutating func siftUp(_ start: Int) -> Int {
         var c = start

@@ -219,14 +219,13 @@ struct Projection {
     mutating func clampDue(
         backoffAtMost backoffLimit: UInt64, retryAfterAtMost retryAfterLimit: UInt64, waitingOnly: Bool = false
     ) {
-        var moved = false
         for i in slots.indices where waitingOnly ? slots[i].flags.isWaiting : slots[i].flags.contains(.live) {
             let limit = slots[i].flags.contains(.dueFromRetryAfter) ? retryAfterLimit : backoffLimit
             guard slots[i].dueMilliseconds > limit else { continue }
             slots[i].dueMilliseconds = limit
-            moved = true
+            // Sooner now: moved up in the heap at once, if it is there (O(log n) each).
+            if slots[i].heapIndex != Self.notInHeap { heapFix(UInt32(i)) }
         }
-        if moved { heapify() }
         origins.probeNoLaterThan(max(backoffLimit, retryAfterLimit))
     }
 
