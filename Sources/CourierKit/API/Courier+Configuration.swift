@@ -155,8 +155,8 @@ extension Courier {
         /// `.protectedDataUnavailable`. Internal: tests turn it on elsewhere.
         var hasDataProtection = Courier.platformHasDataProtection
 
-        /// The events a `pendingMessagesAndEvents()` stream keeps for a reader that falls behind
-        /// (tests make it small, to see a model read the state again after a gap).
+        /// The events an `events()` or `pendingMessagesAndEvents()` stream keeps for a reader that
+        /// falls behind (tests make it small, to see a model read the state again after a gap).
         var eventBufferCapacity = 10_000
 
         /// Every setting at its documented default.

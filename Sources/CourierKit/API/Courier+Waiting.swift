@@ -30,11 +30,17 @@ extension Courier {
     /// should read the state again (`pendingMessages()`). If opening the log found damage,
     /// every stream begins with a `.storageFailed` saying so (details in `recovery`).
     public func events() -> AsyncStream<CourierEvent> {
-        let buffer = EventBuffer()
-        core.handle(.subscribe(buffer, pendingIDs: false)).run()
+        subscribe(pendingIDs: false).events
+    }
+
+    /// A new subscriber's stream and, with `pendingIDs`, the pending messages' ids from the same
+    /// section (`CoreInput.subscribe`); the stream's end unsubscribes it.
+    func subscribe(pendingIDs: Bool) -> (events: AsyncStream<CourierEvent>, pendingIDs: [MessageID]) {
+        let buffer = EventBuffer(capacity: configuration.eventBufferCapacity)
+        let ids = core.handle(.subscribe(buffer, pendingIDs: pendingIDs)).run().pendingIDs
         let key = ObjectIdentifier(buffer)
         buffer.setOnTermination { [weak core] in core?.handle(.unsubscribe(key)) }
-        return buffer.stream
+        return (buffer.stream, ids)
     }
 
     /// For simulations that jump from one timer to the next: when the engine's timer fires, as

@@ -59,13 +59,9 @@ extension Courier {
     ///     rows = pending.map(Row.init)
     ///     for await event in events { apply(event) }
     public func pendingMessagesAndEvents() async -> (pending: [PendingMessage], events: AsyncStream<CourierEvent>) {
-        let buffer = EventBuffer(capacity: configuration.eventBufferCapacity)
-        let subscribed = core.handle(.subscribe(buffer, pendingIDs: true))
-        subscribed.run()
-        let key = ObjectIdentifier(buffer), ids = subscribed.reply.pendingIDs
-        buffer.setOnTermination { [weak core] in core?.handle(.unsubscribe(key)) }
+        let (events, ids) = subscribe(pendingIDs: true)
         let pending = await onIOQueue(readQueue) { [self] in loadPendingMessages(ids) }
-        return (pending, buffer.stream)
+        return (pending, events)
     }
 
     /// The pending messages among `ids`, read back from the log, in that order.
