@@ -54,38 +54,35 @@ struct Opener {
         }
     }
 
-    /// Cuts an invalid tail off the newest segment (after saving it aside), or removes the
-    /// segment if it holds no valid record. Returns the next sequence number.
+    /// Cuts an invalid tail off the newest segment, or removes the segment if it holds no valid
+    /// record; either way the bytes cut are saved aside first. Returns the next sequence number.
     private func recoverNewest(_ name: String, scan: SegmentScanner.Result, report: inout RecoveryReport)
         throws(LogError) -> (nextSequence: UInt64, removed: Bool)
     {
         let path = joinPath(directory, name)
-        if scan.recordCount == 0 {
-            // Nothing valid: an unfinished segment creation, or a segment opened and closed
-            // with no append. Its name is the next sequence number, which the new segment
-            // needs. Anything in it beyond a bare valid header is saved aside first.
-            let bareHeader = scan.headerProblem == nil && scan.size == Format.segmentHeaderSize
-            if scan.size > 0 && !bareHeader {
-                let bytes = try fileSystem.openForReading(atPath: path).read(at: 0, count: scan.size)
-                report.tornTail = DamagedSpan(
-                    segment: name, offset: 0, length: scan.size,
-                    reason: scan.trailing?.reason ?? scan.headerProblem ?? "no valid record")
-                report.tornCopyPath = try writeAside(bytes, of: path, at: 0)
+        // Nothing valid: an unfinished segment creation, or a segment opened and closed with no
+        // append. Its name is the next sequence number, which the new segment needs. All of it
+        // is cut, unless it is empty or a bare valid header.
+        let removed = scan.recordCount == 0
+        let bareHeader = scan.headerProblem == nil && scan.size == Format.segmentHeaderSize
+        let whole = DamagedSpan(
+            segment: name, offset: 0, length: scan.size,
+            reason: scan.trailing?.reason ?? scan.headerProblem ?? "no valid record")
+        if let cut = removed ? (scan.size > 0 && !bareHeader ? whole : nil) : scan.trailing {
+            report.tornTail = cut
+            let bytes = try fileSystem.openForReading(atPath: path).read(at: cut.offset, count: cut.length)
+            report.tornCopyPath = try writeAside(bytes, of: path, at: cut.offset)
+            if !removed {
+                let file = try fileSystem.openFile(atPath: path, create: false)
+                try file.truncate(to: cut.offset)
+                try file.sync()
             }
-            try fileSystem.removeFile(atPath: path)
-            try fileSystem.syncDirectory(atPath: directory)
-            report.removedSegment = name
-            return (SegmentName.parse(name)!, true)
         }
-        if let tail = scan.trailing {
-            report.tornTail = tail
-            let tailBytes = try fileSystem.openForReading(atPath: path).read(at: tail.offset, count: tail.length)
-            report.tornCopyPath = try writeAside(tailBytes, of: path, at: tail.offset)
-            let file = try fileSystem.openFile(atPath: path, create: false)
-            try file.truncate(to: tail.offset)
-            try file.sync()
-        }
-        return (scan.lastSequence! + 1, false)
+        guard removed else { return (scan.lastSequence! + 1, false) }
+        try fileSystem.removeFile(atPath: path)
+        try fileSystem.syncDirectory(atPath: directory)
+        report.removedSegment = name
+        return (SegmentName.parse(name)!, true)
     }
 
     /// Saves the bytes cut from segment `path` at `offset` to `PATH.OFFSET.torn`, durably,
