@@ -24,7 +24,7 @@ public final class WriteAheadLog: @unchecked Sendable {
     /// What the replay during opening found (when opened `replaying:`): every valid record was
     /// visited in the same pass that recovered the newest segment, so no segment is read twice.
     public let openingReplay: ReplayReport?
-    let fileSystem: any LogFileSystem
+    package let fileSystem: any LogFileSystem
     let directoryLock: any DirectoryLock
     /// Guards `state`. Lock order: `mutex` before `commit`'s lock, never the reverse.
     let mutex = ConditionLock()

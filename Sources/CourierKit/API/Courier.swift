@@ -79,7 +79,7 @@ public final class Courier {
         self.extensionCollection = configuration.extensionOutboxDirectory.map(ExtensionCollection.init)
         let replayer = Replayer(configuration: configuration)
         let log = try Signposts.interval("open") { () throws(CourierError) -> MessageLog in
-            try MessageLog.open(
+            try MessageLog(
                 directory: directory, configuration: configuration,
                 logConfiguration: logConfiguration, replayer: replayer)
         }

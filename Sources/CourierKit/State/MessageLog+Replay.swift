@@ -1,32 +1,6 @@
 import CourierLog
 import Foundation
 
-extension MessageLog {
-    /// Opens (or creates) the log in `directory`, feeding every valid record to `replayer` in
-    /// the same pass that recovers the newest segment, and applies the platform's data
-    /// protection to the directory. Throws what `Courier.init` documents.
-    static func open(
-        directory: URL, configuration: Courier.Configuration, logConfiguration: WriteAheadLog.Configuration,
-        replayer: Replayer
-    ) throws(CourierError) -> MessageLog {
-        // Before the log makes its directory's first file (the lock, the first segment): files
-        // inherit their directory's protection class.
-        configuration.protect(directory.path)
-        let log: WriteAheadLog
-        do {
-            log = try WriteAheadLog(
-                directory: directory.path, configuration: logConfiguration,
-                fileSystem: configuration.fileSystem, replaying: replayer.visit)
-        } catch {
-            throw CourierError(opening: error, dataProtection: configuration.hasDataProtection)
-        }
-        // Again for the files an earlier version made in another class, and the spare segment.
-        configuration.protect(directory.path)
-        return MessageLog(
-            log: log, fileSystem: configuration.fileSystem, directory: directory, protect: configuration.protect)
-    }
-}
-
 /// Rebuilds the core's state from the log while it opens: the log visits every valid record
 /// in the same pass that recovers its newest segment, so no segment is read twice, and each
 /// record is decoded by the one parser (`Event.decode`). Damage is never silent: `makeCore` reports it,

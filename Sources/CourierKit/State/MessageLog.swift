@@ -6,18 +6,15 @@ import Foundation
 /// speaks in events and message states; the core, which owns the state those records build,
 /// calls it inside its critical sections, so log order is projection order.
 ///
-/// What it holds: the log itself (appends, reads by address, sync, forget, close), opening with
-/// replay (`MessageLog+Replay.swift`), and the body files of background hand-offs
-/// (below), the one thing written beside the log.
+/// What it holds: the log itself (appends, reads by address, sync, forget, close), opening it
+/// with replay (`init`, fed by `Replayer` in `MessageLog+Replay.swift`), and the body files of
+/// background hand-offs (below), the one thing written beside the log.
 ///
 /// Thread safety: the log is thread-safe and every other property is immutable, so a
 /// `MessageLog` is used from any thread (the core's lock, the I/O queue, attempts' reads).
 /// Its file work blocks: callers keep it off the cooperative pool.
 final class MessageLog: Sendable {
     private let log: WriteAheadLog
-    let fileSystem: any LogFileSystem
-    /// The log's directory, as a path and as the URL the app gave.
-    let directory: URL
     /// What opening found: the log's own recovery (a torn tail cut, a damaged segment set aside).
     var recovery: RecoveryReport { log.recovery }
     /// What the replay during opening found (damaged spans it skipped, missing sequences).
@@ -27,14 +24,26 @@ final class MessageLog: Sendable {
     /// hand-off's body folder gets it before its first file.
     let protect: @Sendable (String) -> Void
 
+    /// Opens (or creates) the log in `directory`, feeding every valid record to `replayer` in
+    /// the same pass that recovers the newest segment, and applies the platform's data
+    /// protection to the directory. Throws what `Courier.init` documents.
     init(
-        log: WriteAheadLog, fileSystem: any LogFileSystem, directory: URL,
-        protect: @escaping @Sendable (String) -> Void = { _ in }
-    ) {
-        self.log = log
-        self.fileSystem = fileSystem
-        self.directory = directory
-        self.protect = protect
+        directory: URL, configuration: Courier.Configuration, logConfiguration: WriteAheadLog.Configuration,
+        replayer: Replayer
+    ) throws(CourierError) {
+        // Before the log makes its directory's first file (the lock, the first segment): files
+        // inherit their directory's protection class.
+        configuration.protect(directory.path)
+        do {
+            log = try WriteAheadLog(
+                directory: directory.path, configuration: logConfiguration,
+                fileSystem: configuration.fileSystem, replaying: replayer.visit)
+        } catch {
+            throw CourierError(opening: error, dataProtection: configuration.hasDataProtection)
+        }
+        // Again for the files an earlier version made in another class, and the spare segment.
+        configuration.protect(directory.path)
+        protect = configuration.protect
     }
 
     // MARK: - Appends (each one record, or one batch that is all-or-nothing)
@@ -107,7 +116,7 @@ final class MessageLog: Sendable {
 /// exists only while its hand-off lasts** (files a kill left behind are removed when the next
 /// open reconciles). Blocking file work, every call: keep it off the cooperative pool.
 extension MessageLog {
-    var bodyDirectoryPath: String { directory.path + "/" + HandOff.directoryName }
+    var bodyDirectoryPath: String { log.directory + "/" + HandOff.directoryName }
 
     func bodyPath(of id: MessageID, ticket: UInt64) -> String {
         bodyDirectoryPath + "/" + HandOff.bodyFileName(id, ticket: ticket)
@@ -119,21 +128,21 @@ extension MessageLog {
     func writeBodies(_ bodies: [(body: [UInt8], path: String)]) -> [Bool] {
         protect(bodyDirectoryPath)  // before its first file
         let written = bodies.map { writeBody($0.body, to: $0.path) }
-        try? fileSystem.syncDirectory(atPath: bodyDirectoryPath)
+        try? log.fileSystem.syncDirectory(atPath: bodyDirectoryPath)
         return written
     }
 
     /// Writes `body` to `path`, replacing what is there, and syncs it. False on failure.
     private func writeBody(_ body: [UInt8], to path: String) -> Bool {
-        guard (try? fileSystem.removeFile(atPath: path)) != nil,
-            let file = try? fileSystem.openFile(atPath: path, create: true)
+        guard (try? log.fileSystem.removeFile(atPath: path)) != nil,
+            let file = try? log.fileSystem.openFile(atPath: path, create: true)
         else { return false }
         // The log's own loop over short writes: a write that fails or makes no progress stops it.
         return (try? file.writeFully(body, at: 0)) != nil && (try? file.sync()) != nil
     }
 
     func removeBody(at path: String) {
-        try? fileSystem.removeFile(atPath: path)
+        try? log.fileSystem.removeFile(atPath: path)
     }
 
     func removeBody(of id: MessageID, ticket: UInt64) {
@@ -142,7 +151,7 @@ extension MessageLog {
 
     /// Removes every body file whose hand-off is not among `handOffs`.
     func sweepBodies(keeping handOffs: [MessageID: HandOff]) {
-        guard let names = try? fileSystem.contentsOfDirectory(atPath: bodyDirectoryPath) else { return }
+        guard let names = try? log.fileSystem.contentsOfDirectory(atPath: bodyDirectoryPath) else { return }
         for name in names {
             if let (id, ticket) = HandOff.parse(bodyFileName: name), handOffs[id]?.ticket == ticket { continue }
             removeBody(at: bodyDirectoryPath + "/" + name)
