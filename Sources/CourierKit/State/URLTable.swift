@@ -117,6 +117,7 @@ struct OriginTable {
     }
 
     private(set) var entries: [Entry] = []
+    private var indexByName: [String: UInt32] = [:]
     /// Origins with an outage, so scheduling never scans every origin. Few at any time.
     private(set) var down: [UInt32] = []
     /// Throttled origins: up, and may have parked slots. May hold origins with none left; the
@@ -125,12 +126,12 @@ struct OriginTable {
     var rules = Governor.Rules()
 
     /// The index of the origin `url` belongs to, adding it if new. Called once per distinct URL
-    /// (the URL table interns first), so parsing here is off the per-message path; so is the
-    /// search, over a courier's few destinations.
+    /// (the URL table interns first), so parsing here is off the per-message path.
     mutating func intern(url: String) -> UInt32 {
         let name = Self.origin(of: url)
-        if let known = entries.firstIndex(where: { $0.name == name }) { return UInt32(known) }
+        if let known = indexByName[name] { return known }
         entries.append(Entry(name: name, governor: Governor(rules)))
+        indexByName[name] = UInt32(entries.count - 1)
         return UInt32(entries.count - 1)
     }
 
