@@ -125,8 +125,8 @@ struct OriginTable {
     var throttled: [UInt32] = []
     var rules = Governor.Rules()
 
-    /// The index of the origin `url` belongs to, adding it if new. Called once per distinct URL
-    /// (the URL table interns first), so parsing here is off the per-message path.
+    /// The index of the origin `url` belongs to, adding it if new. Called when the URL table adds
+    /// `url` (no message pending went there), not for each message to a URL already pending.
     mutating func intern(url: String) -> UInt32 {
         let name = Self.origin(of: url)
         if let known = indexByName[name] { return known }
