@@ -298,12 +298,13 @@ private extension ConcurrencyLimit {
     /// What an answered probe does to the flow (`Governor.observe`, `.recovered`).
     func recovered(_ flow: inout Governor.Flow, maximum: Int) {
         var governor = governor(flow, maximum: maximum, backoff: DestinationBackoff(failuresBeforeDown: 1))
-        func answer(_ status: Int) -> Governor.Answer {
-            Governor.Answer(
-                outcome: .response(status: status), message: 1, startedMilliseconds: nil, retryAfter: nil, random: 0)
+        func answer(_ status: Int) -> Ending {
+            Ending(
+                attempt: Attempt(id: MessageID(), number: 1), outcome: .response(status: status),
+                createdMilliseconds: 0, runner: .upload(ticket: 1))
         }
-        _ = governor.observe(answer(500), at: 10)
-        guard governor.observe(answer(200), at: 20) == .recovered(downMilliseconds: 10) else { return }
+        _ = governor.observe(answer(500), message: 1, at: 10)
+        guard governor.observe(answer(200), message: 1, at: 20) == .recovered(downMilliseconds: 10) else { return }
         flow = governor.flow
     }
 }

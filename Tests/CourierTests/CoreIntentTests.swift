@@ -120,7 +120,7 @@ import Testing
         let ending = Ending(
             attempt: attempt, outcome: outcome, createdMilliseconds: 500, runner: .engine(token: 5), url: nil,
             continuing: true)
-        return .ended(ending, retryAfter: nil, random: 0, probeRandom: 0)
+        return .ended(ending)
     }
 
     @Test func aFailedAttemptAsksForItsRecordWithTheNextDueTimeAndFreesItsSlot() {

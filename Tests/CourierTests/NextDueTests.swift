@@ -22,6 +22,17 @@ import Testing
         var testDescription: String { name }
     }
 
+    /// An attempt's end as the core hands it to the rule, `sinceSend` after its message was sent.
+    static func ending(
+        _ outcome: DeliveryOutcome, attempt: Int, byUpload: Bool = false, sinceSend: Duration = .zero,
+        retryAfter: Duration? = nil, random: UInt64
+    ) -> Ending {
+        Ending(
+            attempt: Attempt(id: MessageID(), number: attempt), outcome: outcome,
+            createdMilliseconds: now - NextDue.milliseconds(sinceSend),
+            runner: byUpload ? .upload(ticket: 1) : .engine(token: 1), retryAfter: retryAfter, random: random)
+    }
+
     static func retry(inSeconds seconds: Int, foregroundOnly: Bool = false) -> NextDue.Verdict {
         .retry(dueMilliseconds: now + UInt64(seconds) * 1000, delay: .seconds(seconds), foregroundOnly: foregroundOnly)
     }
@@ -78,10 +89,10 @@ import Testing
 
     @Test(arguments: rows)
     func theRuleDecides(row: Row) {
-        let facts = NextDue.Facts(
-            outcome: row.outcome, attempt: row.attempt, byUpload: row.byUpload, sinceSend: row.sinceSend,
+        let ending = Self.ending(
+            row.outcome, attempt: row.attempt, byUpload: row.byUpload, sinceSend: row.sinceSend,
             retryAfter: row.retryAfterSeconds.map { .seconds($0) }, random: 7)
-        #expect(NextDue.after(facts, destinationLimited: row.limited, policy: row.policy, nowMilliseconds: Self.now)
+        #expect(NextDue.after(ending, destinationLimited: row.limited, policy: row.policy, nowMilliseconds: Self.now)
                 == row.expected)
     }
 
@@ -98,13 +109,11 @@ import Testing
                 == "expired: next try would be past 60.0 seconds since send; last: HTTP 500")
     }
 
-    @Test func jitterIsSeededByTheFactsRandomValue() {
+    @Test func jitterIsSeededByTheEndingsRandomValue() {
         let policy = RetryPolicy(jitter: .full)
         func due(_ random: UInt64) -> NextDue.Verdict {
-            let facts = NextDue.Facts(
-                outcome: .response(status: 500), attempt: 5, byUpload: false, sinceSend: .zero, retryAfter: nil,
-                random: random)
-            return NextDue.after(facts, destinationLimited: false, policy: policy, nowMilliseconds: Self.now)
+            let ending = Self.ending(.response(status: 500), attempt: 5, random: random)
+            return NextDue.after(ending, destinationLimited: false, policy: policy, nowMilliseconds: Self.now)
         }
         #expect(due(1) == due(1))
         var dues: Set<UInt64> = []

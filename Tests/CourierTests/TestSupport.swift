@@ -76,6 +76,19 @@ extension Projection {
     mutating func takeNext(_ start: Start, nowMilliseconds now: UInt64) -> Taken? {
         take(start, limit: 1, nowMilliseconds: now).first
     }
+
+    /// Tells slot `i`'s destination what its attempt said, as the core does (`observe(_:ofSlot:)`
+    /// with the attempt's `Ending`); `random` seeds the probe delay.
+    mutating func observe(
+        _ outcome: DeliveryOutcome, ofSlot i: UInt32, startedMilliseconds: UInt64?, retryAfter: Duration?,
+        random: UInt64, nowMilliseconds now: UInt64
+    ) -> Governor.Change {
+        let attempt = Attempt(id: slots[Int(i)].id, number: 1, startedMilliseconds: startedMilliseconds)
+        let ending = Ending(
+            attempt: attempt, outcome: outcome, createdMilliseconds: 0, runner: .engine(token: 0),
+            retryAfter: retryAfter, probeRandom: random)
+        return observe(ending, ofSlot: i, nowMilliseconds: now)
+    }
 }
 
 extension Courier {

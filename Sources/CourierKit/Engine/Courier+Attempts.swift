@@ -53,11 +53,11 @@ extension Courier {
     /// next plan: call it where blocking is allowed then (`recordWhereAllowed`).
     func record(_ ending: Ending) -> Reply {
         let instant = currentInstant()
-        let retryAfter = configuration.retry.retryAfter(
+        var ending = ending
+        ending.retryAfter = configuration.retry.retryAfter(
             of: ending.outcome, now: Date(timeIntervalSince1970: Double(instant.wallMilliseconds) / 1000))
-        let effects = core.handle(
-            .ended(ending, retryAfter: retryAfter, random: configuration.random(), probeRandom: configuration.random()),
-            at: instant)
+        (ending.random, ending.probeRandom) = (configuration.random(), configuration.random())
+        let effects = core.handle(.ended(ending), at: instant)
         effects.run()
         let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
         configuration.logger.debug(
@@ -166,8 +166,9 @@ struct Attempt: Sendable {
     var id: MessageID
     var number: Int
     /// When it was taken (wall ms): its outcome says nothing new to the concurrency policy if
-    /// the policy cut the limit since.
-    var startedMilliseconds: UInt64 = 0
+    /// the policy cut the limit since. Nil for a background upload, whose latency says nothing
+    /// (the system chose when it ran).
+    var startedMilliseconds: UInt64?
     /// Its full state, if the core kept it in memory when the attempt was taken (in the same
     /// critical section): the runner then neither reads the log nor takes the lock again. The
     /// attempt is in flight from that moment, so a `cancel` after it lets this POST go, as
@@ -186,6 +187,14 @@ struct Ending: Sendable {
     var url: String?
     /// Whether the engine's runner may make the next attempt (its task is not cancelled).
     var continuing = false
+    /// Gathered by `Courier.record` outside the core's lock (no lock may call the app's
+    /// clock or random source): the server's `Retry-After`, read once for the message and its
+    /// destination and clamped (`RetryPolicy.retryAfter(of:now:)`); the seed of the jitter
+    /// (`NextDue`); that of the probe delay, if the attempt was its destination's probe
+    /// (`Governor`).
+    var retryAfter: Duration?
+    var random: UInt64 = 0
+    var probeRandom: UInt64 = 0
 
     /// Who made the attempt.
     enum Runner: Sendable {

@@ -25,20 +25,6 @@ struct Governor {
         }()
     }
 
-    /// What an attempt's end tells its destination.
-    struct Answer {
-        var outcome: DeliveryOutcome
-        /// The message's arrival number (`Projection.Slot.order`, unique for the courier's life).
-        var message: UInt64
-        /// When the engine took it (wall ms); nil for a background upload, whose latency says
-        /// nothing (the system chose when it ran).
-        var startedMilliseconds: UInt64?
-        /// The server's `Retry-After`, read once and clamped.
-        var retryAfter: Duration?
-        /// Seeds the probe delay's jitter, drawn from the app's source outside any lock.
-        var random: UInt64
-    }
-
     /// What an answer changed, for the core to report.
     enum Change: Equatable {
         case none
@@ -135,25 +121,28 @@ struct Governor {
 
     // MARK: What an answer changed
 
-    /// Records what an attempt of `answer.message` said, at `now`.
-    mutating func observe(_ answer: Answer, at now: UInt64) -> Change {
-        let signal = Self.signal(for: answer.outcome)
+    /// Records what `ending`, an attempt of `message` (its arrival number,
+    /// `Projection.Slot.order`, unique for the courier's life), said at `now`: its outcome, when
+    /// the engine took it (nil for a background upload), the server's `Retry-After`, and the
+    /// seed of the probe delay's jitter (`probeRandom`).
+    mutating func observe(_ ending: Ending, message: UInt64, at now: UInt64) -> Change {
+        let signal = Self.signal(for: ending.outcome)
         let answering =
             outage == nil
             && lastHealthyMilliseconds.map { now <= $0 + ConcurrencyLimit.answeredWithinMilliseconds } ?? false
-        let started = answer.startedMilliseconds ?? 0
+        let started = ending.attempt.startedMilliseconds ?? 0
         if signal != .neutral { hasReported = true }
         switch signal {
         case .healthy:
             consecutiveFailures = 0
             lastHealthyMilliseconds = now
             // A 4xx is the message's own problem: neither a success nor a failure of the server.
-            if answer.outcome.isSuccess {
-                answers.record(message: answer.message, failed: false, nowMilliseconds: now)
+            if ending.outcome.isSuccess {
+                answers.record(message: message, failed: false, nowMilliseconds: now)
                 paySuccess(at: now)
             }
             guard let outage else {
-                let latency = answer.startedMilliseconds.map { now - min(now, $0) }
+                let latency = ending.attempt.startedMilliseconds.map { now - min(now, $0) }
                 succeeded(latencyMilliseconds: latency, startedMilliseconds: started, nowMilliseconds: now)
                 return .none
             }
@@ -163,16 +152,16 @@ struct Governor {
             return .recovered(downMilliseconds: now - min(now, outage.sinceMilliseconds))
         case .overloaded where answering:
             refused(
-                retryAfterMilliseconds: answer.retryAfter.map(NextDue.milliseconds), startedMilliseconds: started,
+                retryAfterMilliseconds: ending.retryAfter.map(NextDue.milliseconds), startedMilliseconds: started,
                 nowMilliseconds: now)
             return rules.concurrency.isAdaptive ? .limited : .none
         case .overloaded, .timedOut, .failing:
             // From a destination answering others: a timeout cuts the limit, a 5xx or 408 was served.
             if answering && signal == .timedOut { timedOut(startedMilliseconds: started, nowMilliseconds: now) }
-            if answering && signal == .failing, case .response = answer.outcome { countServed(at: now) }
-            return fail(answer, at: now)
+            if answering && signal == .failing, case .response = ending.outcome { countServed(at: now) }
+            return fail(ending, message: message, at: now)
         case .neutral:
-            if let outage, outage.probe == answer.message { scheduleProbe(after: answer, at: now) }
+            if let outage, outage.probe == message { scheduleProbe(after: ending, at: now) }
             return .none
         }
     }
@@ -195,13 +184,13 @@ struct Governor {
     }
 
     /// A failure: a failed probe spaces the next one; enough in a row make the destination down.
-    private mutating func fail(_ answer: Answer, at now: UInt64) -> Change {
+    private mutating func fail(_ ending: Ending, message: UInt64, at now: UInt64) -> Change {
         consecutiveFailures += 1
-        answers.record(message: answer.message, failed: true, nowMilliseconds: now)
+        answers.record(message: message, failed: true, nowMilliseconds: now)
         if let outage {
-            if outage.probe == answer.message {
+            if outage.probe == message {
                 self.outage!.failedProbes += 1
-                scheduleProbe(after: answer, at: now)
+                scheduleProbe(after: ending, at: now)
             }
             return .none
         }
@@ -212,7 +201,7 @@ struct Governor {
             of: .max, rules.retry.explainedFailures, nowMilliseconds: now, droppingFailures: consecutiveFailures)
         guard consecutiveFailures >= threshold + explained else { return .none }
         outage = Outage(sinceMilliseconds: now, explainedFailures: explained, nextProbeMilliseconds: now)
-        scheduleProbe(after: answer, at: now)
+        scheduleProbe(after: ending, at: now)
         return .wentDown(consecutiveFailures: consecutiveFailures)
     }
 
@@ -220,15 +209,15 @@ struct Governor {
     /// attempt `failedProbes − explainedFailures` (at least 1), capped at `maximumProbeDelay`
     /// and equally jittered (unless the policy has none; equal jitter keeps a long outage's
     /// probes at least half the cap apart), at least the server's `Retry-After`.
-    private mutating func scheduleProbe(after answer: Answer, at now: UInt64) {
+    private mutating func scheduleProbe(after ending: Ending, at now: UInt64) {
         guard let outage else { return }
         var probing = rules.retry
         probing.maximumDelay = min(probing.maximumDelay, rules.backoff.maximumProbeDelay)
         if probing.jitter != .none { probing.jitter = .equal }
-        var random = SplitMix64(seed: answer.random)
+        var random = SplitMix64(seed: ending.probeRandom)
         let attempt = max(1, outage.failedProbes - outage.explainedFailures)
         var delay = probing.jittered(probing.backoff(attempt: attempt), using: &random)
-        if let retryAfter = answer.retryAfter { delay = max(delay, retryAfter) }
+        if let retryAfter = ending.retryAfter { delay = max(delay, retryAfter) }
         self.outage!.probe = nil
         self.outage!.nextProbeMilliseconds = now + NextDue.milliseconds(delay)
     }

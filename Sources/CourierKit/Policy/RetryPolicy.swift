@@ -310,22 +310,6 @@ extension RetryPolicy {
 /// one, in memory only, unlogged (`Projection.startDelivery` moves the due time, never earlier).
 /// First attempts, paced retries and hand-offs pay no token, so they never wait for one.
 enum NextDue {
-    /// What the rule decides an attempt's end by (`CoreState.ended` gathers it, with what was read
-    /// and drawn outside the core's lock).
-    struct Facts: Sendable {
-        var outcome: DeliveryOutcome
-        /// The attempt's number, 1 for the first.
-        var attempt: Int
-        /// A background upload made it (not the engine).
-        var byUpload: Bool
-        /// How long ago the message was sent (`RetryPolicy.expiry`).
-        var sinceSend: Duration
-        /// The server's `Retry-After`, read once and clamped (`RetryPolicy.retryAfter(of:now:)`).
-        var retryAfter: Duration?
-        /// Seeds the jitter, drawn from the app's random source outside any lock.
-        var random: UInt64
-    }
-
     /// The rule's answer.
     enum Verdict: Sendable, Equatable {
         case delivered(status: UInt16)
@@ -335,29 +319,31 @@ enum NextDue {
         case giveUp(reason: AbandonReason)
     }
 
-    /// The verdict on an attempt that ended at `now` (wall ms) with what `facts` say, after its
-    /// destination was told: `destinationLimited` if the destination refused it for load while
-    /// answering others; `explainedFailures`, how many of the message's failures the
+    /// The verdict on `ending` (its outcome, its attempt's number, who made it, the message's age
+    /// from its creation to `now` (wall ms), the server's `Retry-After` and the jitter's seed),
+    /// after its destination was told: `destinationLimited` if the destination refused it for
+    /// load while answering others; `explainedFailures`, how many of the message's failures the
     /// destination's failure rate explains (`RetryPolicy.ExplainedFailures`).
     static func after(
-        _ facts: Facts, destinationLimited: Bool, explainedFailures: Int = 0, policy: RetryPolicy,
+        _ ending: Ending, destinationLimited: Bool, explainedFailures: Int = 0, policy: RetryPolicy,
         nowMilliseconds now: UInt64
     ) -> Verdict {
-        var random = SplitMix64(seed: facts.random)
+        var random = SplitMix64(seed: ending.random)
+        let sinceSend = Duration.milliseconds(Int64(now - min(now, ending.createdMilliseconds)))
         switch policy.decide(
-            facts.outcome, attempt: facts.attempt, sinceSend: facts.sinceSend, retryAfter: facts.retryAfter,
+            ending.outcome, attempt: ending.attempt.number, sinceSend: sinceSend, retryAfter: ending.retryAfter,
             explainedFailures: explainedFailures, using: &random)
         {
         case .delivered:
-            let status = if case .response(let s, _) = facts.outcome { UInt16(clamping: s) } else { UInt16(0) }
+            let status = if case .response(let s, _) = ending.outcome { UInt16(clamping: s) } else { UInt16(0) }
             return .delivered(status: status)
         case .giveUp(let reason):
             return .giveUp(reason: reason)
         case .retry(let backoff):
-            if facts.byUpload && facts.outcome.isUnauthorized {
+            if case .upload = ending.runner, ending.outcome.isUnauthorized {
                 return .retry(dueMilliseconds: now, delay: .zero, foregroundOnly: true)
             }
-            let delay = destinationLimited ? facts.retryAfter ?? .zero : backoff
+            let delay = destinationLimited ? ending.retryAfter ?? .zero : backoff
             return .retry(dueMilliseconds: now + milliseconds(delay), delay: delay, foregroundOnly: false)
         }
     }

@@ -80,11 +80,9 @@ enum CoreInput {
 
     // MARK: The engine's
     /// An attempt ended with an outcome (an engine attempt or a background upload): the one
-    /// outcome path (`CoreState.ended`), with what was gathered of it outside the lock: the
-    /// server's `Retry-After` (read and clamped: `RetryPolicy.retryAfter(of:now:)`), the seed of
-    /// the jitter, and that of the probe delay's, if the attempt was its destination's probe.
-    /// Told with its instant.
-    case ended(Ending, retryAfter: Duration?, random: UInt64, probeRandom: UInt64)
+    /// outcome path (`CoreState.ended`), with what was gathered of it outside the lock (the
+    /// server's `Retry-After`, the random seeds: `Ending`). Told with its instant.
+    case ended(Ending)
     /// A background upload ended without an outcome to judge (`CoreState.uploadEnded`).
     case uploadEnded(UploadEnd)
     /// A hand-off pass's messages begin (`CoreState.beginHandOffs`), or go back to the engine.
@@ -261,10 +259,9 @@ extension CoreState {
             recordUnreadable(id, error: error, dueMilliseconds: due, &effects)
             effects.plan = instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
         case .wake: effects.plan = plan
-        case .ended(let ending, let retryAfter, let random, let probeRandom):
+        case .ended(let ending):
             guard let instant else { preconditionFailure("an attempt's end is told with its instant") }
-            effects.plan = ended(
-                ending, retryAfter: retryAfter, random: random, probeRandom: probeRandom, at: instant, &effects)
+            effects.plan = ended(ending, at: instant, &effects)
         case .uploadEnded(let end):
             guard let instant else { preconditionFailure("an upload's end is told with its instant") }
             effects.plan = uploadEnded(end, at: instant, &effects)

@@ -22,20 +22,12 @@ extension CoreState {
     /// An attempt ended (an engine attempt, or a background upload): the outcome is logged and
     /// applied (`record`), the attempt's slot (or the hand-off) freed, and the next plan asked
     /// for. `reply.verdict`: what the one rule decided; `reply.endedHandOff`: an upload's.
-    mutating func ended(
-        _ ending: Ending, retryAfter: Duration?, random: UInt64, probeRandom: UInt64, at instant: EngineInstant,
-        _ effects: inout Effects
-    ) -> PlanRequest {
+    mutating func ended(_ ending: Ending, at instant: EngineInstant, _ effects: inout Effects) -> PlanRequest {
         let token: UInt64? = if case .engine(let t) = ending.runner { t } else { nil }
         let ticket: UInt64? = if case .upload(let t) = ending.runner { t } else { nil }
         let now = instant.wallMilliseconds
         wallMilliseconds = max(wallMilliseconds, now)
-        let facts = NextDue.Facts(
-            outcome: ending.outcome, attempt: ending.attempt.number, byUpload: ticket != nil,
-            sinceSend: .milliseconds(Int64(now - min(now, ending.createdMilliseconds))), retryAfter: retryAfter,
-            random: random)
-        effects.reply.verdict = record(
-            ending.attempt, facts, probeRandom: probeRandom, at: now, handOff: ticket, &effects)
+        effects.reply.verdict = record(ending, at: now, handOff: ticket, &effects)
         effects.reply.endedHandOff = ticket != nil
         return PlanRequest(instant: instant, handOffAsked: ticket != nil, freeing: token, continuing: ending.continuing)
     }
@@ -46,10 +38,9 @@ extension CoreState {
     /// attempt was a background upload task with that ticket: its outcome counts only while
     /// the message is still handed off to that task; the hand-off ends.
     private mutating func record(
-        _ attempt: Attempt, _ facts: NextDue.Facts, probeRandom: UInt64, at now: UInt64, handOff ticket: UInt64?,
-        _ effects: inout Effects
+        _ ending: Ending, at now: UInt64, handOff ticket: UInt64?, _ effects: inout Effects
     ) -> NextDue.Verdict? {
-        let id = attempt.id, number = UInt32(attempt.number), outcome = facts.outcome
+        let id = ending.attempt.id, number = UInt32(ending.attempt.number), outcome = ending.outcome
         // Cancelled while its attempt was in flight: the message is done, and its outcome is
         // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
         guard let slot = projection.slotIndex(of: id) else { return nil }
@@ -58,13 +49,11 @@ extension CoreState {
             handOffs[id] = nil
         }
         // The destination first: a recovery unparks the others before this one resolves.
-        let change = projection.observe(
-            outcome, ofSlot: slot, startedMilliseconds: facts.byUpload ? nil : attempt.startedMilliseconds,
-            retryAfter: facts.retryAfter, random: probeRandom, nowMilliseconds: now)
+        let change = projection.observe(ending, ofSlot: slot, nowMilliseconds: now)
         let order = projection.slots[Int(slot)].order
         let explained = outcome.isSuccess ? 0 : projection.governor(ofSlot: slot).explainedFailures(of: order, at: now)
         let verdict = NextDue.after(
-            facts, destinationLimited: change == .limited, explainedFailures: explained, policy: retry,
+            ending, destinationLimited: change == .limited, explainedFailures: explained, policy: retry,
             nowMilliseconds: now)
         let origin = projection.origin(ofSlot: slot)
         switch change {
@@ -80,17 +69,17 @@ extension CoreState {
         switch verdict {
         case .delivered(let status):
             effects.append(.delivered(id, attempt: number, status: status))
-            resolve(id, .delivered, attempts: attempt.number, &effects)
+            resolve(id, .delivered, attempts: ending.attempt.number, &effects)
         case .retry(let due, _, let foregroundOnly):
             effects.append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due))
             projection.retry(id, attempts: number, dueMilliseconds: due, paced: change == .limited)
             let next = Date(timeIntervalSince1970: Double(due) / 1000)
-            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: next))
+            effects.emit(.failed(id, attempt: ending.attempt.number, outcome: outcome, nextAttemptAt: next))
             if foregroundOnly { self.foregroundOnly.insert(id) }  // no hand-off takes it again
         case .giveUp(let reason):
             effects.append(.abandoned(id, attempt: number, reason: reason.description))
-            effects.emit(.failed(id, attempt: attempt.number, outcome: outcome, nextAttemptAt: nil))
-            resolve(id, .abandoned(reason), attempts: attempt.number, &effects)
+            effects.emit(.failed(id, attempt: ending.attempt.number, outcome: outcome, nextAttemptAt: nil))
+            resolve(id, .abandoned(reason), attempts: ending.attempt.number, &effects)
         }
         return verdict
     }

@@ -159,15 +159,9 @@ extension Projection {
     /// counts kept), left in its queue: `take` releases them oldest first, as the limit and pace
     /// allow (moving them into the heap cost a push each, then a pop and a park again for all but
     /// the few the limit let through, under the core's lock).
-    mutating func observe(
-        _ outcome: DeliveryOutcome, ofSlot i: UInt32, startedMilliseconds: UInt64?, retryAfter: Duration?,
-        random: UInt64, nowMilliseconds now: UInt64
-    ) -> Governor.Change {
+    mutating func observe(_ ending: Ending, ofSlot i: UInt32, nowMilliseconds now: UInt64) -> Governor.Change {
         let o = origin(ofSlot: i)
-        let answer = Governor.Answer(
-            outcome: outcome, message: slots[Int(i)].order, startedMilliseconds: startedMilliseconds,
-            retryAfter: retryAfter, random: random)
-        let change = origins[o].governor.observe(answer, at: now)
+        let change = origins[o].governor.observe(ending, message: slots[Int(i)].order, at: now)
         origins.note(change, of: o)
         if case .recovered = change {
             // Bounded by the queue's length; stale entries (no longer parked here) are skipped.
