@@ -285,12 +285,9 @@ struct ByteWriter {
     mutating func id(_ id: MessageID) { withUnsafeBytes(of: id.uuid) { bytes.append(contentsOf: $0) } }
     /// A string of at most 65,535 UTF-8 bytes (callers validate lengths first).
     mutating func string(_ s: String) {
-        var s = s
-        s.withUTF8 { utf8 in
-            let count = min(utf8.count, Int(UInt16.max))
-            u16(UInt16(count))
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[..<count]))
-        }
+        let utf8 = s.utf8.prefix(Int(UInt16.max))
+        u16(UInt16(utf8.count))
+        bytes += utf8
     }
 }
 
