@@ -126,7 +126,27 @@ extension Courier {
                 .invalidOrderingKey,
                 "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
         }
-        if !labels.headers.isEmpty { try validate(labels.headers) }
+        guard labels.headers.count <= 200 else {
+            throw CourierError(.invalidHeaders, "\(labels.headers.count) headers; at most 200")
+        }
+        for (name, value) in labels.headers {
+            // Headers Courier sets itself: a caller passing one gets `.invalidHeaders`, never a silent drop.
+            if ["content-type", "idempotency-key"].contains(name.lowercased()) {
+                throw CourierError(
+                    .invalidHeaders,
+                    "header \"\(name)\" is set by Courier: the content type comes from send(data:contentType:to:) "
+                        + "(application/json for JSON sends), and Idempotency-Key is always the message id"
+                )
+            }
+            guard !name.isEmpty, name.utf8.count <= 8192, value.utf8.count <= 8192 else {
+                throw CourierError(
+                    .invalidHeaders, "header \"\(name.prefix(40))\": empty name, or name or value over 8 KiB")
+            }
+            // Scalars, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
+            guard !(name + value).unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                throw CourierError(.invalidHeaders, "header \"\(name.prefix(40))\" contains a line break")
+            }
+        }
         guard labels.tags.count <= maximumTagCount else {
             throw CourierError(.invalidTags, "\(labels.tags.count) tags; at most \(maximumTagCount)")
         }
@@ -150,31 +170,6 @@ extension Courier {
             id: id, url: target, headers: [Header(name: "Content-Type", value: contentType)] + headers, body: body,
             createdMilliseconds: min(now, labels.createdMilliseconds ?? now), nextDueMilliseconds: now,
             orderingKey: labels.orderingKey, tags: labels.tags.sorted())
-    }
-
-    /// Headers Courier sets itself; a caller passing one gets `.invalidHeaders`, never a
-    /// silent drop.
-    static let reservedHeaders: Set<String> = ["content-type", "idempotency-key"]
-
-    static func validate(_ headers: [String: String]) throws(CourierError) {
-        guard headers.count <= 200 else { throw CourierError(.invalidHeaders, "\(headers.count) headers; at most 200") }
-        for (name, value) in headers {
-            if reservedHeaders.contains(name.lowercased()) {
-                throw CourierError(
-                    .invalidHeaders,
-                    "header \"\(name)\" is set by Courier: the content type comes from send(data:contentType:to:) "
-                        + "(application/json for JSON sends), and Idempotency-Key is always the message id"
-                )
-            }
-            guard !name.isEmpty, name.utf8.count <= 8192, value.utf8.count <= 8192 else {
-                throw CourierError(
-                    .invalidHeaders, "header \"\(name.prefix(40))\": empty name, or name or value over 8 KiB")
-            }
-            // Scalars, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
-            guard !(name + value).unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else {
-                throw CourierError(.invalidHeaders, "header \"\(name.prefix(40))\" contains a line break")
-            }
-        }
     }
 
     /// The most tags one message may carry, and the longest tag (UTF-8 bytes).
