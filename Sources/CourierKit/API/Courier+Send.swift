@@ -1,4 +1,3 @@
-import CourierLog
 import Foundation
 
 extension Courier {

@@ -1,5 +1,3 @@
-import Foundation
-
 extension Courier {
     /// Returns once message `id` is delivered (at once if it already was).
     /// - Throws: a `CourierError`: `.abandoned` if the retry policy gave up on it, `.cancelled`

@@ -1,5 +1,3 @@
-import CourierLog
-import Dispatch
 import Foundation
 
 /// Guaranteed delivery of messages to HTTP servers.
