@@ -19,33 +19,27 @@ enum UploadEnd: Sendable {
 /// The one outcome path, for both runners (`CoreInput.ended`), and the ends of uploads without
 /// one (`CoreInput.uploadEnded`).
 extension CoreState {
-    /// An attempt ended (an engine attempt, or a background upload): the outcome is logged and
-    /// applied (`record`), the attempt's slot (or the hand-off) freed, and the next plan asked
-    /// for. `reply.verdict`: what the one rule decided; `reply.endedHandOff`: an upload's.
+    /// An attempt ended (an engine attempt, or a background upload): the destination is told,
+    /// the one rule (`NextDue`) decides what comes next, the verdict is logged, the projection
+    /// updated, waiters released; the attempt's slot (or the hand-off) is freed, and the next
+    /// plan asked for. `reply.verdict`: what the one rule decided (nil: the outcome was dropped,
+    /// the message having been cancelled while in flight, or its hand-off ended);
+    /// `reply.endedHandOff`: an upload's. An upload (a background task with the hand-off's
+    /// ticket) counts only while the message is still handed off to that task; the hand-off ends.
     mutating func ended(_ ending: Ending, at instant: EngineInstant, _ effects: inout Effects) -> PlanRequest {
         let token: UInt64? = if case .engine(let t) = ending.runner { t } else { nil }
         let ticket: UInt64? = if case .upload(let t) = ending.runner { t } else { nil }
         let now = instant.wallMilliseconds
         wallMilliseconds = max(wallMilliseconds, now)
-        effects.reply.verdict = record(ending, at: now, handOff: ticket, &effects)
         effects.reply.endedHandOff = ticket != nil
-        return PlanRequest(instant: instant, handOffAsked: ticket != nil, freeing: token, continuing: ending.continuing)
-    }
-
-    /// The destination is told, the one rule (`NextDue`) decides what comes next, the verdict
-    /// is logged, the projection updated, waiters released. Nil: the outcome was dropped (the
-    /// message was cancelled while in flight, or its hand-off ended). With `handOff`, the
-    /// attempt was a background upload task with that ticket: its outcome counts only while
-    /// the message is still handed off to that task; the hand-off ends.
-    private mutating func record(
-        _ ending: Ending, at now: UInt64, handOff ticket: UInt64?, _ effects: inout Effects
-    ) -> NextDue.Verdict? {
+        let plan = PlanRequest(
+            instant: instant, handOffAsked: ticket != nil, freeing: token, continuing: ending.continuing)
         let id = ending.attempt.id, number = UInt32(ending.attempt.number), outcome = ending.outcome
         // Cancelled while its attempt was in flight: the message is done, and its outcome is
         // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
-        guard let slot = projection.slotIndex(of: id) else { return nil }
+        guard let slot = projection.slotIndex(of: id) else { return plan }
         if let ticket {
-            guard handOffs[id]?.ticket == ticket else { return nil }
+            guard handOffs[id]?.ticket == ticket else { return plan }
             handOffs[id] = nil
         }
         // The destination first: a recovery unparks the others before this one resolves.
@@ -55,6 +49,7 @@ extension CoreState {
         let verdict = NextDue.after(
             ending, destinationLimited: change == .limited, explainedFailures: explained, policy: retry,
             nowMilliseconds: now)
+        effects.reply.verdict = verdict
         let origin = projection.origin(ofSlot: slot)
         switch change {
         case .none, .limited: break
@@ -81,7 +76,7 @@ extension CoreState {
             effects.emit(.failed(id, attempt: ending.attempt.number, outcome: outcome, nextAttemptAt: nil))
             resolve(id, .abandoned(reason), attempts: ending.attempt.number, &effects)
         }
-        return verdict
+        return plan
     }
 
     /// How an upload ended without an outcome; then the next plan: in the background (or before
