@@ -29,6 +29,9 @@ struct CoreState {
     /// Messages handed to a background upload session, by id (each is in flight in the
     /// projection until its task's completion is heard).
     var handOffs: [MessageID: HandOff] = [:]
+    /// What ends a hand-off whose message ended (cancels its task, removes its body file): given
+    /// to the effects of a section that ended one, which run it after the lock, with the rest.
+    var endHandOff: (@Sendable (MessageID, HandOff) -> Void)?
     /// Messages taken for hand-off whose task is being made (counted against the bound).
     var handOffsStarting = 0
     /// Messages a hand-off may not take in this process (a 401 sent them back to the

@@ -42,16 +42,8 @@ final class CourierCore {
     /// the logger wants none of them: then events are collected only for subscribers.
     private let eventLogger: Logger?
 
-    /// What ends a hand-off whose message ended (cancels its task, removes its body file):
-    /// given to every write's effects, which run it after the lock, with the rest.
-    let endHandOff: @Sendable (MessageID, HandOff) -> Void
-
-    init(
-        log: MessageLog, limits: Limits, state: CoreState, logger: Logger,
-        endHandOff: @escaping @Sendable (MessageID, HandOff) -> Void
-    ) {
+    init(log: MessageLog, limits: Limits, state: CoreState, logger: Logger) {
         self.log = log
-        self.endHandOff = endHandOff
         self.limits = limits
         // No fsync while it is held: every thread waiting for it (event loops among them) would
         // wait for the disk too. The log asserts it; the file system double refuses such calls.
@@ -123,7 +115,7 @@ final class CourierCore {
             effects.logger = eventLogger
             let result = try body(&state, &effects)
             if !effects.events.isEmpty { effects.subscribers = Array(state.subscribers.values) }
-            if !effects.endedHandOffs.isEmpty { effects.endHandOff = endHandOff }
+            if !effects.endedHandOffs.isEmpty { effects.endHandOff = state.endHandOff }
             state.criticalSections &+= 1
             #if DEBUG
             // Writes end with the state's invariants checked (the projection's, and hand-offs'

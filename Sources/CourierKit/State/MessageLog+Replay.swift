@@ -86,10 +86,8 @@ final class Replayer {
                 "opening the log found damage; messages may be missing (see Courier.recovery): \(report.summary)")
         let state = CoreState(
             projection: taken, resolved: resolved, retry: configuration.retry, wallMilliseconds: now,
-            openingDamage: damage, handOffs: handOffs)
-        let core = CourierCore(
-            log: log, limits: configuration.coreLimits, state: state, logger: configuration.logger,
-            endHandOff: endHandOff)
+            openingDamage: damage, handOffs: handOffs, endHandOff: endHandOff)
+        let core = CourierCore(log: log, limits: configuration.coreLimits, state: state, logger: configuration.logger)
         return (core, report)
     }
 }
