@@ -190,7 +190,7 @@ import Testing
             #expect(courier.log.segmentNames.count > 2)
             let start = fs.operationCount
             fs.stopAfter(operations: k)
-            courier.compact(force: true)
+            courier.compactNowForTesting()
             finished = fs.operationCount - start <= k
             fs.crash()
             var reopen = testConfiguration(clock: ManualClock(), transport: ScriptedTransport())

@@ -118,11 +118,11 @@ import Testing
         let segmentsBefore = fs.allPaths().filter { $0.hasSuffix(".wal") }
 
         fs.inject(.error(28), on: .write)
-        courier.compact(force: true)
+        courier.compactNowForTesting()
         #expect(courier.compactionCount == 0, "the compaction whose snapshot write failed did not count")
         #expect(fs.allPaths().filter { $0.hasSuffix(".wal") }.count >= segmentsBefore.count, "nothing was deleted")
         let afterFailure = try courier.send(["n": 1000], to: inbox)
-        courier.compact(force: true)
+        courier.compactNowForTesting()
         #expect(courier.compactionCount == 1, "compaction runs once space is back")
         #expect(fs.allPaths().filter { $0.hasSuffix(".wal") }.count < segmentsBefore.count, "and reclaims segments")
         await courier.close()

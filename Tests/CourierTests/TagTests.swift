@@ -172,7 +172,7 @@ import Testing
             (1...120).map { ["n": $0, "pad": String(repeating: "x", count: 40)] }, to: inbox)
         for id in others { try await courier.delivered(id) }
         await courier.settle()
-        courier.compact(force: true)
+        courier.compactNowForTesting()
         #expect(courier.compactionCount > 0)
         var kinds: [RecordKind] = []
         _ = try LogReader(directory: temporary.url.path).read { kinds.append($0.kind) }

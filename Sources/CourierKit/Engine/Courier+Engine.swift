@@ -73,11 +73,8 @@ extension Courier {
     /// One compaction now, whether or not it is worth it, on the calling thread (benchmarks
     /// time it). Blocking file work: never call it on the cooperative pool.
     @_spi(CourierTesting)
-    public func compactNowForTesting() { compact(force: true) }
-
-    /// One compaction if it is worth it; `force` skips that test (for tests).
-    func compact(force: Bool) {
-        if let plan = core.planCompaction(force: force) { compact(plan) }
+    public func compactNowForTesting() {
+        if let plan = core.planCompaction(force: true) { compact(plan) }
     }
 
     /// Carries out a compaction planned (and marked under way) by `planCompaction`, on the
