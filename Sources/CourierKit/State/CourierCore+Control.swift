@@ -5,8 +5,8 @@ import Foundation
 /// one critical section; and one read of what the facade shows.
 extension CourierCore {
     /// Tells the core `input`, in one critical section (`CoreState.handle`), at `instant` if it
-    /// can make something runnable (see `CoreInput`); the effects say what its plan started
-    /// (`Effects.started`) and what it answers (`Effects.reply`).
+    /// can make something runnable (see `CoreInput`); the effects say what it answers
+    /// (`Effects.reply`: a pass or next attempt its plan started among the rest).
     ///
     /// After an outcome, a compaction now worth running is the core's to start, on the I/O queue
     /// (`Launcher.startCompaction`): no delivery slot waits for it (`settle()` does, and
