@@ -61,8 +61,8 @@ struct Opener {
     {
         let path = joinPath(directory, name)
         // Nothing valid: an unfinished segment creation, or a segment opened and closed with no
-        // append. Its name is the next sequence number, which the new segment needs. All of it
-        // is cut, unless it is empty or a bare valid header.
+        // append. Its name is the next sequence number, which the new segment needs. It is
+        // removed; its bytes are saved aside and reported unless it is empty or a bare valid header.
         let removed = scan.recordCount == 0
         let bareHeader = scan.headerProblem == nil && scan.size == Format.segmentHeaderSize
         let whole = DamagedSpan(

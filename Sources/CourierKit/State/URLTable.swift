@@ -104,7 +104,7 @@ extension FIFOQueue: Sendable where Element: Sendable {}
 /// `Governor` and the queue of its *parked* messages: due, but kept back by an outage (until a
 /// probe is answered) or *throttled* by the limit or pace (until a delivery ends or the pace
 /// allows).
-/// Interned once per distinct URL, never freed (a few hundred bytes each).
+/// One entry per origin, never freed (a few hundred bytes each).
 struct OriginTable {
     struct Entry {
         /// "https://host:443": how events name it.
