@@ -162,13 +162,16 @@ extension Projection {
     mutating func observe(_ ending: Ending, ofSlot i: UInt32, nowMilliseconds now: UInt64) -> Governor.Change {
         let o = origin(ofSlot: i)
         let change = origins[o].governor.observe(ending, message: slots[Int(i)].order, at: now)
-        origins.note(change, of: o)
-        if case .recovered = change {
+        switch change {
+        case .wentDown: origins.down.append(o)
+        case .recovered:
+            origins.down.removeAll { $0 == o }
             // Bounded by the queue's length; stale entries (no longer parked here) are skipped.
             for p in origins[o].parked.entries where isParked(p, at: o) {
                 slots[Int(p)].dueMilliseconds = min(slots[Int(p)].dueMilliseconds, now)
             }
             if origins[o].parkedCount > 0 && !origins.throttled.contains(o) { origins.throttled.append(o) }
+        case .none, .limited: break
         }
         return change
     }

@@ -118,8 +118,9 @@ struct OriginTable {
 
     private(set) var entries: [Entry] = []
     private var indexByName: [String: UInt32] = [:]
-    /// Origins with an outage, so scheduling never scans every origin. Few at any time.
-    private(set) var down: [UInt32] = []
+    /// Origins with an outage, in the order they went down (`Projection.observe` keeps it), so
+    /// scheduling never scans every origin. Few at any time.
+    var down: [UInt32] = []
     /// Throttled origins: up, and may have parked slots. May hold origins with none left; the
     /// selection drops them. Few at any time.
     var throttled: [UInt32] = []
@@ -159,15 +160,6 @@ struct OriginTable {
     }
 
     func isDown(_ origin: UInt32) -> Bool { entries[Int(origin)].governor.isDown }
-
-    /// Keeps the list of down origins in step with what an answer changed.
-    mutating func note(_ change: Governor.Change, of origin: UInt32) {
-        switch change {
-        case .wentDown: down.append(origin)
-        case .recovered: down.removeAll { $0 == origin }
-        case .none, .limited: break
-        }
-    }
 
     /// The earliest time a probe or a throttled message may start: over origins that are down
     /// with something parked, and throttled origins (up, with parked slots) whose pace (not limit)
