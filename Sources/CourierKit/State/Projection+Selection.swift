@@ -230,9 +230,10 @@ extension Projection {
         return nil
     }
 
-    /// The oldest parked slot of origin `o`, left in place.
+    /// The oldest parked slot of origin `o`, left in place (stale entries are skipped, not
+    /// removed: no copy, no mutation).
     func firstParked(_ o: UInt32) -> UInt32? {
-        origins[o].parked.first { isParked($0, at: o) }
+        origins[o].parked.entries.first { isParked($0, at: o) }
     }
 
     /// Slot `i`'s delivery is over (or it was never one): its destination's count drops, and

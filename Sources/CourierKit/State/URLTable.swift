@@ -70,10 +70,6 @@ struct FIFOQueue<Element: Equatable> {
 
     mutating func append(_ element: Element) { items.append(element) }
 
-    /// The first element, from the head, for which `isLive` holds (stale entries are skipped,
-    /// not removed): no copy, no mutation.
-    func first(where isLive: (Element) -> Bool) -> Element? { items[head...].first(where: isLive) }
-
     /// Every element from the head, oldest first (stale entries included: callers check them).
     var entries: ArraySlice<Element> { items[head...] }
 
