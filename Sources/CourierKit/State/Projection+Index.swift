@@ -118,7 +118,7 @@ extension Projection {
     @discardableResult
     mutating func holdTag(_ tag: String) -> Int {
         let tagged = tags.slots(tagged: tag)
-        guard tags.hold(tag) else { return tagged.count }
+        guard tags.held.insert(tag).inserted else { return tagged.count }  // held already
         // Bounded by the tagged messages.
         for i in tagged where !slots[Int(i)].flags.contains(.heldByTag) {
             if slots[Int(i)].flags.contains(.parked) { unparked(i) }
@@ -133,7 +133,7 @@ extension Projection {
     @discardableResult
     mutating func releaseTag(_ tag: String) -> Int {
         let tagged = tags.slots(tagged: tag)
-        guard tags.release(tag) else { return tagged.count }
+        guard tags.held.remove(tag) != nil else { return tagged.count }  // not held
         // In arrival order, so messages due at the same time keep their order in the heap.
         let ordered = tagged.sorted { slots[Int($0)].order < slots[Int($1)].order }
         // Bounded by the tagged messages.
@@ -169,9 +169,9 @@ extension Projection {
 /// `CourierCore.compact`).
 struct TagTable {
     /// Each tagged pending message's tags, sorted.
-    private(set) var tagsBySlot: [UInt32: [String]] = [:]
+    var tagsBySlot: [UInt32: [String]] = [:]
     /// Tags held now.
-    private(set) var held: Set<String> = []
+    var held: Set<String> = []
 
     /// Slot `i` now holds a message with `tags` (none: nothing is kept).
     mutating func add(_ tags: [String], slot i: UInt32) {
@@ -179,9 +179,6 @@ struct TagTable {
         assert(tagsBySlot[i] == nil, "a slot's tags are cleared when it is freed")
         tagsBySlot[i] = tags
     }
-
-    /// Slot `i`'s message left the projection.
-    mutating func remove(slot i: UInt32) { tagsBySlot[i] = nil }
 
     /// The slots of the pending messages tagged `tag`, in no order (bounded by the tagged ones).
     func slots(tagged tag: String) -> [UInt32] { tagsBySlot.compactMap { $0.value.contains(tag) ? $0.key : nil } }
@@ -191,10 +188,4 @@ struct TagTable {
 
     /// Whether a message with `tags` would be held now.
     func isHeld(_ tags: [String]) -> Bool { !held.isEmpty && tags.contains { held.contains($0) } }
-
-    /// Holds `tag`; false if it was held already.
-    mutating func hold(_ tag: String) -> Bool { held.insert(tag).inserted }
-
-    /// Releases `tag`; false if it was not held.
-    mutating func release(_ tag: String) -> Bool { held.remove(tag) != nil }
 }

@@ -201,7 +201,7 @@ struct Projection {
         stopSending(i)
         if slot.flags.contains(.parked) { unparked(i) }
         idIndex[id] = nil
-        tags.remove(slot: i)
+        tags.tagsBySlot[i] = nil
         if slot.lane != LaneTable.none {
             lanes.leave(i, lane: slot.lane)
             // The lane's next message, if it was waiting behind this one, may be schedulable now.
