@@ -176,10 +176,10 @@ extension WriteAheadLog {
         switch configuration.segmentPreparation {
         case .inline:
             if work.prepareSpare { prepareSpare() }
-            if work.syncSealed { try syncSealed() }
+            if work.syncSealed { try sync(through: .max) }
         case .background:
             if work.prepareSpare { preparationQueue.async { [self] in prepareSpare() } }
-            if work.syncSealed { commit.queue.async { [self] in try? syncSealed() } }
+            if work.syncSealed { commit.queue.async { [self] in try? sync(through: .max) } }
         }
         switch configuration.syncPolicy {
         case .never: break
@@ -200,8 +200,6 @@ extension WriteAheadLog {
         preparationQueue.sync {}
         commit.queue.sync {}
     }
-
-    private func syncSealed() throws(LogError) { try commit.waitUntilDurable(nextSequence - 1, log: self) }
 
     /// Creates the next segment's file, empty. Its directory entry needs no sync of its own:
     /// the sync after the roll that renames it covers the directory. A failure is not an

@@ -111,7 +111,7 @@ public final class WriteAheadLog: @unchecked Sendable {
         }
         if spare != nil { try? fileSystem.removeFile(atPath: joinPath(directory, Format.spareSegmentName)) }
         // Through the group commit, so the durable point says what the last sync covered.
-        try commit.waitUntilDurable(nextSequence - 1, log: self)
+        try sync(through: .max)
     }
 }
 
@@ -292,9 +292,8 @@ final class GroupCommit: @unchecked Sendable {  // every var is guarded by `lock
             // Clear the flag first (appends from now on schedule a new sync), then read the
             // target: two separate critical sections, never the commit lock around `mutex`.
             log.commit.lock.withLock { log.commit.syncScheduled = false }
-            let target = log.nextSequence - 1
             // A failure is recorded in the log's state; the next append reports it.
-            try? log.commit.waitUntilDurable(target, log: log)
+            try? log.sync(through: .max)
         }
     }
 
