@@ -80,14 +80,10 @@ struct SegmentScanner {
     /// then the rest of the segment is reported as one span instead of taking quadratic time.
     var resyncBudgetBytes: Int
 
-    /// A record that passed every check, without its body (which `parse` returns beside it, and
-    /// which is decoded again from the segment for records of a batch held back).
-    struct Parsed {
-        var header: RecordHeader
-        var offset: Int
-        var sequence: UInt64 { header.sequence }
-        var length: Int { header.recordLength }
-    }
+    /// A record that passed every check, and where it starts, without its body (which `parse`
+    /// returns beside it, and which is decoded again from the segment for records of a batch
+    /// held back).
+    typealias Parsed = (header: RecordHeader, offset: Int)
 
     private mutating func run(after: UInt64?, result: inout Result, visit: (RecordView) throws -> Void) throws {
         var last = after
@@ -99,8 +95,8 @@ struct SegmentScanner {
             // Bytes before `pos` are done with, unless a held-back batch starts earlier.
             window.keepFrom = pending.first?.offset ?? pos
             if let (record, body) = try parse(at: pos, after: last, resync: false) {
-                last = record.sequence
-                pos += record.length
+                last = record.header.sequence
+                pos += record.header.recordLength
                 if record.header.flags.contains(.batchEnd) && pending.isEmpty {
                     // The common case, a record appended alone: no buffering, no second decode.
                     try view(record, body, &result, visit)
@@ -141,11 +137,11 @@ struct SegmentScanner {
                     kind: h.kind, flags: h.flags, timestampMilliseconds: h.timestampMilliseconds,
                     segment: segment,
                     address: RecordAddress(
-                        sequence: record.sequence, offset: UInt32(record.offset), length: UInt32(record.length)),
+                        sequence: h.sequence, offset: UInt32(record.offset), length: UInt32(h.recordLength)),
                     body: buffer))
         }
         result.recordCount += 1
-        result.lastSequence = record.sequence
+        result.lastSequence = h.sequence
     }
 
     private func flush(
@@ -156,7 +152,7 @@ struct SegmentScanner {
             // (it verified once already; the window kept its bytes, `keepFrom` being at or before
             // the batch's start).
             let start = record.offset + Format.recordHeaderSize
-            let frame = try window.bytes(at: start, count: record.length - Format.recordHeaderSize)!
+            let frame = try window.bytes(at: start, count: record.header.frameLength)!
             try view(record, decoder.decompress(frame, limit: Format.maximumBodyBytes)!, &result, visit)
         }
         pending.removeAll(keepingCapacity: true)
@@ -194,7 +190,7 @@ struct SegmentScanner {
         if let after, header.sequence <= after { return nil }
         let frame = UnsafeRawBufferPointer(rebasing: raw[Format.recordHeaderSize..<total])
         guard let body = decoder.decompress(frame, limit: Format.maximumBodyBytes) else { return nil }
-        return (Parsed(header: header, offset: pos), body)
+        return ((header: header, offset: pos), body)
     }
 
     /// A short description of why the bytes at `pos` are not a record.
