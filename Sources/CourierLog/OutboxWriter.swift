@@ -71,10 +71,10 @@ public final class OutboxWriter: @unchecked Sendable {
         }
         var state = try prepare(file, opened, known: current)
         var bytes: [UInt8] = []
-        let start = RecordEncoding.append(
+        let record = RecordEncoding.append(
             body, kind: kind, sequence: state.nextSequence, timestampMilliseconds: now(), flags: .batchEnd,
             encoder: encoder, to: &bytes)
-        RecordEncoding.seal(&bytes, starts: [start], salt: state.salt)
+        RecordEncoding.seal(&bytes, [record], salt: state.salt)
         try file.writeFully(bytes, at: state.file.sizeBytes)
         try file.sync()
         state.file.sizeBytes += bytes.count

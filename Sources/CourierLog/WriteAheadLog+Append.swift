@@ -86,13 +86,13 @@ extension WriteAheadLog {
         }
         let timestamp = timestamp ?? configuration.now()
         let first = state.nextSequence
-        var bytes: [UInt8] = [], starts: [Int] = []
+        var bytes: [UInt8] = [], records: [Range<Int>] = []
         let lastIndex = entries.count - 1
         for (i, entry) in entries.enumerated() {
-            let start = RecordEncoding.append(
+            let record = RecordEncoding.append(
                 entry.body, kind: entry.kind, sequence: first + UInt64(i), timestampMilliseconds: timestamp,
                 flags: i == lastIndex ? .batchEnd : [], encoder: state.encoder, to: &bytes)
-            starts.append(start)
+            records.append(record)
         }
         let total = bytes.count, room = configuration.segmentSizeBytes - Format.segmentHeaderSize
         guard total <= room else {
@@ -108,7 +108,7 @@ extension WriteAheadLog {
             state.appendsPastSegmentSize += 1
         }
         // Each record's CRC depends on the salt of the segment it lands in.
-        RecordEncoding.seal(&bytes, starts: starts, salt: state.active.salt)
+        RecordEncoding.seal(&bytes, records, salt: state.active.salt)
         // At the end of the active segment. A full disk rolls the partial write back and leaves
         // the log usable; any other failure fails the log.
         let file = state.active.file, offset = state.active.sizeBytes
@@ -129,10 +129,9 @@ extension WriteAheadLog {
             state.preparingSpare = true
             work.prepareSpare = true
         }
-        let addresses = starts.indices.map { i in
-            let end = i + 1 < starts.count ? starts[i + 1] : total
-            return RecordAddress(
-                sequence: first + UInt64(i), offset: UInt32(offset + starts[i]), length: UInt32(end - starts[i]))
+        let addresses = records.enumerated().map { i, record in
+            RecordAddress(
+                sequence: first + UInt64(i), offset: UInt32(offset + record.lowerBound), length: UInt32(record.count))
         }
         return (addresses, work)
     }
