@@ -141,7 +141,8 @@ let package = Package(
                           dependencies: ["CourierLog", .target(name: "CLZ4", condition: .when(platforms: [.linux]))],
                           path: "Tools/wal-bench"),
         // libFuzzer target (`make fuzz`): built only with `--sanitize fuzzer`, never by `make test`.
-        .executableTarget(name: "fuzz-lz4-frame", dependencies: ["CourierLog"], path: "Tools/fuzz-lz4-frame"),
+        .executableTarget(name: "fuzz-lz4-frame", dependencies: ["CourierLog", "CourierLogTesting"],
+                          path: "Tools/fuzz-lz4-frame"),
         // libFuzzer target (`make fuzz`, and a short run in `make test`): event decoder, JSON
         // writer, wal-dump. Built with `--sanitize fuzzer`, without the HTTP client trait.
         .executableTarget(name: "fuzz-courier",

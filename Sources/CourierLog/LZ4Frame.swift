@@ -75,7 +75,7 @@ package final class LZ4Encoder {
 }
 
 /// Reads frames the log wrote. Not thread-safe: each reader owns one. `package` for
-/// `wal-bench` and the libFuzzer target `fuzz-lz4-frame` (`fuzz(_:)`).
+/// `wal-bench` and the libFuzzer target `fuzz-lz4-frame`.
 package final class LZ4Decoder {
     private let codec = LZ4BlockCodec()
 
@@ -159,26 +159,6 @@ package final class LZ4Decoder {
             pos += length + blockChecksum
         }
         return nil
-    }
-}
-
-extension LZ4Decoder {
-    /// The fuzzing property: decoding `bytes` never crashes and what decodes round-trips; the
-    /// bytes scanned as a segment's records never crash or loop. Traps (a libFuzzer crash) on
-    /// any broken property.
-    package static func fuzz(_ bytes: UnsafeRawBufferPointer) {
-        let decoder = LZ4Decoder()
-        if let body = decoder.decompress(bytes, limit: 1 << 20) {
-            var frame: [UInt8] = []
-            body.withUnsafeBytes { _ = LZ4Encoder().compress($0, appendingTo: &frame) }
-            let again = frame.withUnsafeBytes { decoder.decompress($0, limit: 1 << 20) }
-            precondition(again == body, "a decoded body does not round-trip")
-        }
-        var segment = SegmentHeader(salt: 0x5EED, firstSequence: 1, createdMilliseconds: 0).encoded()
-        segment.append(contentsOf: bytes)
-        // In memory the scan cannot fail; a throw would be a bug.
-        let result = try! SegmentScanner.scan(SegmentWindow(bytes: segment), segment: "fuzz", after: nil) { _ in }
-        precondition((result.trailing?.offset ?? result.size) <= segment.count)
     }
 }
 

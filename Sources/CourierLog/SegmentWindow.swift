@@ -29,17 +29,6 @@ final class SegmentWindow {
 
     deinit { storage.deallocate() }
 
-    /// A window over bytes already in memory (tests, the fuzz target).
-    convenience init(bytes: [UInt8]) {
-        self.init(size: bytes.count) { offset, buffer in
-            let n = max(0, min(buffer.count, bytes.count - offset))
-            if n > 0 {
-                bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
-            }
-            return n
-        }
-    }
-
     /// The `count` bytes at `offset`, or nil if the segment ends before them.
     func bytes(at offset: Int, count: Int) throws(LogError) -> UnsafeRawBufferPointer? {
         precondition(offset >= keepFrom && count >= 0)
