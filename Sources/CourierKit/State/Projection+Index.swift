@@ -68,19 +68,17 @@ extension Projection {
     /// builds run it after the core's writes (see `CourierCore.write`), tests after every step.
     func brokenInvariant() -> String? {
         var live = 0
-        // Each origin's parked and sending slots, for its counts (its queue may hold stale entries).
-        var parked: [UInt32: Int] = [:], sending: [UInt32: Int] = [:]
         for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
             live += 1
-            let o = origin(ofSlot: UInt32(i))
-            if slot.flags.contains(.parked) { parked[o, default: 0] += 1 }
-            if slot.flags.contains(.sending) { sending[o, default: 0] += 1 }
             guard slotIndex(of: slot.id) == UInt32(i) else { return "the id index finds slot \(i) by its id" }
             let schedulable = slot.flags.isDisjoint(with: Flags.unschedulable) && isLaneHead(UInt32(i))
             guard slot.flags.contains(.heldByTag) == tags.isHeld(slot: UInt32(i)) else {
                 return "slot \(i) is held by a tag exactly when one of its tags is held"
             }
-            guard !slot.flags.contains(.parked) || origins.isDown(o) || origins.throttled.contains(o) else {
+            guard
+                !slot.flags.contains(.parked) || origins.isDown(origin(ofSlot: UInt32(i)))
+                    || origins.throttled.contains(origin(ofSlot: UInt32(i)))
+            else {
                 return "slot \(i) is parked only while its origin is down or throttled"
             }
             guard !slot.flags.contains(.sending) || slot.flags.contains(.inFlight) else {
@@ -89,6 +87,13 @@ extension Projection {
             guard schedulable == (slot.heapIndex != Self.notInHeap) else {
                 return "slot \(i) is in the heap exactly when schedulable (not in flight, parked or held; lane head)"
             }
+        }
+        // Each origin's counts of parked and sending slots are exact (its queue may hold stale
+        // entries).
+        var parked: [UInt32: Int] = [:], sending: [UInt32: Int] = [:]
+        for (i, slot) in slots.enumerated() where slot.flags.contains(.live) {
+            if slot.flags.contains(.parked) { parked[origin(ofSlot: UInt32(i)), default: 0] += 1 }
+            if slot.flags.contains(.sending) { sending[origin(ofSlot: UInt32(i)), default: 0] += 1 }
         }
         for o in origins.entries.indices.map(UInt32.init) {
             if origins[o].parkedCount != parked[o, default: 0] {
