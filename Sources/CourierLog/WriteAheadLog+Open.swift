@@ -55,7 +55,8 @@ struct Opener {
     }
 
     /// Cuts an invalid tail off the newest segment, or removes the segment if it holds no valid
-    /// record; either way the bytes cut are saved aside first. Returns the next sequence number.
+    /// record; the bytes cut are saved aside first (none for an empty segment or a bare header).
+    /// Returns the next sequence number.
     private func recoverNewest(_ name: String, scan: SegmentScanner.Result, report: inout RecoveryReport)
         throws(LogError) -> (nextSequence: UInt64, removed: Bool)
     {

@@ -43,6 +43,28 @@ func state(_ n: Int, url: String = "https://example.com/a", due: UInt64 = 1000, 
         }
     }
 
+    /// A reason, a transport's message or a `Retry-After` longer than a record's string holds is
+    /// cut before the character the 65,535-byte limit falls in, so the record still reads back
+    /// (an abandoned message must not come back after a restart because its record is unreadable).
+    @Test func anOverlongStringIsCutBeforeACharacterAndStillDecodes() {
+        let reason = String(repeating: "é", count: 40_000)  // 2 bytes each: the limit falls inside one
+        let failure = TransportFailure(.connectionClosed, String(repeating: "€", count: 30_000))  // ends at it
+        let events: [Event] = [
+            .abandoned(state(1).id, attempt: 2, reason: reason),
+            .attempted(state(1).id, attempt: 3, outcome: .failure(failure), nextDueMilliseconds: 9),
+        ]
+        for event in events {
+            let decoded = Event.decode(kind: event.kind, body: event.encoded())
+            #expect(decoded != nil)
+            if case .abandoned(_, _, let cut)? = decoded {
+                #expect(cut.utf8.count == 65_534 && reason.hasPrefix(cut))
+            }
+            if case .attempted(_, _, .failure(let cut), _)? = decoded {
+                #expect(cut.message.utf8.count == 65_535 && failure.message.hasPrefix(cut.message))
+            }
+        }
+    }
+
     /// Fields after the due time are written only when there: a message without tags is byte
     /// for byte what it was before tags, one without a key or tags what it was before keys;
     /// tags without a key write an empty key; and each state has one encoding only.

@@ -283,9 +283,16 @@ struct ByteWriter {
     mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
     mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
     mutating func id(_ id: MessageID) { withUnsafeBytes(of: id.uuid) { bytes.append(contentsOf: $0) } }
-    /// A string of at most 65,535 UTF-8 bytes (callers validate lengths first).
+    /// A string of at most 65,535 UTF-8 bytes. Callers validate what the app gives; a longer
+    /// string from elsewhere (a transport's message, a `Retry-After` header) is cut before the
+    /// character the limit falls in, so that the record still reads back as UTF-8.
     mutating func string(_ s: String) {
-        let utf8 = s.utf8.prefix(Int(UInt16.max))
+        var utf8 = s.utf8.prefix(Int(UInt16.max))
+        if utf8.endIndex < s.utf8.endIndex, s.utf8[utf8.endIndex] & 0xC0 == 0x80 {
+            // Bounded: a character is at most 4 bytes.
+            while let last = utf8.last, last & 0xC0 == 0x80 { utf8 = utf8.dropLast() }
+            utf8 = utf8.dropLast()  // its first byte
+        }
         u16(UInt16(utf8.count))
         bytes += utf8
     }
