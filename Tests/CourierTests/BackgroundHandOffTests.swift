@@ -146,6 +146,28 @@ import Testing
         #expect(courier.handedOffCount == 0)
     }
 
+    /// `cancelAll()` at logout reaches the messages the system holds: every task is cancelled
+    /// and every body file goes.
+    @Test func cancelAllCancelsEveryHandedOffTaskAndRemovesTheirBodies() async throws {
+        let server = Server { _, _ in .response(status: 500) }
+        var config = Self.configuration()
+        config.retry = RetryPolicy(initialDelay: .seconds(600), maximumDelay: .seconds(600), jitter: .none)
+        let app = SimulatedApp(server: server.transport, configuration: config)
+        app.hearsFirstAnswersBeforeSuspending = false
+        await app.system.launch()
+        app.courier?.pause()
+        for text in ["a", "b", "c"] { _ = try #require(app.send(text, to: inbox)) }
+        await app.enterBackground()
+        let courier = try #require(app.courier)
+        #expect(courier.handedOffCount == 3)
+        #expect(courier.cancelAll() == 3)
+        #expect(app.system.statistics.tasksCancelled == 3)
+        let bodies = { app.fileSystem.allPaths().filter { $0.hasSuffix(".body") } }
+        // Bounded: 1,000 turns of 1 ms for the I/O queue to remove the files.
+        for _ in 0..<1_000 where !bodies().isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(bodies().isEmpty && courier.handedOffCount == 0 && courier.cancelAll() == 0)
+    }
+
     @Test func aRetryAfterIsHonouredWhileSuspended() async throws {
         let server = Server { _, n in n == 1 ? .response(status: 429, retryAfter: "120") : .response(status: 200) }
         let app = SimulatedApp(server: server.transport, configuration: Self.configuration())

@@ -45,6 +45,15 @@ import Testing
         #expect(Self.handle(&core, .cancelTagged("t")).appends.isEmpty, "nothing left to cancel: no record")
     }
 
+    @Test func cancellingAllAsksForOneBatchOfEveryPendingMessageInArrivalOrder() {
+        var core = Self.core(3, tagged: [2])
+        let effects = Self.handle(&core, .cancelAll)
+        #expect(effects.appends.map(\.batch) == [(1...3).map { .cancelled(state($0).id) }])
+        #expect(effects.events == (1...3).map { .cancelled(state($0).id) })
+        #expect(effects.reply.count == 3 && core.projection.isEmpty)
+        #expect(Self.handle(&core, .cancelAll).appends.isEmpty, "nothing left to cancel: no record")
+    }
+
     @Test func aHoldIsLoggedOnceAndAReleaseOfATagNotHeldLogsAndPlansNothing() {
         var core = Self.core(3, tagged: [2, 3])
         let notHeld = Self.handle(&core, .release(tag: "t"), at: 1000)
@@ -62,7 +71,10 @@ import Testing
         var core = Self.core(2, tagged: [1])
         let closing = Self.handle(&core, .close)
         #expect(closing.reply.attempts.isEmpty && closing.reply.timer == nil)
-        for input in [CoreInput.cancel(state(1).id), .cancelTagged("t"), .hold(tag: "t"), .release(tag: "t")] {
+        let inputs: [CoreInput] = [
+            .cancel(state(1).id), .cancelTagged("t"), .cancelAll, .hold(tag: "t"), .release(tag: "t"),
+        ]
+        for input in inputs {
             let effects = Self.handle(&core, input, at: 1000)
             #expect(effects.appends.isEmpty && effects.reply.count == 0 && effects.plan == nil)
         }

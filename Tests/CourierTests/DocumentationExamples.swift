@@ -122,6 +122,20 @@ final class AccountSession: Sendable {
     }
 }
 
+/// UsingCourier.md's "A bounded outbox".
+func boundedOutbox(_ courier: Courier) -> (Courier.Configuration, Int) {
+    // snippet: bounded-outbox
+    var configuration = Courier.Configuration()
+    configuration.maximumPendingMessages = 1_000                // nil, the default: no count bound
+    configuration.whenFull["analytics"] = .dropOldest           // the newest events matter most
+    // Any other tag, and a message without tags: `send` throws `.storageFull` at the bound.
+    // snippet end
+    // snippet: cancel-all
+    let withdrawn = courier.cancelAll()   // logged: none of them is sent again, across restarts
+    // snippet end
+    return (configuration, withdrawn)
+}
+
 /// UsingCourier.md's tour of the whole API.
 func wholeAPI(appSupport: URL, serverURL: URL, csv: Data) async throws {
     // snippet: whole-api

@@ -15,7 +15,7 @@ import Testing
 ///   no attempt comes before a marker the test emits then, and a cut there undoes it whole.
 @Suite(.timeLimit(.minutes(2))) struct DurabilityTableTests {
     enum Call: String, CaseIterable, Sendable {
-        case send, cancel, cancelTagged, hold, release, delivered, failed, abandoned, handOff, collection
+        case send, cancel, cancelTagged, cancelAll, hold, release, delivered, failed, abandoned, handOff, collection
     }
 
     static let settings: [Courier.Durability] = [.always, .interval(.milliseconds(20)), .never]
@@ -61,7 +61,7 @@ extension DurabilityTableTests.Call {
     var kind: RecordKind {
         switch self {
         case .send, .collection: .enqueued
-        case .cancel, .cancelTagged: .cancelled
+        case .cancel, .cancelTagged, .cancelAll: .cancelled
         case .hold: .held
         case .release: .released
         case .delivered: .delivered
@@ -199,6 +199,7 @@ final class Table: Sendable {
             return sent
         case .cancel: count = await onThread { [courier] in courier.cancel(id) ? 1 : 0 }
         case .cancelTagged: count = await onThread { [courier] in courier.cancel(tagged: "t") }
+        case .cancelAll: count = await onThread { [courier] in courier.cancelAll() }
         case .hold: count = await onThread { [courier] in courier.hold(tagged: "t") }
         case .release: count = await onThread { [courier] in courier.release(tagged: "t") }
         case .delivered, .failed, .abandoned:

@@ -14,6 +14,19 @@ extension Courier {
         case fifoPerDestination
     }
 
+    /// What a send does when `Configuration.maximumPendingMessages` are pending, per tag
+    /// (`Configuration.whenFull`).
+    public enum WhenFull: Sendable, Hashable {
+        /// `send` throws `.storageFull` and writes nothing. The default.
+        case refuse
+        /// The oldest pending message with the tag is dropped to make room, in the same critical
+        /// section as the send: it is abandoned (`AbandonReason.dropped`: an `abandoned` record,
+        /// the `.abandoned` event, its `onAbandoned` callback), even if an attempt of it is under
+        /// way (whose outcome is then ignored). With no pending message of the tag, the send
+        /// throws as for `.refuse`.
+        case dropOldest
+    }
+
     /// Settings of a `Courier`. A `Sendable` value: build it, then pass it to `init`.
     public struct Configuration: Sendable {
         /// When to try again. The default is `RetryPolicy()`: 1 s × 2ⁿ⁻¹ capped at 300 s, full
@@ -36,6 +49,16 @@ extension Courier {
         /// The most disk the log may use, in bytes; `send` throws `.storageFull` beyond it
         /// (older messages are never dropped to make room). The default is 256 MiB.
         public var maximumStorageBytes = 256 << 20
+        /// The most messages that may be pending at once, or nil (the default): no bound but
+        /// `maximumStorageBytes`. At the bound, a send throws `.storageFull` and writes nothing,
+        /// unless one of its tags is `.dropOldest` in `whenFull`.
+        public var maximumPendingMessages: Int?
+        /// Per tag, what a send with that tag does when `maximumPendingMessages` are pending. A
+        /// tag not listed, and a message without tags, `.refuse`s. The default is empty.
+        ///
+        ///     configuration.maximumPendingMessages = 1_000
+        ///     configuration.whenFull["analytics"] = .dropOldest   // the newest events matter most
+        public var whenFull: [String: WhenFull] = [:]
         /// The default is `.unordered`.
         public var deliveryOrder = DeliveryOrder.unordered
         /// What a power loss can lose (a killed app never loses a sent message, whatever this
@@ -241,6 +264,7 @@ extension Courier.Configuration {
                 + "(\(segmentSizeBytes)): compaction frees space a whole sealed segment at a time"
         )
         require(compactionThreshold >= 1, "compactionThreshold must be at least 1")
+        require(maximumPendingMessages.map { $0 >= 1 } ?? true, "maximumPendingMessages must be at least 1 (or nil)")
         require(resolvedMemoryCount >= 0, "resolvedMemoryCount must not be negative")
         require(retry.initialDelay >= .zero, "retry.initialDelay must not be negative")
         require(retry.maximumDelay >= .zero, "retry.maximumDelay must not be negative")
@@ -277,6 +301,8 @@ extension Courier.Configuration {
         let uploads = backgroundUploads
         return CourierCore.Limits(
             maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
+            maximumPendingMessages: maximumPendingMessages ?? .max,
+            droppableTags: Set(whenFull.filter { $0.value == .dropOldest }.keys),
             compactionThreshold: compactionThreshold,
             scheduler: Scheduler.Limits(
                 maximumConcurrentDeliveries: maximumConcurrentDeliveries,

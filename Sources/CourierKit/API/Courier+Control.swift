@@ -41,6 +41,23 @@ extension Courier {
         return cancelled
     }
 
+    /// Withdraws every pending message for good, as `cancel(_:)` withdraws one: what to call at
+    /// logout, or when the user asks for their data to be erased. Each gets a `cancelled` record
+    /// (in as few batches as fit a log segment, each whole or not at all) and a `.cancelled`
+    /// event; their callbacks are not called; attempts under way are not stopped, and their
+    /// outcomes are ignored; messages handed to the background session have their tasks
+    /// cancelled. Messages sent afterwards are not affected. The bodies stay in the log's files
+    /// until compaction drops their segments: to erase them from the disk at once, `close()` the
+    /// courier and delete its directory.
+    /// - Returns: how many messages were cancelled (0 when none was pending, or once the
+    ///   courier is closed).
+    @discardableResult
+    public func cancelAll() -> Int {
+        let cancelled = core.handle(.cancelAll).run().count
+        if cancelled > 0 { pump() }
+        return cancelled
+    }
+
     /// Starts no new attempt until `resume()`. Attempts in flight finish (and are logged) as
     /// usual. `send` still works: messages wait on disk.
     public func pause() {

@@ -26,6 +26,8 @@ enum CoreInput {
     /// batches as fit a segment (each lands whole or not at all), then each resolves as for
     /// `cancel`. `reply.count`: how many.
     case cancelTagged(String)
+    /// `cancelAll()`: as `cancelTagged`, for every pending message, in arrival order.
+    case cancelAll
     /// `hold(tagged:)`: a `held` record (once: holding a held tag logs nothing); the tag's
     /// messages leave the schedule. `reply.count`: the pending messages with the tag.
     case hold(tag: String)
@@ -161,6 +163,7 @@ extension CoreState {
         // change it makes, so log order is projection order (replay: `Replayer.visit`).
         case .cancel(let id) where !closed: cancel(projection.slotIndex(of: id) == nil ? [] : [id], &effects)
         case .cancelTagged(let tag) where !closed: cancel(projection.ids(tagged: tag), &effects)
+        case .cancelAll where !closed: cancel(projection.liveSlotsInOrder().map(\.id), &effects)
         case .hold(let tag) where !closed:
             if !projection.tags.held.contains(tag) { effects.append(.held(tag: tag)) }
             effects.reply.count = projection.holdTag(tag)
@@ -171,7 +174,7 @@ extension CoreState {
                 effects.plan = plan
             }
             effects.reply.count = projection.releaseTag(tag)  // not held: changes nothing
-        case .cancel, .cancelTagged, .hold, .release: break  // closed
+        case .cancel, .cancelTagged, .cancelAll, .hold, .release: break  // closed
         case .forcedRun(.begin):
             scheduler.mode.forcedRuns += 1
             effects.reply.count = deliveredCount

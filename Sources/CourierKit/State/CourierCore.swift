@@ -29,6 +29,10 @@ final class CourierCore {
     struct Limits {
         var maximumStorageBytes: Int
         var segmentSizeBytes: Int
+        /// `Configuration.maximumPendingMessages` (`.max` for none), and the tags whose oldest
+        /// message a send drops at that bound (`whenFull`).
+        var maximumPendingMessages: Int
+        var droppableTags: Set<String>
         var compactionThreshold: Int
         /// What the scheduler plans within.
         var scheduler: Scheduler.Limits
@@ -178,6 +182,7 @@ extension CourierCore {
                         + "(Configuration.maximumStorageBytes)"
                 )
             }
+            let dropping = try Self.room(for: message, in: state, limits)
             let address: RecordAddress
             do throws(LogError) {
                 state.wallMilliseconds = max(state.wallMilliseconds, message.createdMilliseconds)
@@ -192,10 +197,33 @@ extension CourierCore {
                 dueMilliseconds: message.nextDueMilliseconds, address: address)
             if added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
             if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
+            if case let (oldest, attempts, tag)? = dropping {
+                // Its record follows the new message's in this section: a crash between them
+                // leaves both pending, one over the bound, and drops nothing unlogged.
+                let reason = AbandonReason.dropped(tag: tag)
+                effects.append(.abandoned(oldest, attempt: attempts, reason: reason.description))
+                state.resolve(oldest, .abandoned(reason), attempts: Int(attempts), &effects)
+            }
             effects.emit(.enqueued(id))
             effects.plan = PlanRequest(instant: instant)
         }
         return effects
+    }
+
+    /// At `maximumPendingMessages`, the message a send drops to make room: the oldest pending one
+    /// with one of its `.dropOldest` tags (`Configuration.whenFull`). Throws if there is none.
+    private static func room(
+        for message: MessageState, in state: CoreState, _ limits: Limits
+    ) throws(CourierError) -> (MessageID, attempts: UInt32, tag: String)? {
+        guard state.projection.count >= limits.maximumPendingMessages else { return nil }
+        let droppable = message.tags.filter { limits.droppableTags.contains($0) }
+        guard case let (slot, tag)? = state.projection.oldest(taggedWithOneOf: droppable) else {
+            throw CourierError(
+                .storageFull,
+                "\(state.projection.count) messages are pending; the limit is \(limits.maximumPendingMessages) "
+                    + "(Configuration.maximumPendingMessages)")
+        }
+        return (slot.id, slot.attempts, tag)
     }
 
     /// `.always`: the fsync of records through `sequence` failed (the log is failed now). The

@@ -154,6 +154,14 @@ extension Projection {
         tags.slots(tagged: tag).map { slots[Int($0)] }.sorted { $0.order < $1.order }.map(\.id)
     }
 
+    /// The oldest pending message with one of `tags`, and that tag.
+    func oldest(taggedWithOneOf tags: [String]) -> (Slot, String)? {
+        let oldestByTag = tags.compactMap { tag in
+            self.tags.slots(tagged: tag).map { slots[Int($0)] }.min { $0.order < $1.order }.map { ($0, tag) }
+        }
+        return oldestByTag.min { $0.0.order < $1.0.order }
+    }
+
     /// Whether every pending message is held by a tag and none of them is in flight: nothing
     /// more can happen until a release (idle, for `waitUntilIdle`).
     var onlyHeldPending: Bool {

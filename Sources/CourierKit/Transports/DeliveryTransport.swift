@@ -175,6 +175,9 @@ public enum AbandonReason: Sendable, Hashable, CustomStringConvertible {
     /// The next attempt would come more than `RetryPolicy.expiry` after `send`; `lastOutcome`
     /// ended the last one.
     case expired(expiry: Duration, lastOutcome: DeliveryOutcome)
+    /// `Configuration.maximumPendingMessages` were pending when a message tagged `tag` was
+    /// sent, and `whenFull[tag]` is `.dropOldest`: this was the oldest with the tag.
+    case dropped(tag: String)
 
     public var description: String {
         switch self {
@@ -184,6 +187,8 @@ public enum AbandonReason: Sendable, Hashable, CustomStringConvertible {
             "\(attempts) attempts, the maximum; last: \(last)"
         case .expired(let expiry, let last):
             "expired: next try would be past \(expiry) since send; last: \(last)"
+        case .dropped(let tag):
+            "dropped to make room: the pending messages were at maximumPendingMessages, and tag \(tag) drops the oldest"
         }
     }
 }
