@@ -109,12 +109,10 @@ private func runDrain(_ scenario: DrainScenario, rules: RetryScenarios.Rules, di
     var configuration = Courier.Configuration()
     configuration.allowsPurgeableDirectory = true  // a scratch directory, in tmp
     rules.apply(to: &configuration)
-    // What the adaptive limit's parts buy (issue 44): COURIER_BENCH_CONCURRENCY=no-gradient turns
-    // the latency gradient off, =fixed the learned limit and pace too.
-    switch ProcessInfo.processInfo.environment["COURIER_BENCH_CONCURRENCY"] {
-    case "no-gradient": configuration.concurrencyLimit.latencyTolerance = .infinity
-    case "fixed": configuration.concurrencyLimit = .fixed
-    default: break
+    // What the adaptive limit's parts buy (issue 44): COURIER_BENCH_CONCURRENCY=fixed turns the
+    // learned limit and pace off.
+    if ProcessInfo.processInfo.environment["COURIER_BENCH_CONCURRENCY"] == "fixed" {
+        configuration.concurrencyLimit = .fixed
     }
     let courier = try Courier(directory: directory, configuration: configuration)
     let trace = DrainTrace()

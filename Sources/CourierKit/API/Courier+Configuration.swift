@@ -34,11 +34,11 @@ extension Courier {
         public var retry = RetryPolicy()
         /// How many POSTs may be in flight at once, in all and to one destination. The default is
         /// 64: with the default `concurrencyLimit` (`.adaptive`), each destination starts at 4
-        /// and grows toward this while it answers promptly, and is cut back when it refuses for
+        /// and grows toward this while it answers, and is cut back when it refuses for
         /// load (figures: the DocC article "Retry and backoff"). With `.fixed`, exactly this many.
         public var maximumConcurrentDeliveries = 64
         /// How the limit per destination is found. The default is `.adaptive`: starts low, grows
-        /// on success, shrinks on 429, 503, timeouts and climbing latency, and paces a
+        /// on success, shrinks on 429, 503 and timeouts (never on latency alone), and paces a
         /// destination that refuses for load at the rate it accepts (`ConcurrencyLimit`).
         public var concurrencyLimit = ConcurrencyLimit.adaptive
         /// The limit for one whole request, enforced on every request by every transport.
@@ -244,9 +244,6 @@ extension Courier.Configuration {
         require(
             limit.backoffRatio > 0 && limit.backoffRatio < 1,
             "concurrencyLimit.backoffRatio is \(limit.backoffRatio); it must be between 0 and 1")
-        require(
-            limit.latencyTolerance > 1,
-            "concurrencyLimit.latencyTolerance is \(limit.latencyTolerance); it must be above 1")
         require(requestTimeout > .zero, "requestTimeout must be positive (it is \(requestTimeout))")
         require(maximumMessageBytes >= 0, "maximumMessageBytes must not be negative")
         if log.problem == nil {

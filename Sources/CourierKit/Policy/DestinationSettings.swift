@@ -13,10 +13,9 @@ import Foundation
 /// | signal | concurrency limit | pace of new requests |
 /// |---|---|---|
 /// | a new destination | `initialLimit` (4): starts low | none |
-/// | 2xx, with latency holding | grows (1) | grows (2) |
+/// | 2xx | grows (1) | grows (2) |
 /// | 429 or 503 from a destination that answered 2xx in the last 10 s | × `backoffRatio` (0.5) (3) | set (4) |
 /// | a timeout from such a destination | × `backoffRatio` | unchanged |
-/// | latency (short-term average) above `latencyTolerance` (2) × its long-term average | × 0.9 | unchanged |
 /// | 429, 503, timeouts with no 2xx in 10 s | unchanged: it is an outage (`DestinationBackoff`) | unchanged |
 ///
 /// 1. +1 per success until the first cut (doubles each round trip: slow start), then +1 per
@@ -36,6 +35,11 @@ import Foundation
 /// within `minimumLimit…maximumConcurrentDeliveries`. A paced destination is un-paced once its
 /// rate passes 1,000 requests/s.
 ///
+/// Latency never cuts the limit (a timeout does). On a phone it is no sign of load: URLSession
+/// queues requests beyond `httpMaximumConnectionsPerHost` (6 by default on iOS), so a wait for a
+/// connection looks like a slow server, and a cellular radio waking from idle adds a second or
+/// more to a round trip; and a cut on latency changed no measured drain (<doc:MeasuredFigures>).
+///
 /// Why pace at all: a concurrency limit alone cannot hold a request rate. On a fast network one
 /// request in flight already makes hundreds a second, far above a limiter that allows 20.
 /// Without pacing, a 20/s limiter refused more requests than it served (`make bench-drain`;
@@ -54,12 +58,19 @@ public struct ConcurrencyLimit: Sendable, Hashable {
     public var minimumLimit: Int
     /// The factor a refusal for load or a timeout cuts the limit by. The default is 0.5 (TCP's).
     public var backoffRatio: Double
-    /// How far latency may climb over its long-term average before the limit is cut. The
-    /// default is 2 (Gradient2's): a server answering in 0–400 ms at random is not "climbing".
-    public var latencyTolerance: Double
+    /// Ignored, and not checked by `Courier.init`: the limit is no longer cut on latency. It was
+    /// how far latency could climb over its long-term average before a cut (default 2).
+    @available(*, deprecated, message: "ignored: Courier no longer cuts the limit on latency; remove it")
+    public var latencyTolerance: Double {
+        get { ignoredLatencyTolerance }
+        set { ignoredLatencyTolerance = newValue }
+    }
+    /// What `latencyTolerance` was given, kept only so that it reads back the same.
+    private var ignoredLatencyTolerance: Double
 
-    /// A limit with the given settings (the defaults: adaptive, from 4, at least 1, × 0.5, 2×).
-    /// `Courier.init` checks them (`CourierError.Code.invalidConfiguration`).
+    /// A limit with the given settings (the defaults: adaptive, from 4, at least 1, × 0.5).
+    /// `Courier.init` checks them (`CourierError.Code.invalidConfiguration`). `latencyTolerance`
+    /// is ignored (deprecated): the limit is no longer cut on latency.
     public init(
         isAdaptive: Bool = true, initialLimit: Int = 4, minimumLimit: Int = 1,
         backoffRatio: Double = 0.5, latencyTolerance: Double = 2
@@ -68,7 +79,7 @@ public struct ConcurrencyLimit: Sendable, Hashable {
         self.initialLimit = initialLimit
         self.minimumLimit = minimumLimit
         self.backoffRatio = backoffRatio
-        self.latencyTolerance = latencyTolerance
+        self.ignoredLatencyTolerance = latencyTolerance
     }
 
     /// Learns each destination's limit and pace (the table above). The default.
@@ -83,7 +94,6 @@ public struct ConcurrencyLimit: Sendable, Hashable {
     static let unpacedRatePerSecond = 1_000.0
     static let minimumRatePerSecond = 0.2
     static let rateCutRatio = 0.8
-    static let latencyCutRatio = 0.9
 }
 
 /// Backoff per destination (scheme, host and port), on top of each message's own backoff.

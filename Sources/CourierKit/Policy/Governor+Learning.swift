@@ -11,9 +11,9 @@ extension Governor {
         /// Until the first, the limit grows by one per success (slow start); then by one per round
         /// (a limit only grows between cuts, so it is never below the one the last cut left).
         var lastCutMilliseconds: UInt64?
-        var shortLatencyMilliseconds = 0.0
-        var longLatencyMilliseconds = 0.0
-        var latencySamples = 0
+        /// The latency's short-term average (each 2xx weighs 0.2), nil before the first: what the
+        /// pace needs in flight (`cut`).
+        var shortLatencyMilliseconds: Double?
         /// Requests per second that may start; nil while not paced.
         var ratePerSecond: Double?
         /// The pace when it was last cut: growth slows near it. Nil: no cut yet, the pace grows fast.
@@ -35,26 +35,14 @@ extension Governor {
 
     // MARK: The limit and the pace
 
-    /// A 2xx: count it toward the accepted rate, grow, and watch latency.
-    mutating func succeeded(latencyMilliseconds: UInt64?, startedMilliseconds: UInt64, nowMilliseconds now: UInt64) {
+    /// A 2xx: count it toward the accepted rate, average its latency (for the pace's floor), and
+    /// grow. However slow, a 2xx never cuts the limit: on a phone, a wait for one of URLSession's
+    /// connections or for the radio to wake looks like a slow server.
+    mutating func succeeded(latencyMilliseconds: UInt64?, nowMilliseconds now: UInt64) {
         countServed(at: now)
-        let policy = rules.concurrency
-        guard policy.isAdaptive else { return }
+        guard rules.concurrency.isAdaptive else { return }
         if let latency = latencyMilliseconds.map({ Double($0) }) {
-            flow.latencySamples += 1
-            if flow.latencySamples == 1 {
-                flow.shortLatencyMilliseconds = latency
-                flow.longLatencyMilliseconds = latency
-            } else {
-                flow.shortLatencyMilliseconds += (latency - flow.shortLatencyMilliseconds) * 0.2
-                flow.longLatencyMilliseconds += (latency - flow.longLatencyMilliseconds) * 0.02
-            }
-            if flow.latencySamples >= 20, isFresh(startedMilliseconds),
-                flow.shortLatencyMilliseconds > policy.latencyTolerance * max(1, flow.longLatencyMilliseconds)
-            {
-                cut(by: ConcurrencyLimit.latencyCutRatio, nowMilliseconds: now)
-                return
-            }
+            flow.shortLatencyMilliseconds = flow.shortLatencyMilliseconds.map { $0 + (latency - $0) * 0.2 } ?? latency
         }
         if let rate = flow.ratePerSecond { flow.ratePerSecond = grownRate(rate) }
         // Grow only a limit in use (TCP's window validation): a trickle proves nothing.
@@ -130,7 +118,7 @@ extension Governor {
     private mutating func cut(by ratio: Double, nowMilliseconds now: UInt64) {
         var floor = Double(rules.concurrency.minimumLimit)
         if let rate = flow.ratePerSecond {
-            floor = max(floor, (rate * flow.shortLatencyMilliseconds / 1_000 * 2).rounded(.up))
+            floor = max(floor, (rate * (flow.shortLatencyMilliseconds ?? 0) / 1_000 * 2).rounded(.up))
         }
         flow.limit = min(Double(rules.maximumConcurrency), max(floor, flow.limit * ratio))
         flow.lastCutMilliseconds = now

@@ -143,7 +143,7 @@ struct Governor {
             }
             guard let outage else {
                 let latency = ending.attempt.startedMilliseconds.map { now - min(now, $0) }
-                succeeded(latencyMilliseconds: latency, startedMilliseconds: started, nowMilliseconds: now)
+                succeeded(latencyMilliseconds: latency, nowMilliseconds: now)
                 return .none
             }
             self.outage = nil
