@@ -136,6 +136,14 @@ func boundedOutbox(_ courier: Courier) -> (Courier.Configuration, Int) {
     return (configuration, withdrawn)
 }
 
+/// UsingCourier.md's "Replaceable messages".
+func replacing(_ courier: Courier, serverURL: URL) throws {
+    // snippet: replacing
+    try courier.send(["lat": 48.85, "lon": 2.35], to: serverURL, replacing: "location")
+    try courier.send(["lat": 48.86, "lon": 2.34], to: serverURL, replacing: "location")   // the first is withdrawn
+    // snippet end
+}
+
 /// UsingCourier.md's tour of the whole API.
 func wholeAPI(appSupport: URL, serverURL: URL, csv: Data) async throws {
     // snippet: whole-api

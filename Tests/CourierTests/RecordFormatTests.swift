@@ -34,16 +34,30 @@ import Testing
         #expect(kinds == all)
     }
 
-    /// Tags came as a trailing field and two new kinds, appended to the fixture: the records
-    /// written before them are still the committed log's first bytes, unchanged.
-    @Test func theLogBeforeTagsIsAPrefixOfTheCommittedLog() throws {
+    /// Tags came as a trailing field and two new kinds, and replacement keys as a trailing field,
+    /// each appended to the fixture: the records written before them are still the committed
+    /// log's first bytes, unchanged.
+    @Test(arguments: [GoldenRecords.untaggedPrefixCount, GoldenRecords.unreplacingPrefixCount])
+    func theLogBeforeANewFieldIsAPrefixOfTheCommittedLog(records: Int) throws {
         let fs = SimulatedFileSystem()
-        try GoldenRecords.write(
-            directory: "/v1", fileSystem: fs, events: GoldenRecords.events.prefix(GoldenRecords.untaggedPrefixCount))
+        try GoldenRecords.write(directory: "/v1", fileSystem: fs, events: GoldenRecords.events.prefix(records))
         let before = try #require(fs.contents(of: "/v1/0000000000000001.wal"))
         let committed = try #require(FileManager.default.contents(atPath: Self.directory + "/0000000000000001.wal"))
         #expect(committed.count > before.count)
         #expect(Array(committed.prefix(before.count)) == before)
+    }
+
+    /// A replacement key without an ordering key or tags: the state's fields end with the due
+    /// time, then an empty key, a tag count of 0, and the key, `presence`.
+    @Test func aReplacingBodyWithoutAKeyOrTagsEndsWithItsReplacementKey() throws {
+        let record = try committed()[GoldenRecords.unreplacingPrefixCount]
+        guard case .enqueued(let state)? = Event.decode(kind: record.kind, body: record.body) else {
+            Issue.record("the fixture's eighteenth record is an enqueued message with a replacement key")
+            return
+        }
+        #expect(state.replacing == "presence" && state.orderingKey == nil && state.tags.isEmpty)
+        let tail: [UInt8] = [0x00, 0x00] + [0x00] + [0x08, 0x00] + Array("presence".utf8)
+        #expect(Array(record.body.suffix(tail.count)) == tail)
     }
 
     @Test func todaysEncoderReproducesTheCommittedBodiesByteForByte() throws {
@@ -97,7 +111,8 @@ import Testing
 
     /// Replay reads the records as a courier would: the first message delivered, the keyed one
     /// abandoned, the cancel of an unknown id ignored, the tagged ones cancelled and delivered,
-    /// the tag held and released. Nothing is pending, nothing held.
+    /// the tag held and released, the replaced one cancelled by the one replacing it. Nothing is
+    /// pending, nothing held.
     @Test func aCourierReplaysTheCommittedRecords() async throws {
         let scratch = TemporaryDirectory()
         try FileManager.default.copyItem(atPath: Self.directory, toPath: scratch.url.path)
@@ -118,6 +133,13 @@ import Testing
         #expect(keyedTagged.tags == ["account:1", "consent"])
         try await courier.delivered(keyedTagged.id)
         #expect(courier.heldTags.isEmpty)
+        guard case .enqueued(let replaced) = GoldenRecords.events[GoldenRecords.unreplacingPrefixCount] else {
+            Issue.record("the fixture's eighteenth record is the replaced message")
+            return
+        }
+        await #expect(throws: CourierError.self, "withdrawn by the next record") {
+            try await courier.delivered(replaced.id) as Void
+        }
         await courier.close()
     }
 }

@@ -158,9 +158,11 @@ extension Projection {
     mutating func apply(_ event: Event, address: RecordAddress) -> Change {
         switch event {
         case .enqueued(let s), .snapshot(let s):
+            let replaced = replaced(by: s.replacing, id: s.id)
             let added = applyFullState(
-                id: s.id, url: s.url, orderingKey: s.orderingKey, tags: s.tags, attempts: s.attempts,
-                dueMilliseconds: s.nextDueMilliseconds, address: address)
+                id: s.id, url: s.url, orderingKey: s.orderingKey, tags: s.tags, replacing: s.replacing,
+                attempts: s.attempts, dueMilliseconds: s.nextDueMilliseconds, address: address)
+            if let replaced { applyEnd(id: replaced) }
             return added ? .added : .updated
         case .attempted(let id, let attempt, let outcome, let due):
             let pending = applyAttempt(

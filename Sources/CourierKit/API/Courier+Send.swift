@@ -20,6 +20,13 @@ extension Courier {
     ///     (`DeliveryRequest.tags`, to pick the right account's credentials), `hold(tagged:)`,
     ///     `release(tagged:)` and `cancel(tagged:)` act on them. At most 32, each 1 to 256 bytes
     ///     of UTF-8 (else `.invalidTags`). A message sent with a held tag waits until released.
+    ///   - replacing: a key naming what the message stands for (`"presence"`, `"draft:42"`): the
+    ///     pending message sent with the same key, if any, is withdrawn, as `cancel(_:)` withdraws
+    ///     one (`.cancelled`), by this message's own record, so after a crash one of the two is
+    ///     pending, never both or neither. An attempt of it already under way finishes, and its
+    ///     outcome is ignored. Only the newest matters: read receipts, a location, a draft's
+    ///     autosave. At most 1 KiB of UTF-8 (else `.invalidOrderingKey`). The default, nil, replaces
+    ///     nothing.
     ///   - onDelivered: called once, on a background thread, when the server answered 2xx.
     ///     Keep it short and never block or wait in it: it runs on the delivery task that heard
     ///     the answer.
@@ -30,13 +37,13 @@ extension Courier {
     @discardableResult
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        tags: Set<String> = [],
+        tags: Set<String> = [], replacing: String? = nil,
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
         try enqueue(
             body: JSONBody.serialize(json), contentType: "application/json", url: url,
-            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
+            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
@@ -46,13 +53,13 @@ extension Courier {
     @discardableResult
     public func send(
         _ value: some Encodable, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        tags: Set<String> = [], encoder: JSONEncoder? = nil,
+        tags: Set<String> = [], replacing: String? = nil, encoder: JSONEncoder? = nil,
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
         try enqueue(
             body: JSONBody.encode(value, with: encoder), contentType: "application/json", url: url,
-            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
+            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
@@ -60,13 +67,13 @@ extension Courier {
     @discardableResult
     public func send(
         data: Data, contentType: String, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        tags: Set<String> = [],
+        tags: Set<String> = [], replacing: String? = nil,
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
         try enqueue(
             body: Array(data), contentType: contentType, url: url,
-            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags),
+            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
@@ -75,6 +82,7 @@ extension Courier {
         var orderingKey: String?
         var headers: [String: String]
         var tags: Set<String>
+        var replacing: String? = nil
         /// An id chosen before (an extension's message keeps the id its `send` returned).
         var id: MessageID?
         /// When it was sent, if before this call (an extension's `send`): `expiry` counts from it.
@@ -120,10 +128,10 @@ extension Courier {
         id: MessageID, target: String, body: [UInt8], contentType: String, labels: Labels,
         nowMilliseconds now: UInt64, maximumMessageBytes: Int
     ) throws(CourierError) -> MessageState {
-        if let orderingKey = labels.orderingKey, orderingKey.isEmpty || orderingKey.utf8.count > 1024 {
+        for (name, key) in [("ordering", labels.orderingKey), ("replacement", labels.replacing)] {
+            guard let key, key.isEmpty || key.utf8.count > 1024 else { continue }
             throw CourierError(
-                .invalidOrderingKey,
-                "ordering key of \(orderingKey.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
+                .invalidOrderingKey, "\(name) key of \(key.utf8.count) bytes: it must be 1 to 1,024 bytes of UTF-8")
         }
         guard labels.headers.count <= 200 else {
             throw CourierError(.invalidHeaders, "\(labels.headers.count) headers; at most 200")
@@ -168,7 +176,7 @@ extension Courier {
         return MessageState(
             id: id, url: target, headers: [Header(name: "Content-Type", value: contentType)] + headers, body: body,
             createdMilliseconds: min(now, labels.createdMilliseconds ?? now), nextDueMilliseconds: now,
-            orderingKey: labels.orderingKey, tags: labels.tags.sorted())
+            orderingKey: labels.orderingKey, tags: labels.tags.sorted(), replacing: labels.replacing)
     }
 
     /// The most tags one message may carry, and the longest tag (UTF-8 bytes).

@@ -15,7 +15,8 @@ public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible, 
         /// Extra headers that cannot be sent or stored (more than 200, an empty name, a name
         /// or value with a line break, or longer than 8 KiB).
         case invalidHeaders
-        /// An ordering key that is empty or longer than 1 KiB of UTF-8.
+        /// An ordering key or a replacement key (`send(…replacing:)`) that is empty or longer than
+        /// 1 KiB of UTF-8.
         case invalidOrderingKey
         /// Tags that cannot be stored: more than 32, or one empty or longer than 256 bytes of UTF-8.
         case invalidTags

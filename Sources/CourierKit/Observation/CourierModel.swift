@@ -107,9 +107,9 @@ public final class CourierModel: FollowingModel {
     @discardableResult
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        tags: Set<String> = []
+        tags: Set<String> = [], replacing: String? = nil
     ) throws(CourierError) -> MessageID {
-        try sendListing(json, to: url, orderingKey: orderingKey, headers: headers, tags: tags)
+        try sendListing(json, to: url, orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing)
     }
 
     func change(_ body: (inout MessageBoard) -> MessageBoard.Change) {

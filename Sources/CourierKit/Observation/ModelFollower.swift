@@ -69,13 +69,15 @@ extension FollowingModel {
     /// Sends `json` as `Courier.send` does, and lists the message at once, with its URL (and
     /// body, if kept): what both models' `send` does.
     func sendListing(
-        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], tags: Set<String>
+        _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], tags: Set<String>,
+        replacing: String?
     ) throws(CourierError) -> MessageID {
         guard let courier else { throw CourierError(.closed, "the outbox is not open yet (the model's `open`)") }
         let body = try JSONBody.serialize(json)
         let id = try courier.enqueue(
             body: body, contentType: "application/json", url: url,
-            labels: Courier.Labels(orderingKey: orderingKey, headers: headers, tags: tags), callbacks: Callbacks())
+            labels: Courier.Labels(orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing),
+            callbacks: Callbacks())
         change { $0.didSend(id, url: url, body: Data(body), at: courier.wallDate()) }
         return id
     }

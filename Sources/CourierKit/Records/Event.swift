@@ -17,10 +17,14 @@ package struct MessageState: Sendable, Equatable {
     package var orderingKey: String? = nil
     /// The app's labels (`send(…tags:)`), sorted and distinct: what holds and tag cancels match.
     package var tags: [String] = []
+    /// The key of `send(…replacing:)`: this message withdrew the one pending with the same key,
+    /// and a later send with it withdraws this one.
+    package var replacing: String? = nil
 
     package init(
         id: MessageID, url: String, headers: [Header], body: [UInt8], createdMilliseconds: UInt64,
-        attempts: UInt32 = 0, nextDueMilliseconds: UInt64, orderingKey: String? = nil, tags: [String] = []
+        attempts: UInt32 = 0, nextDueMilliseconds: UInt64, orderingKey: String? = nil, tags: [String] = [],
+        replacing: String? = nil
     ) {
         self.id = id
         self.url = url
@@ -31,6 +35,7 @@ package struct MessageState: Sendable, Equatable {
         self.nextDueMilliseconds = nextDueMilliseconds
         self.orderingKey = orderingKey
         self.tags = tags
+        self.replacing = replacing
     }
 }
 
@@ -49,7 +54,7 @@ package struct Header: Sendable, Hashable {
 ///
 ///     enqueued, snapshot  string url · u8 header count · (string name, string value)* · blob body
 ///                         · u64 created ms · u32 attempts · u64 next due ms
-///                         · [string ordering key · [u8 tag count · string tag*]]
+///                         · [string ordering key · [u8 tag count · string tag* · [string replacing]]]
 ///     attempted           u32 attempt · outcome · u64 next due ms
 ///     delivered           u32 attempt · u16 status
 ///     abandoned           u32 attempt · string reason
@@ -61,10 +66,12 @@ package struct Header: Sendable, Hashable {
 /// called `hold(tagged:)`) and `released` (`release(tagged:)`).
 ///
 /// (`string` = u16 length + UTF-8, `blob` = u32 length + bytes.) The ordering key is there only
-/// when the message has one or has tags (then an empty key means none: keys are never empty),
-/// and the tags only when it has some; so a message with neither is byte for byte what it was
-/// before keys existed, one with a key but no tags what it was before tags. A reader older than
-/// a field rejects a record that has it (as undecodable, reported).
+/// when the message has one, tags or a replacement key (then an empty key means none: keys are
+/// never empty), the tags only when it has some or a replacement key (then a count of 0), and
+/// the replacement key (`send(…replacing:)`) only when it has one; so a message with none of
+/// them is byte for byte what it was before keys existed, one with a key but no tags what it was
+/// before tags. A reader older than a field rejects a record that has it (as undecodable,
+/// reported).
 package enum Event: Sendable, Equatable {
     case enqueued(MessageState)
     case attempted(MessageID, attempt: UInt32, outcome: DeliveryOutcome, nextDueMilliseconds: UInt64)
@@ -129,11 +136,12 @@ package enum Event: Sendable, Equatable {
             w.u64(s.createdMilliseconds)
             w.u32(s.attempts)
             w.u64(s.nextDueMilliseconds)
-            if s.orderingKey != nil || !s.tags.isEmpty { w.string(s.orderingKey ?? "") }
-            if !s.tags.isEmpty {
+            if s.orderingKey != nil || !s.tags.isEmpty || s.replacing != nil { w.string(s.orderingKey ?? "") }
+            if !s.tags.isEmpty || s.replacing != nil {
                 w.u8(UInt8(min(s.tags.count, 255)))
                 for tag in s.tags.prefix(255) { w.string(tag) }
             }
+            if let replacing = s.replacing { w.string(replacing) }
         case .attempted(_, let attempt, let outcome, let due):
             w.u32(attempt)
             switch outcome {
@@ -234,17 +242,24 @@ extension MessageState {
             key = k.isEmpty ? nil : k
         }
         if !r.isAtEnd {
-            // Written only when there are tags, each non-empty (an empty key then means none).
-            guard let count = r.u8(), count > 0 else { return nil }
+            // Written when there are tags, each non-empty, or a replacement key (a count of 0 only
+            // then: one encoding per state).
+            guard let count = r.u8() else { return nil }
             // Bounded by `count`, a u8.
             for _ in 0..<count {
                 guard let tag = r.string(), !tag.isEmpty else { return nil }
                 tags.append(tag)
             }
+            if count == 0 && r.isAtEnd { return nil }
+        }
+        var replacing: String?
+        if !r.isAtEnd {
+            guard let k = r.string(), !k.isEmpty else { return nil }
+            replacing = k
         }
         self.init(
             id: id, url: url, headers: headers, body: Array(body), createdMilliseconds: created, attempts: attempts,
-            nextDueMilliseconds: due, orderingKey: key, tags: tags)
+            nextDueMilliseconds: due, orderingKey: key, tags: tags, replacing: replacing)
     }
 }
 

@@ -182,7 +182,9 @@ extension CourierCore {
                         + "(Configuration.maximumStorageBytes)"
                 )
             }
-            let dropping = try Self.room(for: message, in: state, limits)
+            let replaced = state.projection.replaced(by: message.replacing, id: id)
+            // A send that replaces a pending message needs no room.
+            let dropping = replaced == nil ? try Self.room(for: message, in: state, limits) : nil
             let address: RecordAddress
             do throws(LogError) {
                 state.wallMilliseconds = max(state.wallMilliseconds, message.createdMilliseconds)
@@ -193,9 +195,12 @@ extension CourierCore {
             effects.appendedThrough = address.sequence
             if limits.syncsEachRecord { effects.enqueued = id }
             let added = state.projection.applyFullState(
-                id: id, url: message.url, orderingKey: message.orderingKey, tags: message.tags, attempts: 0,
-                dueMilliseconds: message.nextDueMilliseconds, address: address)
+                id: id, url: message.url, orderingKey: message.orderingKey, tags: message.tags,
+                replacing: message.replacing, attempts: 0, dueMilliseconds: message.nextDueMilliseconds,
+                address: address)
             if added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
+            // Withdrawn by the new message's record, as `cancel` would (after the add: never idle between).
+            if let replaced { state.resolve(replaced, .cancelled, attempts: 0, &effects) }
             if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
             if case let (oldest, attempts, tag)? = dropping {
                 // Its record follows the new message's in this section: a crash between them

@@ -23,9 +23,11 @@ final class Replayer {
     func visit(_ record: RecordView) {
         switch Event.decode(kind: record.kind, body: record.body) {
         case .enqueued(let s)?, .snapshot(let s)?:
+            let replaced = projection.replaced(by: s.replacing, id: s.id)
             projection.applyFullState(
-                id: s.id, url: s.url, orderingKey: s.orderingKey, tags: s.tags, attempts: s.attempts,
-                dueMilliseconds: s.nextDueMilliseconds, address: record.address)
+                id: s.id, url: s.url, orderingKey: s.orderingKey, tags: s.tags, replacing: s.replacing,
+                attempts: s.attempts, dueMilliseconds: s.nextDueMilliseconds, address: record.address)
+            if let replaced { end(replaced, .cancelled) }  // withdrawn by this record
         case .attempted(let id, let attempt, let outcome, let due)?:
             projection.applyAttempt(
                 id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)

@@ -82,6 +82,10 @@ struct Projection {
     private(set) var lanes = LaneTable()
     /// The messages' tags and the tags held (`TagTable`, in `Projection+Index.swift`).
     var tags = TagTable()
+    /// The replacement keys of pending messages (`send(…replacing:)`), as UTF-8 bytes (as
+    /// `URLTable`'s URLs), both ways: at most one pending message holds a key.
+    private var slotByReplacementKey: [[UInt8]: UInt32] = [:]
+    private var replacementKeyBySlot: [UInt32: [UInt8]] = [:]
     private var nextOrder: UInt64 = 0
     /// The arrival order of the slot `applyFullState` added last.
     var lastAddedOrder: UInt64 { nextOrder - 1 }
@@ -97,13 +101,20 @@ struct Projection {
     /// The URL a slot's message goes to.
     func url(of slot: Slot) -> String { urls.url(slot.urlIndex) }
 
+    /// The pending message that message `id`, sent with `replacing: key`, withdraws: another
+    /// one that holds the key.
+    func replaced(by key: String?, id: MessageID) -> MessageID? {
+        guard let key, let i = slotByReplacementKey[Array(key.utf8)], slots[Int(i)].id != id else { return nil }
+        return slots[Int(i)].id
+    }
+
     // MARK: Replay and appends
 
     /// A full state was logged at `address`: add the message, or replace what is known of it.
     /// Returns whether it was new.
     @discardableResult
     mutating func applyFullState(
-        id: MessageID, url: String, orderingKey: String? = nil, tags: [String] = [],
+        id: MessageID, url: String, orderingKey: String? = nil, tags: [String] = [], replacing: String? = nil,
         attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress
     ) -> Bool {
         if let i = slotIndex(of: id) {
@@ -124,6 +135,11 @@ struct Projection {
         let i = allocate(slot)
         idIndex[id] = i
         self.tags.add(tags, slot: i)  // none: nothing kept
+        if let key = replacing.map({ Array($0.utf8) }) {
+            // The key's holder until now, if any, is removed by the caller (`replaced(by:id:)`).
+            slotByReplacementKey[key] = i
+            replacementKeyBySlot[i] = key
+        }
         if self.tags.isHeld(tags) { slots[Int(i)].flags.insert(.heldByTag) }  // none: false
         let key = LaneTable.key(orderingKey: orderingKey, url: urlIndex, fifoPerDestination: fifoPerDestination)
         if let key { slots[Int(i)].lane = lanes.join(i, key: key) }
@@ -202,6 +218,9 @@ struct Projection {
         if slot.flags.contains(.parked) { unparked(i) }
         idIndex[id] = nil
         tags.tagsBySlot[i] = nil
+        if let key = replacementKeyBySlot.removeValue(forKey: i), slotByReplacementKey[key] == i {
+            slotByReplacementKey[key] = nil  // not if a later message holds it already
+        }
         if slot.lane != LaneTable.none {
             lanes.leave(i, lane: slot.lane)
             // The lane's next message, if it was waiting behind this one, may be schedulable now.

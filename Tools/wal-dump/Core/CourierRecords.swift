@@ -28,6 +28,7 @@ struct CourierRecord {
             add("due", iso8601(milliseconds: s.nextDueMilliseconds))
             if let key = s.orderingKey { add("key", key) }
             if !s.tags.isEmpty { add("tags", s.tags.joined(separator: ",")) }
+            if let replacing = s.replacing { add("replacing", replacing) }
         case .attempted(_, let attempt, let outcome, let due):
             add("attempt", String(attempt))
             add("outcome", outcome.description)

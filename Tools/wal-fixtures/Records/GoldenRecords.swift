@@ -4,7 +4,8 @@ import CourierLogTesting
 import Foundation
 
 /// The messaging layer's golden records (`Fixtures/logs/courier-v1`): one record of each kind,
-/// full states with and without an ordering key, with tags (with and without a key),
+/// full states with and without an ordering key, with tags (with and without a key), with a
+/// replacement key (the second withdrawing the first),
 /// `attempted` with both outcome forms, encoded
 /// by today's `Event.encoded()` into a log made with the golden settings (fixed salt and
 /// time). `wal-fixtures courier DIR` writes it once; `RecordFormatTests` decode the committed
@@ -20,18 +21,21 @@ package enum GoldenRecords {
     static let keyedID = MessageID(UUID(uuidString: "11111111-2222-4333-8444-555555555555")!)
     static let taggedID = MessageID(UUID(uuidString: "22222222-3333-4444-8555-666666666666")!)
     static let keyedTaggedID = MessageID(UUID(uuidString: "33333333-4444-4555-8666-777777777777")!)
+    static let replacedID = MessageID(UUID(uuidString: "44444444-5555-4666-8777-888888888888")!)
+    static let replacingID = MessageID(UUID(uuidString: "55555555-6666-4777-8888-999999999999")!)
     static let createdMilliseconds: UInt64 = 1_763_740_800_000  // 2025-11-21T16:00:00Z
 
     /// A message's full state as `send` records it: `Content-Type` first, the app's headers
     /// sorted after it.
     static func state(
-        _ id: MessageID, key: String?, tags: [String] = [], attempts: UInt32 = 0, due: UInt64? = nil
+        _ id: MessageID, key: String?, tags: [String] = [], attempts: UInt32 = 0, due: UInt64? = nil,
+        replacing: String? = nil
     ) -> MessageState {
         MessageState(
             id: id, url: "https://example.com/inbox",
             headers: [Header(name: "Content-Type", value: "application/json"), Header(name: "X-Trace", value: "t-1")],
             body: Array(#"{"text":"hi"}"#.utf8), createdMilliseconds: createdMilliseconds, attempts: attempts,
-            nextDueMilliseconds: due ?? createdMilliseconds, orderingKey: key, tags: tags)
+            nextDueMilliseconds: due ?? createdMilliseconds, orderingKey: key, tags: tags, replacing: replacing)
     }
 
     /// The records, in log order: what the committed bodies must decode to. The tagged records
@@ -62,11 +66,17 @@ package enum GoldenRecords {
         .snapshot(state(taggedID, key: nil, tags: ["account:1"])),
         .released(tag: "account:1"),
         .cancelled(taggedID),
-        .delivered(keyedTaggedID, attempt: 1, status: 201)
+        .delivered(keyedTaggedID, attempt: 1, status: 201),
+        .enqueued(state(replacedID, key: nil, replacing: "presence")),
+        .enqueued(state(replacingID, key: "chat-42", tags: ["account:1"], replacing: "presence")),
+        .snapshot(state(replacingID, key: "chat-42", tags: ["account:1"], replacing: "presence")),
+        .delivered(replacingID, attempt: 1, status: 200)
     ]
 
-    /// How many records the log held before tags: their bytes are a prefix of today's log.
+    /// How many records the log held before tags, and before replacement keys: each log is a
+    /// prefix of today's, byte for byte.
     package static let untaggedPrefixCount = 10
+    package static let unreplacingPrefixCount = 17
 
     /// Writes the log: each event as its own record, in the golden settings.
     package static func write(
