@@ -24,11 +24,11 @@ all: build
 
 # liblz4 headers + pkg-config file; `apt-get update` only when an install is needed.
 deps:
-	@if pkg-config --exists liblz4 2>/dev/null && command -v lz4 >/dev/null 2>&1; then :; \
+	@if pkg-config --exists liblz4 zlib 2>/dev/null && command -v lz4 >/dev/null 2>&1; then :; \
 	elif command -v apt-get >/dev/null 2>&1; then \
-	  echo "courier: installing liblz4-dev, pkg-config and lz4 (missing)"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq liblz4-dev pkg-config lz4 >/dev/null \
-	    || { echo "courier: could not install liblz4-dev; install it by hand (apt-get install liblz4-dev)"; exit 1; }; \
+	  echo "courier: installing liblz4-dev, zlib1g-dev, pkg-config and lz4 (missing)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq liblz4-dev zlib1g-dev pkg-config lz4 >/dev/null \
+	    || { echo "courier: could not install liblz4-dev and zlib1g-dev; install them by hand"; exit 1; }; \
 	elif command -v brew >/dev/null 2>&1; then brew install lz4 pkg-config; \
 	else echo "courier: liblz4 not found; install liblz4 development files (Debian: liblz4-dev, macOS: brew install lz4)"; exit 1; fi
 

@@ -74,6 +74,10 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
         ),
+        // The system's zlib, on every platform (Debian: zlib1g-dev; Apple platforms: the SDK's
+        // libz): `Content-Encoding: gzip` bodies (`DestinationOptions.gzip`). No pkg-config: the
+        // header is where every system keeps it.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         // Hardware CRC-32C (SSE4.2 / ARMv8 CRC), with a Swift fallback in CourierLog.
         .target(name: "CCRC32C"),
         // The write-ahead log. It knows nothing about HTTP or messages.
@@ -83,7 +87,7 @@ let package = Package(
         .target(name: "CourierLogTesting", dependencies: ["CourierLog"]),
         // The messaging layer and public API: events, projection, retry engine, transports.
         .target(name: "CourierKit", dependencies: [
-            "CourierLog",
+            "CourierLog", "CZlib",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client",
                      condition: .when(platforms: [.linux], traits: ["AsyncHTTPClientTransport"])),

@@ -136,6 +136,15 @@ func boundedOutbox(_ courier: Courier) -> (Courier.Configuration, Int) {
     return (configuration, withdrawn)
 }
 
+/// UsingCourier.md's "Compressed bodies".
+func gzip() -> Courier.Configuration {
+    // snippet: gzip
+    var configuration = Courier.Configuration()
+    configuration.destinations["https://api.example.com"] = DestinationOptions(gzip: true)   // default: false
+    // snippet end
+    return configuration
+}
+
 /// UsingCourier.md's "Replaceable messages".
 func replacing(_ courier: Courier, serverURL: URL) throws {
     // snippet: replacing

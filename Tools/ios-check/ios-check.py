@@ -6,9 +6,9 @@ the sample apps.
     Tools/ios-check/ios-check.py [APP_DIR...]
 
 What an iOS app builds is the targets of this package's library products and the local
-targets they depend on (C targets as module maps; `CLZ4`, a Linux system library, never), plus
-the external modules they import (swift-log), taken from `.build/checkouts`. Each app directory
-given contributes its own modules: one holding an Xcode project (`Samples/CourierSample`) one
+targets they depend on (C targets and system libraries as module maps; `CLZ4`, a Linux system
+library, never), plus the external modules they import (swift-log), taken from `.build/checkouts`.
+Each app directory given contributes its own modules: one holding an Xcode project (`Samples/CourierSample`) one
 per target, its Swift files as the project's synchronized folders give them (read with
 `Tools/xcodeproj-check/pbxproj.py`), for the target's deployment target, an app extension's as
 an extension builds it (`-application-extension`, Debug and Release); an app package
@@ -305,6 +305,9 @@ def main(apps):
     return 0 if clean else 1
 
 
+# System libraries that the package uses on Linux only (Package.swift's platform conditions).
+LINUX_ONLY = {"CLZ4"}
+
 # Modules a mutation run takes from its baseline instead of checking (ios-check-mutations.py).
 TRUSTED = set(filter(None, os.environ.get("IOS_CHECK_TRUSTED", "").split(",")))
 
@@ -333,8 +336,11 @@ def modules(apps):
             # Product names stand for module names: true of every package Courier uses.
             found.append((target["name"], "swift", sorted(os.path.join(path, f) for f in target["sources"]),
                           target.get("product_dependencies", []), None, False))
-        # A system library (CLZ4, liblz4 on Linux) is never built for iOS: Apple platforms
-        # take LZ4 blocks from the Compression framework.
+        elif target["module_type"] == "SystemLibraryTarget" and target["name"] not in LINUX_ONLY:
+            # The system's own library (CZlib: the SDK's zlib.h), through the target's shim.
+            found.append((target["name"], "c", [os.path.join(path, "shim.h")], [], None, False))
+        # CLZ4 (liblz4 on Linux) is never built for iOS: Apple platforms take LZ4 blocks from
+        # the Compression framework.
     for app in apps:
         projects = glob.glob(os.path.join(app, "*.xcodeproj"))
         if projects:

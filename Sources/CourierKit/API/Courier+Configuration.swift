@@ -141,6 +141,11 @@ extension Courier {
         /// How many resolved ids `delivered(_:)` remembers (most recent first). Older ids throw
         /// `.unknownMessage`. The default is 100,000 (about 3 MB).
         public var resolvedMemoryCount = 100_000
+        /// Per destination, how Courier talks to it (`DestinationOptions`: gzip), keyed by its
+        /// origin, `scheme://host:port` (`"https://api.example.com"`: a default port may be left
+        /// out; case does not matter). A destination not listed gets `DestinationOptions()`. The
+        /// default is empty.
+        public var destinations: [String: DestinationOptions] = [:]
         /// Delivery that goes on while the app is suspended: pending messages are handed to a
         /// background upload session (on iOS, `URLSessionBackgroundUploads`). The default is
         /// nil: Courier delivers only while the app runs.
@@ -262,6 +267,9 @@ extension Courier.Configuration {
         )
         require(compactionThreshold >= 1, "compactionThreshold must be at least 1")
         require(maximumPendingMessages.map { $0 >= 1 } ?? true, "maximumPendingMessages must be at least 1 (or nil)")
+        for key in destinations.keys.sorted() where !Self.isOrigin(key) {
+            problems.append("destinations key \"\(key)\" is not an origin: scheme://host:port, http or https")
+        }
         require(resolvedMemoryCount >= 0, "resolvedMemoryCount must not be negative")
         require(retry.initialDelay >= .zero, "retry.initialDelay must not be negative")
         require(retry.maximumDelay >= .zero, "retry.maximumDelay must not be negative")

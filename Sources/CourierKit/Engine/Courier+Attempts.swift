@@ -28,6 +28,12 @@ extension Courier {
         var request = DeliveryRequest(
             url: URL(string: state.url)!, headers: headers, body: Data(state.body),
             timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt, tags: Set(state.tags))
+        if configuration.options(for: state.url)?.gzip == true, let compressed = Gzip.compress(request.body),
+            compressed.count < request.body.count
+        {
+            request.body = compressed
+            request.headers["Content-Encoding"] = "gzip"
+        }
         guard let prepare = configuration.prepareRequest else { return .success(request) }
         do {
             try await prepare(&request)

@@ -6,7 +6,8 @@ public struct DeliveryRequest: Sendable, Hashable {
     public var url: URL
     /// Includes `Content-Type` and `Idempotency-Key`.
     public var headers: [String: String]
-    /// Exactly the bytes `send` stored.
+    /// Exactly the bytes `send` stored (gzip-compressed for a destination whose
+    /// `DestinationOptions.gzip` is on, with `Content-Encoding: gzip` in `headers`).
     public var body: Data
     /// The whole request must finish within this; the transport enforces it.
     public var timeout: Duration
