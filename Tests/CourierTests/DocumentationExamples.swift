@@ -136,6 +136,13 @@ func boundedOutbox(_ courier: Courier) -> (Courier.Configuration, Int) {
     return (configuration, withdrawn)
 }
 
+/// UsingCourier.md's expiry per message.
+func expiry(_ courier: Courier, serverURL: URL) throws {
+    // snippet: expiry
+    try courier.send(["status": "typing"], to: serverURL, expiry: .seconds(30))   // default: nil, no expiry of its own
+    // snippet end
+}
+
 /// UsingCourier.md's "Compressed bodies".
 func gzip() -> Courier.Configuration {
     // snippet: gzip

@@ -37,7 +37,9 @@ import Testing
     /// Tags came as a trailing field and two new kinds, and replacement keys as a trailing field,
     /// each appended to the fixture: the records written before them are still the committed
     /// log's first bytes, unchanged.
-    @Test(arguments: [GoldenRecords.untaggedPrefixCount, GoldenRecords.unreplacingPrefixCount])
+    @Test(arguments: [
+        GoldenRecords.untaggedPrefixCount, GoldenRecords.unreplacingPrefixCount, GoldenRecords.unexpiringPrefixCount,
+    ])
     func theLogBeforeANewFieldIsAPrefixOfTheCommittedLog(records: Int) throws {
         let fs = SimulatedFileSystem()
         try GoldenRecords.write(directory: "/v1", fileSystem: fs, events: GoldenRecords.events.prefix(records))
@@ -76,6 +78,19 @@ import Testing
             let bytes = try #require(FileManager.default.contents(atPath: committed), "missing \(committed)")
             #expect(Array(bytes) == fs.contents(of: path), "\(committed) differs from what the writer makes")
         }
+    }
+
+    /// An expiry without a key, tags or a replacement key: after the due time, an empty key, a tag
+    /// count of 0, an empty replacement key, then the expiry, 60,000 ms.
+    @Test func anExpiringBodyEndsWithItsExpiry() throws {
+        let record = try committed()[GoldenRecords.unexpiringPrefixCount]
+        guard case .enqueued(let state)? = Event.decode(kind: record.kind, body: record.body) else {
+            Issue.record("the fixture's twenty-second record is an enqueued message with an expiry")
+            return
+        }
+        #expect(state.expiryMilliseconds == 60_000 && state.replacing == nil && state.tags.isEmpty)
+        let tail: [UInt8] = [0x00, 0x00] + [0x00] + [0x00, 0x00] + [0x60, 0xea, 0, 0, 0, 0, 0, 0]
+        #expect(Array(record.body.suffix(tail.count)) == tail)
     }
 
     /// ARCHITECTURE.md's worked example of an `enqueued` body, byte for byte.

@@ -27,6 +27,11 @@ extension Courier {
     ///     outcome is ignored. Only the newest matters: read receipts, a location, a draft's
     ///     autosave. At most 1 KiB of UTF-8 (else `.invalidOrderingKey`). The default, nil, replaces
     ///     nothing.
+    ///   - expiry: how long the message is worth sending (a presence, a location): once an
+    ///     attempt fails this long after `send`, or its next one would come later, it is abandoned
+    ///     (`AbandonReason.expired`), as `RetryPolicy.expiry` abandons every message (the sooner of
+    ///     the two applies; `.zero`: one attempt). Stored with the message. The default, nil, leaves
+    ///     it to `RetryPolicy.expiry`.
     ///   - onDelivered: called once, on a background thread, when the server answered 2xx.
     ///     Keep it short and never block or wait in it: it runs on the delivery task that heard
     ///     the answer.
@@ -37,13 +42,14 @@ extension Courier {
     @discardableResult
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        tags: Set<String> = [], replacing: String? = nil,
+        tags: Set<String> = [], replacing: String? = nil, expiry: Duration? = nil,
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
         try enqueue(
             body: JSONBody.serialize(json), contentType: "application/json", url: url,
-            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing),
+            labels: Labels(
+                orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing, expiry: expiry),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
@@ -53,13 +59,15 @@ extension Courier {
     @discardableResult
     public func send(
         _ value: some Encodable, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        tags: Set<String> = [], replacing: String? = nil, encoder: JSONEncoder? = nil,
+        tags: Set<String> = [], replacing: String? = nil, expiry: Duration? = nil,
+        encoder: JSONEncoder? = nil,
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
         try enqueue(
             body: JSONBody.encode(value, with: encoder), contentType: "application/json", url: url,
-            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing),
+            labels: Labels(
+                orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing, expiry: expiry),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
@@ -67,13 +75,14 @@ extension Courier {
     @discardableResult
     public func send(
         data: Data, contentType: String, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        tags: Set<String> = [], replacing: String? = nil,
+        tags: Set<String> = [], replacing: String? = nil, expiry: Duration? = nil,
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
         try enqueue(
             body: Array(data), contentType: contentType, url: url,
-            labels: Labels(orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing),
+            labels: Labels(
+                orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing, expiry: expiry),
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
@@ -83,6 +92,7 @@ extension Courier {
         var headers: [String: String]
         var tags: Set<String>
         var replacing: String? = nil
+        var expiry: Duration? = nil
         /// An id chosen before (an extension's message keeps the id its `send` returned).
         var id: MessageID?
         /// When it was sent, if before this call (an extension's `send`): `expiry` counts from it.
@@ -176,7 +186,8 @@ extension Courier {
         return MessageState(
             id: id, url: target, headers: [Header(name: "Content-Type", value: contentType)] + headers, body: body,
             createdMilliseconds: min(now, labels.createdMilliseconds ?? now), nextDueMilliseconds: now,
-            orderingKey: labels.orderingKey, tags: labels.tags.sorted(), replacing: labels.replacing)
+            orderingKey: labels.orderingKey, tags: labels.tags.sorted(), replacing: labels.replacing,
+            expiryMilliseconds: labels.expiry.map { UInt64(min(max(0, $0.seconds * 1000), 1e15)) })
     }
 
     /// The most tags one message may carry, and the longest tag (UTF-8 bytes).

@@ -153,7 +153,8 @@ extension Courier {
         }
         let ending = Ending(
             attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
-            runner: .engine(token: token), url: state.url, continuing: !Task.isCancelled)
+            expiryMilliseconds: state.expiryMilliseconds, runner: .engine(token: token), url: state.url,
+            continuing: !Task.isCancelled)
         return await recordWhereAllowed(ending).next
     }
 
@@ -188,6 +189,8 @@ struct Ending: Sendable {
     var outcome: DeliveryOutcome
     /// When the message was created (wall ms): `RetryPolicy.expiry` judges by its age.
     var createdMilliseconds: UInt64
+    /// The message's own expiry (`send(…expiry:)`), in ms, if it has one.
+    var expiryMilliseconds: UInt64?
     var runner: Runner
     /// The destination, for the log line (nil: not read, as for a delivered upload).
     var url: String?

@@ -63,16 +63,19 @@ package struct HandOff: Sendable, Hashable {
     /// message's age (`RetryPolicy.expiry`) without reading the message, so even if it cannot
     /// be read.
     var createdMilliseconds: UInt64?
+    /// The message's own expiry (`send(…expiry:)`), known with `createdMilliseconds`.
+    var expiryMilliseconds: UInt64?
 
     package init(
         attempt: UInt32, ticket: UInt64, taskIdentifier: UInt64, earliestBeginMilliseconds: UInt64,
-        createdMilliseconds: UInt64? = nil
+        createdMilliseconds: UInt64? = nil, expiryMilliseconds: UInt64? = nil
     ) {
         self.attempt = attempt
         self.ticket = ticket
         self.taskIdentifier = taskIdentifier
         self.earliestBeginMilliseconds = earliestBeginMilliseconds
         self.createdMilliseconds = createdMilliseconds
+        self.expiryMilliseconds = expiryMilliseconds
     }
 
     /// `value` as 16 lowercase hex digits, zero-padded.

@@ -112,6 +112,7 @@ extension Courier {
         var ticket: UInt64
         var path: String
         var createdMilliseconds: UInt64
+        var expiryMilliseconds: UInt64?
     }
 
     /// Hands taken messages off, a pass at a time: three critical sections and two hops to the
@@ -145,7 +146,7 @@ extension Courier {
                 PreparedHandOff(
                     candidate: candidate, request: request, ticket: ticket,
                     path: log.bodyPath(of: candidate.slot.id, ticket: ticket),
-                    createdMilliseconds: state.createdMilliseconds))
+                    createdMilliseconds: state.createdMilliseconds, expiryMilliseconds: state.expiryMilliseconds))
         }
         let bodies = ready.map { (body: Array($0.request.body), path: $0.path) }
         let written: [Bool] = bodies.isEmpty ? [] : await onIOQueue { [log] in log.writeBodies(bodies) }
@@ -165,7 +166,7 @@ extension Courier {
             HandOff(
                 attempt: ready.candidate.slot.attempts + 1, ticket: ready.ticket, taskIdentifier: HandOff.unknownTask,
                 earliestBeginMilliseconds: max(ready.candidate.beginMilliseconds, now),
-                createdMilliseconds: ready.createdMilliseconds)
+                createdMilliseconds: ready.createdMilliseconds, expiryMilliseconds: ready.expiryMilliseconds)
         }
         let begun = core.handle(
             .beginHandOffs(ready: zip(prepared, handOffs).map { ($0.candidate.slot.id, $1) }, aborted: aborted)

@@ -50,17 +50,19 @@ extension Courier {
         }
         // A failure is judged by the message's age (`RetryPolicy.expiry`): known if this
         // process made the hand-off, read back otherwise; a 2xx is a delivery whatever its age.
-        var created = handOff.createdMilliseconds ?? currentInstant().wallMilliseconds
+        var (created, expiry) = (
+            handOff.createdMilliseconds ?? currentInstant().wallMilliseconds, handOff.expiryMilliseconds
+        )
         if !outcome.isSuccess, handOff.createdMilliseconds == nil {
             switch await readState(of: id) {
-            case .success(let state?): created = state.createdMilliseconds
+            case .success(let state?): (created, expiry) = (state.createdMilliseconds, state.expiryMilliseconds)
             case .success(nil): break  // cancelled meanwhile: recording drops the outcome
             case .failure(let error): return ({ self.record(.unreadable(id, handOff, error)) }, body)
             }
         }
         let ending = Ending(
             attempt: Attempt(id: id, number: Int(handOff.attempt)), outcome: outcome,
-            createdMilliseconds: created, runner: .upload(ticket: handOff.ticket))
+            createdMilliseconds: created, expiryMilliseconds: expiry, runner: .upload(ticket: handOff.ticket))
         return ({ self.record(ending) }, body)
     }
 }

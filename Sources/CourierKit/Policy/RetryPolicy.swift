@@ -330,6 +330,10 @@ enum NextDue {
     ) -> Verdict {
         var random = SplitMix64(seed: ending.random)
         let sinceSend = Duration.milliseconds(Int64(now - min(now, ending.createdMilliseconds)))
+        var policy = policy
+        if let own = ending.expiryMilliseconds.map({ Duration.milliseconds(Int64(clamping: $0)) }) {
+            policy.expiry = min(policy.expiry ?? own, own)  // the sooner of the two
+        }
         switch policy.decide(
             ending.outcome, attempt: ending.attempt.number, sinceSend: sinceSend, retryAfter: ending.retryAfter,
             explainedFailures: explainedFailures, using: &random)

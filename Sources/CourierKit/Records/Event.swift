@@ -20,11 +20,14 @@ package struct MessageState: Sendable, Equatable {
     /// The key of `send(…replacing:)`: this message withdrew the one pending with the same key,
     /// and a later send with it withdraws this one.
     package var replacing: String? = nil
+    /// `send(…expiry:)`, in ms: the message is abandoned once an attempt fails this long after
+    /// `createdMilliseconds` (with `RetryPolicy.expiry`, whichever is sooner).
+    package var expiryMilliseconds: UInt64? = nil
 
     package init(
         id: MessageID, url: String, headers: [Header], body: [UInt8], createdMilliseconds: UInt64,
         attempts: UInt32 = 0, nextDueMilliseconds: UInt64, orderingKey: String? = nil, tags: [String] = [],
-        replacing: String? = nil
+        replacing: String? = nil, expiryMilliseconds: UInt64? = nil
     ) {
         self.id = id
         self.url = url
@@ -36,6 +39,7 @@ package struct MessageState: Sendable, Equatable {
         self.orderingKey = orderingKey
         self.tags = tags
         self.replacing = replacing
+        self.expiryMilliseconds = expiryMilliseconds
     }
 }
 
@@ -54,7 +58,8 @@ package struct Header: Sendable, Hashable {
 ///
 ///     enqueued, snapshot  string url · u8 header count · (string name, string value)* · blob body
 ///                         · u64 created ms · u32 attempts · u64 next due ms
-///                         · [string ordering key · [u8 tag count · string tag* · [string replacing]]]
+///                         · [string ordering key · [u8 tag count · string tag* · [string replacing
+///                         · [u64 expiry ms]]]]
 ///     attempted           u32 attempt · outcome · u64 next due ms
 ///     delivered           u32 attempt · u16 status
 ///     abandoned           u32 attempt · string reason
@@ -68,7 +73,8 @@ package struct Header: Sendable, Hashable {
 /// (`string` = u16 length + UTF-8, `blob` = u32 length + bytes.) The ordering key is there only
 /// when the message has one, tags or a replacement key (then an empty key means none: keys are
 /// never empty), the tags only when it has some or a replacement key (then a count of 0), and
-/// the replacement key (`send(…replacing:)`) only when it has one; so a message with none of
+/// the replacement key (`send(…replacing:)`) only when it has one or an expiry (then an empty
+/// key means none), the expiry (`send(…expiry:)`) only when it has one; so a message with none of
 /// them is byte for byte what it was before keys existed, one with a key but no tags what it was
 /// before tags. A reader older than a field rejects a record that has it (as undecodable,
 /// reported).
@@ -136,12 +142,14 @@ package enum Event: Sendable, Equatable {
             w.u64(s.createdMilliseconds)
             w.u32(s.attempts)
             w.u64(s.nextDueMilliseconds)
-            if s.orderingKey != nil || !s.tags.isEmpty || s.replacing != nil { w.string(s.orderingKey ?? "") }
-            if !s.tags.isEmpty || s.replacing != nil {
+            let hasTail = s.replacing != nil || s.expiryMilliseconds != nil
+            if s.orderingKey != nil || !s.tags.isEmpty || hasTail { w.string(s.orderingKey ?? "") }
+            if !s.tags.isEmpty || hasTail {
                 w.u8(UInt8(min(s.tags.count, 255)))
                 for tag in s.tags.prefix(255) { w.string(tag) }
             }
-            if let replacing = s.replacing { w.string(replacing) }
+            if hasTail { w.string(s.replacing ?? "") }
+            if let expiry = s.expiryMilliseconds { w.u64(expiry) }
         case .attempted(_, let attempt, let outcome, let due):
             w.u32(attempt)
             switch outcome {
@@ -254,12 +262,18 @@ extension MessageState {
         }
         var replacing: String?
         if !r.isAtEnd {
-            guard let k = r.string(), !k.isEmpty else { return nil }
-            replacing = k
+            // An empty replacement key stands for none, and only before an expiry.
+            guard let k = r.string(), !k.isEmpty || !r.isAtEnd else { return nil }
+            replacing = k.isEmpty ? nil : k
+        }
+        var expiry: UInt64?
+        if !r.isAtEnd {
+            guard let ms = r.u64() else { return nil }
+            expiry = ms
         }
         self.init(
             id: id, url: url, headers: headers, body: Array(body), createdMilliseconds: created, attempts: attempts,
-            nextDueMilliseconds: due, orderingKey: key, tags: tags, replacing: replacing)
+            nextDueMilliseconds: due, orderingKey: key, tags: tags, replacing: replacing, expiryMilliseconds: expiry)
     }
 }
 

@@ -29,6 +29,7 @@ struct CourierRecord {
             if let key = s.orderingKey { add("key", key) }
             if !s.tags.isEmpty { add("tags", s.tags.joined(separator: ",")) }
             if let replacing = s.replacing { add("replacing", replacing) }
+            if let expiry = s.expiryMilliseconds { add("expiry_ms", String(expiry)) }
         case .attempted(_, let attempt, let outcome, let due):
             add("attempt", String(attempt))
             add("outcome", outcome.description)

@@ -5,7 +5,7 @@ import Foundation
 
 /// The messaging layer's golden records (`Fixtures/logs/courier-v1`): one record of each kind,
 /// full states with and without an ordering key, with tags (with and without a key), with a
-/// replacement key (the second withdrawing the first),
+/// replacement key (the second withdrawing the first), with an expiry,
 /// `attempted` with both outcome forms, encoded
 /// by today's `Event.encoded()` into a log made with the golden settings (fixed salt and
 /// time). `wal-fixtures courier DIR` writes it once; `RecordFormatTests` decode the committed
@@ -23,19 +23,21 @@ package enum GoldenRecords {
     static let keyedTaggedID = MessageID(UUID(uuidString: "33333333-4444-4555-8666-777777777777")!)
     static let replacedID = MessageID(UUID(uuidString: "44444444-5555-4666-8777-888888888888")!)
     static let replacingID = MessageID(UUID(uuidString: "55555555-6666-4777-8888-999999999999")!)
+    static let expiringID = MessageID(UUID(uuidString: "66666666-7777-4888-8999-aaaaaaaaaaaa")!)
     static let createdMilliseconds: UInt64 = 1_763_740_800_000  // 2025-11-21T16:00:00Z
 
     /// A message's full state as `send` records it: `Content-Type` first, the app's headers
     /// sorted after it.
     static func state(
         _ id: MessageID, key: String?, tags: [String] = [], attempts: UInt32 = 0, due: UInt64? = nil,
-        replacing: String? = nil
+        replacing: String? = nil, expiry: UInt64? = nil
     ) -> MessageState {
         MessageState(
             id: id, url: "https://example.com/inbox",
             headers: [Header(name: "Content-Type", value: "application/json"), Header(name: "X-Trace", value: "t-1")],
             body: Array(#"{"text":"hi"}"#.utf8), createdMilliseconds: createdMilliseconds, attempts: attempts,
-            nextDueMilliseconds: due ?? createdMilliseconds, orderingKey: key, tags: tags, replacing: replacing)
+            nextDueMilliseconds: due ?? createdMilliseconds, orderingKey: key, tags: tags, replacing: replacing,
+            expiryMilliseconds: expiry)
     }
 
     /// The records, in log order: what the committed bodies must decode to. The tagged records
@@ -70,13 +72,16 @@ package enum GoldenRecords {
         .enqueued(state(replacedID, key: nil, replacing: "presence")),
         .enqueued(state(replacingID, key: "chat-42", tags: ["account:1"], replacing: "presence")),
         .snapshot(state(replacingID, key: "chat-42", tags: ["account:1"], replacing: "presence")),
-        .delivered(replacingID, attempt: 1, status: 200)
+        .delivered(replacingID, attempt: 1, status: 200),
+        .enqueued(state(expiringID, key: nil, expiry: 60_000)),
+        .abandoned(expiringID, attempt: 1, reason: "expired")
     ]
 
     /// How many records the log held before tags, and before replacement keys: each log is a
     /// prefix of today's, byte for byte.
     package static let untaggedPrefixCount = 10
     package static let unreplacingPrefixCount = 17
+    package static let unexpiringPrefixCount = 21
 
     /// Writes the log: each event as its own record, in the golden settings.
     package static func write(
