@@ -61,9 +61,10 @@ public final class CourierObservableObject: ObservableObject, FollowingModel {
     @discardableResult
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        tags: Set<String> = [], replacing: String? = nil
+        tags: Set<String> = [], replacing: String? = nil, expiry: Duration? = nil
     ) throws(CourierError) -> MessageID {
-        try sendListing(json, to: url, orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing)
+        try sendListing(
+            json, to: url, orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing, expiry: expiry)
     }
 
     func change(_ body: (inout MessageBoard) -> MessageBoard.Change) {

@@ -70,13 +70,14 @@ extension FollowingModel {
     /// body, if kept): what both models' `send` does.
     func sendListing(
         _ json: [String: Any], to url: URL, orderingKey: String?, headers: [String: String], tags: Set<String>,
-        replacing: String?
+        replacing: String?, expiry: Duration?
     ) throws(CourierError) -> MessageID {
         guard let courier else { throw CourierError(.closed, "the outbox is not open yet (the model's `open`)") }
         let body = try JSONBody.serialize(json)
         let id = try courier.enqueue(
             body: body, contentType: "application/json", url: url,
-            labels: Courier.Labels(orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing),
+            labels: Courier.Labels(
+                orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing, expiry: expiry),
             callbacks: Callbacks())
         change { $0.didSend(id, url: url, body: Data(body), at: courier.wallDate()) }
         return id
