@@ -96,6 +96,39 @@ import Testing
         await again.close()
     }
 
+    /// Under `.always`, a send whose fsync fails is undone whole: the message it would have
+    /// replaced, or dropped at `maximumPendingMessages`, stays pending, unseen by events and
+    /// callbacks.
+    @Test(arguments: [true, false])
+    func aSendWhoseFsyncFailsWithdrawsNothing(replacing: Bool) async throws {
+        let fs = SimulatedFileSystem()
+        var config = configuration(fs, held())
+        config.durability = .always
+        config.maximumPendingMessages = 1
+        config.whenFull["t"] = .dropOldest
+        let courier = try Courier(directory: directory, configuration: config)
+        courier.pause()
+        let events = EventLog(courier.events())
+        let called = Locked(false)
+        let old = try courier.send(
+            ["n": 1], to: inbox, tags: ["t"], replacing: "k", onAbandoned: { _, _ in called.withLock { $0 = true } })
+        fs.inject(.error(5), on: .sync)
+        let failed = Result { () throws(CourierError) in
+            try courier.send(["n": 2], to: inbox, replacing: replacing ? "k" : nil)
+        }
+        guard case .failure(let error) = failed else { Issue.record("a send whose fsync failed returned"); return }
+        #expect(error.code == .storageFailed)
+        #expect(await courier.pendingMessages().map(\.id) == [old], "nothing was withdrawn")
+        await courier.close()
+        await events.finish()
+        #expect(
+            !events.events.contains {
+                [.cancelled(old), .abandoned(old, attempts: 0, reason: .dropped(tag: "t"))]
+                    .contains($0)
+            }, "\(events.events)")
+        #expect(!called.withLock { $0 }, "no callback")
+    }
+
     /// Compaction needs room for the snapshots of pinned messages: on a full disk it fails,
     /// says so in `events`, deletes nothing, leaves `send` working, and succeeds once space
     /// returns.
@@ -127,10 +160,11 @@ import Testing
         #expect(fs.allPaths().filter { $0.hasSuffix(".wal") }.count < segmentsBefore.count, "and reclaims segments")
         await courier.close()
         await events.finish()
-        #expect(events.events.contains {
-                    if case .storageFailed(let e) = $0 { e.message.contains("compaction") } else { false }
-                },
-                "the failed compaction was reported")
+        #expect(
+            events.events.contains {
+                if case .storageFailed(let e) = $0 { e.message.contains("compaction") } else { false }
+            },
+            "the failed compaction was reported")
         let (pending, recovery) = try await pendingAfterReopen(fs)
         #expect(pending == Set(pinned + [afterFailure]), "the pinned messages survive both compactions")
         #expect(recovery.isClean, "\(recovery.text)")
@@ -195,8 +229,11 @@ import Testing
     @Test func aReadOnlyVolumeIsATypedErrorAtOpen() async throws {
         let fs = SimulatedFileSystem()
         fs.inject(.error(30), on: .create)  // EROFS
-        let result = Result { () throws(CourierError) in try Courier(directory: directory,
-                                                                     configuration: configuration(fs, held())) }
+        let result = Result { () throws(CourierError) in
+            try Courier(
+                directory: directory,
+                configuration: configuration(fs, held()))
+        }
         guard case .failure(let error) = result else { Issue.record("opened a read-only volume"); return }
         #expect([.storageFailed, .storageFull].contains(error.code), "\(error)")
         #expect(error.message.contains("30") || error.message.lowercased().contains("read-only"), "\(error)")

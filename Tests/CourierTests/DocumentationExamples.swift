@@ -128,7 +128,7 @@ func boundedOutbox(_ courier: Courier) -> (Courier.Configuration, Int) {
     var configuration = Courier.Configuration()
     configuration.maximumPendingMessages = 1_000                // nil, the default: no count bound
     configuration.whenFull["analytics"] = .dropOldest           // the newest events matter most
-    // Any other tag, and a message without tags: `send` throws `.storageFull` at the bound.
+    // At the bound, any send drops the oldest analytics message; with none pending, it throws `.storageFull`.
     // snippet end
     // snippet: cancel-all
     let withdrawn = courier.cancelAll()   // logged: none of them is sent again, across restarts
@@ -148,6 +148,17 @@ func gzip() -> Courier.Configuration {
     // snippet: gzip
     var configuration = Courier.Configuration()
     configuration.destinations["https://api.example.com"] = DestinationOptions(gzip: true)   // default: false
+    // snippet end
+    return configuration
+}
+
+/// UsingCourier.md's "Batching".
+func batching() -> Courier.Configuration {
+    // snippet: batching
+    var configuration = Courier.Configuration()
+    configuration.destinations["https://events.example.com"] = DestinationOptions(
+        batching: Batching(maximumCount: 50, maximumBytes: 256 << 10, maximumDelay: .seconds(2)),  // default: nil
+        gzip: true)
     // snippet end
     return configuration
 }

@@ -15,7 +15,8 @@ import Testing
 ///   no attempt comes before a marker the test emits then, and a cut there undoes it whole.
 @Suite(.timeLimit(.minutes(2))) struct DurabilityTableTests {
     enum Call: String, CaseIterable, Sendable {
-        case send, cancel, cancelTagged, cancelAll, hold, release, delivered, failed, abandoned, handOff, collection
+        case send, replace, drop, cancel, cancelTagged, cancelAll, hold, release, delivered, failed, abandoned, handOff
+        case collection
     }
 
     static let settings: [Courier.Durability] = [.always, .interval(.milliseconds(20)), .never]
@@ -48,9 +49,10 @@ import Testing
         let seen = table.events.events.drop { $0 != Table.marker("before") }.prefix { $0 != Table.marker("after") }
         #expect(!seen.contains { call.concerns($0, prepared) }, "\(call): seen before its record was durable: \(seen)")
         let after = try table.recordsAfterPowerCut()
-        let subject = [.send, .collection].contains(call) ? nil : prepared  // nil: a new message
-        #expect(!after.contains { call.logged($0, subject, besides: prepared) },
-                "\(call): the cut came before its fsync")
+        let subject = [.send, .replace, .collection].contains(call) ? nil : prepared  // nil: a new message
+        #expect(
+            !after.contains { call.logged($0, subject, besides: prepared) },
+            "\(call): the cut came before its fsync")
         _ = await acting.value
         _ = table.courier
     }
@@ -60,7 +62,8 @@ extension DurabilityTableTests.Call {
     /// The record the call logs.
     var kind: RecordKind {
         switch self {
-        case .send, .collection: .enqueued
+        case .send, .replace, .collection: .enqueued
+        case .drop: .abandoned
         case .cancel, .cancelTagged, .cancelAll: .cancelled
         case .hold: .held
         case .release: .released
@@ -92,6 +95,7 @@ extension DurabilityTableTests.Call {
         guard let subject else { return false }
         switch self {
         case .send, .collection: return subject != id
+        case .replace, .drop: return true  // the new message's, and the one it withdraws
         case .delivered, .failed, .abandoned:
             // The attempt itself started before; its outcome, or a next attempt, must wait.
             if case .attemptStarted(_, 1) = event { return false }
@@ -149,6 +153,7 @@ final class Table: Sendable {
         config.isCompactionEnabled = false
         config.durability = durability
         if call == .collection { config.extensionOutboxDirectory = Self.outbox }
+        if call == .drop { (config.maximumPendingMessages, config.whenFull) = (1, ["t": .dropOldest]) }
         config.retry = RetryPolicy(
             initialDelay: .seconds(3600), jitter: .none, maximumAttempts: call == .abandoned ? 1 : nil)
         if call.isOutcome {
@@ -163,14 +168,14 @@ final class Table: Sendable {
         events = EventLog(courier.events())
     }
 
-    /// The state before the call, durable: one message, tagged; for `release` held, else with
-    /// the engine paused where it would deliver the message before the call (an outcome
-    /// resumes it).
+    /// The state before the call, durable: one message, tagged and holding replacement key "k";
+    /// for `release` held, else with the engine paused where it would deliver the message before
+    /// the call (an outcome resumes it).
     func prepare() async throws -> MessageID {
         await courier.core.status.reconciliation?.value  // with hand-off: its plan comes first
         if call == .release { courier.hold(tagged: "t") } else if call != .send { courier.pause() }
         if call == .collection { await courier.collectExtensionMessages() }  // the open's, first
-        let id = try courier.send(["n": 1], to: inbox, tags: ["t"])
+        let id = try courier.send(["n": 1], to: inbox, tags: ["t"], replacing: "k")
         // An outcome's: a second message waits for the one delivery slot, so the plan after the
         // outcome starts it (and a plan yields the events of its section first).
         if call.isOutcome { _ = try courier.send(["n": 0], to: inbox) }
@@ -188,6 +193,8 @@ final class Table: Sendable {
         var count = 1
         switch call {
         case .send: return try await onThread { [courier] in try courier.send(["n": 2], to: inbox) }
+        case .replace: return try await onThread { [courier] in try courier.send(["n": 2], to: inbox, replacing: "k") }
+        case .drop: _ = try await onThread { [courier] in try courier.send(["n": 2], to: inbox, tags: ["t"]) }
         case .collection:
             let sent = try ExtensionOutbox(
                 directory: Self.outbox, fileSystem: fs, fileProtection: .completeUntilFirstUserAuthentication,
@@ -235,7 +242,9 @@ final class Table: Sendable {
         let segments = courier.log.segmentNames.count
         // Bounded: a 4 KiB segment rolls within a few dozen of these sends.
         for _ in 0..<2_000 where courier.log.segmentNames.count <= segments {
-            _ = try courier.send(["pad": String(repeating: "x", count: 100)], to: inbox)
+            // At `.drop`'s bound of one, each drops the one before.
+            _ = try courier.send(
+                ["pad": String(repeating: "x", count: 100)], to: inbox, tags: call == .drop ? ["t"] : [])
         }
         courier.log.waitForRollWork()
     }

@@ -11,6 +11,7 @@
 //    URLSession and bare AsyncHTTPClient POSTing the same number of requests 8 wide.
 // 4. Idle: CPU and wake-ups of a process with an open courier and nothing due.
 // `--outbox N`: ExtensionOutbox.send next to Courier.send (rate, and send to delivered).
+// `--batching N`: requests and body bytes per message, per message against batches and gzip.
 // `--model [N,...]`: a CourierModel's main-actor CPU per event and heap per message.
 #if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
@@ -96,6 +97,14 @@ if arguments.count == 3 && arguments[1] == "--flaky" {
 if arguments.count >= 2 && arguments[1] == "--h2" {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-h2-\(getpid())")
     try await http2Benchmark(root: directory, count: arguments.count >= 3 ? Int(arguments[2]) ?? 1000 : 1000)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+#endif
+#if canImport(AsyncHTTPClient)
+if arguments.count >= 2 && arguments[1] == "--batching" {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-batch-\(getpid())")
+    try await batchingBenchmark(count: arguments.count >= 3 ? Int(arguments[2]) ?? 1000 : 1000, root: directory)
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }

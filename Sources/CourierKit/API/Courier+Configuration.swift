@@ -14,16 +14,17 @@ extension Courier {
         case fifoPerDestination
     }
 
-    /// What a send does when `Configuration.maximumPendingMessages` are pending, per tag
-    /// (`Configuration.whenFull`).
+    /// Per tag, whether its messages may be dropped when `Configuration.maximumPendingMessages`
+    /// are pending (`Configuration.whenFull`).
     public enum WhenFull: Sendable, Hashable {
-        /// `send` throws `.storageFull` and writes nothing. The default.
+        /// The tag's messages are never dropped: a send at the bound throws `.storageFull` and
+        /// writes nothing, unless a message of a `.dropOldest` tag is pending. The default.
         case refuse
-        /// The oldest pending message with the tag is dropped to make room, in the same critical
-        /// section as the send: it is abandoned (`AbandonReason.dropped`: an `abandoned` record,
-        /// the `.abandoned` event, its `onAbandoned` callback), even if an attempt of it is under
-        /// way (whose outcome is then ignored). With no pending message of the tag, the send
-        /// throws as for `.refuse`.
+        /// At the bound, any send (whatever its own tags) drops the oldest pending message that
+        /// has a `.dropOldest` tag, in the same critical section as the send: it is abandoned
+        /// (`AbandonReason.dropped`: an `abandoned` record, the `.abandoned` event, and its
+        /// `onAbandoned` callback, on the thread of that `send`), even if an attempt of it is
+        /// under way (whose outcome is then ignored). So droppable traffic never blocks the rest.
         case dropOldest
     }
 
@@ -51,10 +52,12 @@ extension Courier {
         public var maximumStorageBytes = 256 << 20
         /// The most messages that may be pending at once, or nil (the default): no bound but
         /// `maximumStorageBytes`. At the bound, a send throws `.storageFull` and writes nothing,
-        /// unless one of its tags is `.dropOldest` in `whenFull`.
+        /// unless a message with a `.dropOldest` tag (`whenFull`) is pending: then the oldest
+        /// such message is dropped to make room.
         public var maximumPendingMessages: Int?
-        /// Per tag, what a send with that tag does when `maximumPendingMessages` are pending. A
-        /// tag not listed, and a message without tags, `.refuse`s. The default is empty.
+        /// Per tag, whether its oldest pending message may be dropped to make room for any send
+        /// when `maximumPendingMessages` are pending. A tag not listed `.refuse`s, and so does a
+        /// message without tags. The default is empty.
         ///
         ///     configuration.maximumPendingMessages = 1_000
         ///     configuration.whenFull["analytics"] = .dropOldest   // the newest events matter most
@@ -141,7 +144,7 @@ extension Courier {
         /// How many resolved ids `delivered(_:)` remembers (most recent first). Older ids throw
         /// `.unknownMessage`. The default is 100,000 (about 3 MB).
         public var resolvedMemoryCount = 100_000
-        /// Per destination, how Courier talks to it (`DestinationOptions`: gzip), keyed by its
+        /// Per destination, how Courier talks to it (`DestinationOptions`: batching, gzip), keyed by its
         /// origin, `scheme://host:port` (`"https://api.example.com"`: a default port may be left
         /// out; case does not matter). A destination not listed gets `DestinationOptions()`. The
         /// default is empty.
@@ -269,6 +272,14 @@ extension Courier.Configuration {
         require(maximumPendingMessages.map { $0 >= 1 } ?? true, "maximumPendingMessages must be at least 1 (or nil)")
         for key in destinations.keys.sorted() where !Self.isOrigin(key) {
             problems.append("destinations key \"\(key)\" is not an origin: scheme://host:port, http or https")
+        }
+        for (key, batching) in destinations.compactMap({ k, v in v.batching.map { (k, $0) } }).sorted(by: {
+            $0.0 < $1.0
+        }) {
+            require(
+                batching.maximumCount >= 1 && batching.maximumBytes >= 1 && batching.maximumDelay >= .zero,
+                "destinations[\"\(key)\"].batching: maximumCount and maximumBytes must be at least 1, maximumDelay "
+                    + "not negative")
         }
         require(resolvedMemoryCount >= 0, "resolvedMemoryCount must not be negative")
         require(retry.initialDelay >= .zero, "retry.initialDelay must not be negative")

@@ -36,7 +36,8 @@ extension Courier {
     ///     Keep it short and never block or wait in it: it runs on the delivery task that heard
     ///     the answer.
     ///   - onAbandoned: called once if the retry policy gives up (never, by default), on a thread
-    ///     like `onDelivered`'s.
+    ///     like `onDelivered`'s; or if a later send drops the message at
+    ///     `Configuration.maximumPendingMessages`, on that `send`'s thread.
     ///   Callbacks live in memory: after a restart, follow messages with `delivered(_:)` or
     ///   `events()` instead.
     @discardableResult
@@ -105,10 +106,13 @@ extension Courier {
         try Signposts.interval("send") { () throws(CourierError) -> MessageID in
             let target = try Self.validatedTarget(url)
             let instant = currentInstant()
-            let message = try Self.validatedState(
+            var message = try Self.validatedState(
                 id: labels.id ?? configuration.makeMessageID(), target: target, body: body,
                 contentType: contentType, labels: labels, nowMilliseconds: instant.wallMilliseconds,
                 maximumMessageBytes: configuration.maximumMessageBytes)
+            if let batching = configuration.options(for: target)?.batching, message.isBatchable {
+                message.nextDueMilliseconds += NextDue.milliseconds(batching.maximumDelay)  // waits for company
+            }
             let encoded = Event.enqueued(message).encoded()
             // Refused before anything is written if the log could not hold it in one record whatever
             // its compression: the writer would refuse it too, and a reader could never meet a record

@@ -21,13 +21,16 @@ extension Courier {
     /// A message's request (its URL, headers and body, and its `Idempotency-Key`) after
     /// `prepareRequest` (if any). A throw is a failed attempt that sent nothing; only the
     /// error's type is kept (it may hold secrets).
-    func preparedRequest(for state: MessageState, attempt: Int) async -> Result<DeliveryRequest, TransportFailure> {
+    func preparedRequest(
+        for state: MessageState, attempt: Int, riders: [MessageState] = []
+    ) async -> Result<DeliveryRequest, TransportFailure> {
         var headers: [String: String] = [:]
         for h in state.headers { headers[h.name] = h.value }
         headers["Idempotency-Key"] = state.id.description
         var request = DeliveryRequest(
             url: URL(string: state.url)!, headers: headers, body: Data(state.body),
             timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt, tags: Set(state.tags))
+        if !riders.isEmpty { Self.batch(&request, [state] + riders) }
         if configuration.options(for: state.url)?.gzip == true, let compressed = Gzip.compress(request.body),
             compressed.count < request.body.count
         {
@@ -43,6 +46,25 @@ extension Courier {
         } catch {
             return .failure(TransportFailure(.requestPreparation, "prepareRequest threw \(type(of: error))"))
         }
+    }
+
+    /// Makes `request` the batch of `members` (`Batching`): the JSON array of their keys and
+    /// bodies, under a key of its own that the same members give on every retry.
+    static func batch(_ request: inout DeliveryRequest, _ members: [MessageState]) {
+        var body = [UInt8]("[".utf8)
+        for (n, member) in members.enumerated() {
+            body += Array((n == 0 ? "" : ",").utf8) + Array("{\"key\":\"\(member.id)\",\"body\":".utf8)
+            body += member.body + [UInt8(ascii: "}")]
+        }
+        request.body = Data(body + [UInt8(ascii: "]")])
+        request.batch = members.map(\.id)
+        // FNV-1a, twice (two offset bases), over the sorted ids: stable across processes and
+        // versions, unlike `Hasher`; 128 bits, so two batches never share a key by chance.
+        let ids = Array(request.batch.map(\.description).sorted().joined(separator: ",").utf8)
+        let halves = [0xcbf2_9ce4_8422_2325 as UInt64, 0x6c62_272e_07bb_0142].map { basis in
+            ids.reduce(basis) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+        }
+        request.headers["Idempotency-Key"] = "batch-" + halves.map { String($0, radix: 16) }.joined(separator: "-")
     }
 
     /// The one outcome path, for both runners. Outside any lock, the server's `Retry-After` is
@@ -63,6 +85,9 @@ extension Courier {
         ending.retryAfter = configuration.retry.retryAfter(
             of: ending.outcome, now: Date(timeIntervalSince1970: Double(instant.wallMilliseconds) / 1000))
         (ending.random, ending.probeRandom) = (configuration.random(), configuration.random())
+        for r in ending.riders.indices {
+            (ending.riders[r].retryAfter, ending.riders[r].random) = (ending.retryAfter, configuration.random())
+        }
         let effects = core.handle(.ended(ending), at: instant)
         effects.run()
         let what = if case .engine = ending.runner { "attempt" } else { "background upload" }
@@ -125,22 +150,26 @@ extension Courier {
     /// - Returns: the attempt this runner makes next, if the scheduler gave it one.
     private func run(_ attempt: Attempt, token: UInt64) async -> Attempt? {
         let state: MessageState
+        let due = { NextDue.afterUnreadableRecord(policy: self.configuration.retry, nowMilliseconds: $0) }
         switch await readState(of: attempt.id, kept: attempt.message) {
         case .success(let loaded?):
             state = loaded
         case .success(nil):
             // Cancelled (`cancel(_:)`) before its state was read: nothing to send. The slot
             // is free for the next due message.
+            leave(attempt.riders.map(\.id))
             return carryOn(.runnerFree(token: token, continuing: !Task.isCancelled))
         case .failure(let error):
-            let due = NextDue.afterUnreadableRecord(
-                policy: configuration.retry, nowMilliseconds: currentInstant().wallMilliseconds)
+            leave(attempt.riders.map(\.id))
             return carryOn(
-                .unreadable(attempt.id, error, dueMilliseconds: due, token: token, continuing: !Task.isCancelled))
+                .unreadable(
+                    attempt.id, error, dueMilliseconds: due(currentInstant().wallMilliseconds), token: token,
+                    continuing: !Task.isCancelled))
         }
+        let riders = await readRiders(of: attempt, after: state, unreadableDue: due)
         configuration.logger.debug("attempt starting", metadata: Self.metadata(attempt, url: state.url))
         let outcome: DeliveryOutcome
-        switch await preparedRequest(for: state, attempt: attempt.number) {
+        switch await preparedRequest(for: state, attempt: attempt.number, riders: riders.map(\.1)) {
         case .success(let request): outcome = await Signposts.interval("attempt") { await transport.deliver(request) }
         case .failure(let failure): outcome = .failure(failure)
         }
@@ -149,13 +178,49 @@ extension Courier {
             // message is pending, exactly as on disk. The runner ends: a transport that says
             // "cancelled" of its own accord (a dead process's, in the simulation) would have
             // it take the same message again at once, in a loop.
+            leave(riders.map(\.0.id))
             return carryOn(.attemptCancelled(attempt.id, token: token))
         }
-        let ending = Ending(
-            attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
-            expiryMilliseconds: state.expiryMilliseconds, runner: .engine(token: token), url: state.url,
-            continuing: !Task.isCancelled)
-        return await recordWhereAllowed(ending).next
+        func ending(_ attempt: Attempt, _ state: MessageState) -> Ending {
+            Ending(
+                attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
+                expiryMilliseconds: state.expiryMilliseconds, runner: .engine(token: token), url: state.url,
+                continuing: !Task.isCancelled)
+        }
+        var ended = ending(attempt, state)
+        ended.riders = riders.map(ending)
+        return await recordWhereAllowed(ended).next
+    }
+
+    /// The batch's other messages that go (`Attempt.riders`), read back, within
+    /// `Batching.maximumBytes` with `first`; the others are the engine's again (`leave`): one
+    /// cancelled meanwhile is gone, one that cannot be read is said and tried again later.
+    private func readRiders(
+        of attempt: Attempt, after first: MessageState, unreadableDue due: (UInt64) -> UInt64
+    ) async -> [(Attempt, MessageState)] {
+        guard !attempt.riders.isEmpty else { return [] }
+        let limit = configuration.options(for: first.url)?.batching?.maximumBytes ?? .max
+        var going: [(Attempt, MessageState)] = [], left: [MessageID] = []
+        var unreadable: [(MessageID, LogError)] = [], bytes = first.body.count
+        for rider in attempt.riders {
+            switch await readState(of: rider.id, kept: rider.message) {
+            case .success(let state?) where bytes + state.body.count <= limit:
+                bytes += state.body.count
+                going.append((rider, state))
+            case .success(_?): left.append(rider.id)
+            case .success(nil): break
+            case .failure(let error): unreadable.append((rider.id, error))
+            }
+        }
+        leave(left, unreadable: unreadable, dueMilliseconds: due(currentInstant().wallMilliseconds))
+        return going
+    }
+
+    /// Batch members that do not go after all: schedulable again.
+    private func leave(_ ids: [MessageID], unreadable: [(MessageID, LogError)] = [], dueMilliseconds: UInt64 = 0) {
+        guard !ids.isEmpty || !unreadable.isEmpty else { return }
+        core.handle(.ridersLeft(ids, unreadable: unreadable, dueMilliseconds: dueMilliseconds), at: currentInstant())
+            .run()
     }
 
     /// Tells the core `input` about this runner's slot; the attempt it makes next, if any.
@@ -181,6 +246,8 @@ struct Attempt: Sendable {
     /// attempt is in flight from that moment, so a `cancel` after it lets this POST go, as
     /// `cancel` documents for an attempt in flight (its outcome is ignored).
     var message: MessageState? = nil
+    /// The messages that go in the same request (`Batching`), in body order after this one.
+    var riders: [Attempt] = []
 }
 
 /// How an attempt or an upload ended, to record (`Courier.record(_:)`).
@@ -204,6 +271,8 @@ struct Ending: Sendable {
     var retryAfter: Duration?
     var random: UInt64 = 0
     var probeRandom: UInt64 = 0
+    /// How the attempts of the batch's other messages ended (`Attempt.riders`): as this one.
+    var riders: [Ending] = []
 
     /// Who made the attempt.
     enum Runner: Sendable {

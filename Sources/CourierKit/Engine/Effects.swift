@@ -33,6 +33,10 @@ struct Effects {
     /// (no attempt, no event, no callback) and `syncFailure` says why, for `send` to throw.
     var enqueued: MessageID?
     var syncFailure: CourierError?
+    /// `.always`: the pending messages that message withdraws (the one it replaces, the one
+    /// dropped at the bound), resolved once its record is durable; if its fsync fails, they
+    /// stay pending, as if it was never sent.
+    var withdrawals: [(MessageID, Resolution)] = []
     /// The records the section asks to append (`append`), each batch with the count of events
     /// emitted before it: `CourierCore.write` appends them as the body returns.
     var appends: [(batch: [Event], position: Int)] = []

@@ -41,6 +41,10 @@ package struct MessageState: Sendable, Equatable {
         self.replacing = replacing
         self.expiryMilliseconds = expiryMilliseconds
     }
+
+    /// Whether it may share a request with others (`Batching`): a JSON body and no headers of
+    /// the app's (which could differ from the others').
+    var isBatchable: Bool { headers == [Header(name: "Content-Type", value: "application/json")] }
 }
 
 package struct Header: Sendable, Hashable {

@@ -109,6 +109,10 @@ enum CoreInput {
     /// at `dueMilliseconds` (`NextDue.afterUnreadableRecord`); the slot is free, as for
     /// `runnerFree`.
     case unreadable(MessageID, LogError, dueMilliseconds: UInt64, token: UInt64, continuing: Bool)
+    /// Messages taken to go in a batch that do not go (over `Batching.maximumBytes`, or an
+    /// attempt cancelled before it was made): schedulable again, as on disk; `unreadable` ones
+    /// are said, and due at `dueMilliseconds` (as `unreadable`).
+    case ridersLeft([MessageID], unreadable: [(MessageID, LogError)], dueMilliseconds: UInt64)
     /// A compaction ended, having forgotten what it planned to, or failing with `error` (then it
     /// forgot nothing, and subscribers are told): settle waiters may go.
     case compactionEnded(error: CourierError?)
@@ -262,6 +266,10 @@ extension CoreState {
             recordUnreadable(id, error: error, dueMilliseconds: due, &effects)
             effects.plan = instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
         case .wake: effects.plan = plan
+        case .ridersLeft(let ids, let unreadable, let due):
+            for id in ids { projection.release(id) }  // no-op for one cancelled meanwhile
+            for (id, error) in unreadable { recordUnreadable(id, error: error, dueMilliseconds: due, &effects) }
+            effects.plan = plan
         case .ended(let ending):
             guard let instant else { preconditionFailure("an attempt's end is told with its instant") }
             effects.plan = ended(ending, at: instant, &effects)
@@ -296,6 +304,15 @@ extension CoreState {
         projection.unreadable(slot: i, dueMilliseconds: dueMilliseconds)
         projection.retry(id, attempts: slot.attempts, dueMilliseconds: dueMilliseconds)
         effects.emit(.storageFailed(CourierError(error, while: "reading message \(id) back from the log")))
+    }
+
+    /// Messages a send withdrew (replaced, or dropped at the bound), each resolved if still
+    /// pending (under `.always`, an attempt may have resolved it while the send's fsync ran).
+    mutating func withdraw(_ withdrawals: [(MessageID, Resolution)], _ effects: inout Effects) {
+        for (id, resolution) in withdrawals {
+            guard let slot = projection.slot(of: id) else { continue }
+            resolve(id, resolution, attempts: Int(slot.attempts), &effects)
+        }
     }
 
     /// The message is done: everyone waiting for it is released.

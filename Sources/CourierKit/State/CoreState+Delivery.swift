@@ -34,10 +34,13 @@ extension CoreState {
         effects.reply.endedHandOff = ticket != nil
         let plan = PlanRequest(
             instant: instant, handOffAsked: ticket != nil, freeing: token, continuing: ending.continuing)
-        let id = ending.attempt.id, number = UInt32(ending.attempt.number), outcome = ending.outcome
+        let id = ending.attempt.id, outcome = ending.outcome
         // Cancelled while its attempt was in flight: the message is done, and its outcome is
         // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
-        guard let slot = projection.slotIndex(of: id) else { return plan }
+        guard let slot = projection.slotIndex(of: id) else {
+            judgeRiders(of: ending, limited: false, explainedFailures: 0, nowMilliseconds: now, &effects)
+            return plan
+        }
         if let ticket {
             guard handOffs[id]?.ticket == ticket else { return plan }
             handOffs[id] = nil
@@ -61,13 +64,35 @@ extension CoreState {
                     projection.origins.url(origin), downFor: .milliseconds(Int64(downMilliseconds)),
                     released: projection.origins[origin].parkedCount))
         }
+        apply(verdict, of: ending, paced: change == .limited, &effects)
+        judgeRiders(
+            of: ending, limited: change == .limited, explainedFailures: explained, nowMilliseconds: now, &effects)
+        return plan
+    }
+
+    /// The other messages of a batch (`Attempt.riders`): the same answer, each judged by the one
+    /// rule for itself (its attempts, its age), as the destination judged the request.
+    private mutating func judgeRiders(
+        of ending: Ending, limited: Bool, explainedFailures: Int, nowMilliseconds now: UInt64, _ effects: inout Effects
+    ) {
+        for rider in ending.riders where projection.slotIndex(of: rider.attempt.id) != nil {
+            let verdict = NextDue.after(
+                rider, destinationLimited: limited, explainedFailures: explainedFailures, policy: retry,
+                nowMilliseconds: now)
+            apply(verdict, of: rider, paced: limited, &effects)
+        }
+    }
+
+    /// What the one rule decided of an attempt of a pending message: logged, then applied.
+    private mutating func apply(_ verdict: NextDue.Verdict, of ending: Ending, paced: Bool, _ effects: inout Effects) {
+        let id = ending.attempt.id, number = UInt32(ending.attempt.number), outcome = ending.outcome
         switch verdict {
         case .delivered(let status):
             effects.append(.delivered(id, attempt: number, status: status))
             resolve(id, .delivered, attempts: ending.attempt.number, &effects)
         case .retry(let due, _, let foregroundOnly):
             effects.append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due))
-            projection.retry(id, attempts: number, dueMilliseconds: due, paced: change == .limited)
+            projection.retry(id, attempts: number, dueMilliseconds: due, paced: paced)
             let next = Date(timeIntervalSince1970: Double(due) / 1000)
             effects.emit(.failed(id, attempt: ending.attempt.number, outcome: outcome, nextAttemptAt: next))
             if foregroundOnly { self.foregroundOnly.insert(id) }  // no hand-off takes it again
@@ -76,7 +101,6 @@ extension CoreState {
             effects.emit(.failed(id, attempt: ending.attempt.number, outcome: outcome, nextAttemptAt: nil))
             resolve(id, .abandoned(reason), attempts: ending.attempt.number, &effects)
         }
-        return plan
     }
 
     /// How an upload ended without an outcome; then the next plan: in the background (or before

@@ -95,7 +95,11 @@ final class CourierCore {
         do throws(LogError) { try log.sync(through: sequence) } catch { failure = error }
         return section(appended) { state, effects in
             state.scheduler.awaitingSync -= 1
-            if let failure { Self.syncFailed(failure, through: sequence, &state, &effects) }
+            if let failure {
+                Self.syncFailed(failure, through: sequence, &state, &effects)
+            } else {
+                state.withdraw(effects.withdrawals, &effects)
+            }
             effects.yieldEventsSoFar(to: state.subscribers.values)
             carryOutPlan(&state, &effects)
         }.1
@@ -196,33 +200,40 @@ extension CourierCore {
             if limits.syncsEachRecord { effects.enqueued = id }
             let added = state.projection.applyFullState(
                 id: id, url: message.url, orderingKey: message.orderingKey, tags: message.tags,
-                replacing: message.replacing, attempts: 0, dueMilliseconds: message.nextDueMilliseconds,
+                replacing: message.replacing, solo: !message.isBatchable, attempts: 0,
+                dueMilliseconds: message.nextDueMilliseconds,
                 address: address)
             if added { state.recent.insert(message, order: state.projection.lastAddedOrder) }
-            // Withdrawn by the new message's record, as `cancel` would (after the add: never idle between).
-            if let replaced { state.resolve(replaced, .cancelled, attempts: 0, &effects) }
             if callbacks.onDelivered != nil || callbacks.onAbandoned != nil { state.callbacks[id] = callbacks }
+            effects.emit(.enqueued(id))
+            // Withdrawn by the new message's record, as `cancel` would (after the add: never idle between).
+            var withdrawals = replaced.map { [($0, Resolution.cancelled)] } ?? []
             if case let (oldest, attempts, tag)? = dropping {
                 // Its record follows the new message's in this section: a crash between them
                 // leaves both pending, one over the bound, and drops nothing unlogged.
                 let reason = AbandonReason.dropped(tag: tag)
                 effects.append(.abandoned(oldest, attempt: attempts, reason: reason.description))
-                state.resolve(oldest, .abandoned(reason), attempts: Int(attempts), &effects)
+                withdrawals.append((oldest, .abandoned(reason)))
             }
-            effects.emit(.enqueued(id))
+            // `.always`: once the new record is durable (`commit`); never if it cannot be.
+            if limits.syncsEachRecord {
+                effects.withdrawals = withdrawals
+            } else {
+                state.withdraw(withdrawals, &effects)
+            }
             effects.plan = PlanRequest(instant: instant)
         }
         return effects
     }
 
     /// At `maximumPendingMessages`, the message a send drops to make room: the oldest pending one
-    /// with one of its `.dropOldest` tags (`Configuration.whenFull`). Throws if there is none.
+    /// with a `.dropOldest` tag (`Configuration.whenFull`), whatever the send's own tags. Throws
+    /// if there is none. O(tagged messages), at the bound only.
     private static func room(
         for message: MessageState, in state: CoreState, _ limits: Limits
     ) throws(CourierError) -> (MessageID, attempts: UInt32, tag: String)? {
         guard state.projection.count >= limits.maximumPendingMessages else { return nil }
-        let droppable = message.tags.filter { limits.droppableTags.contains($0) }
-        guard case let (slot, tag)? = state.projection.oldest(taggedWithOneOf: droppable) else {
+        guard case let (slot, tag)? = state.projection.oldest(taggedWithOneOf: limits.droppableTags.sorted()) else {
             throw CourierError(
                 .storageFull,
                 "\(state.projection.count) messages are pending; the limit is \(limits.maximumPendingMessages) "
@@ -234,7 +245,8 @@ extension CourierCore {
     /// `.always`: the fsync of records through `sequence` failed (the log is failed now). The
     /// message a send enqueued is forgotten, as if never sent: whoever waits on it, or on an
     /// empty courier, is told, and its `.enqueued` is never seen; `send` throws. Any other
-    /// change stands, in memory, and is reported.
+    /// change stands, in memory, and is reported; the messages the send would have withdrawn
+    /// stay pending.
     static func syncFailed(
         _ error: LogError, through sequence: UInt64, _ state: inout CoreState, _ effects: inout Effects
     ) {
@@ -247,6 +259,7 @@ extension CourierCore {
         effects.events.removeAll { $0 == .enqueued(id) }
         state.callbacks[id] = nil
         if let removed = state.projection.remove(id) { state.recent.remove(id, order: removed.order) }
+        effects.withdrawals = []  // they stay pending (the failed log takes no later send anyway)
         effects.answered += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, thrown) }
         state.tellIdleWaiters(&effects)
     }

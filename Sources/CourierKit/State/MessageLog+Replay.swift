@@ -17,6 +17,7 @@ final class Replayer {
         projection.origins.rules = Governor.Rules(
             concurrency: configuration.concurrencyLimit, maximumConcurrency: configuration.maximumConcurrentDeliveries,
             backoff: configuration.destinationBackoff, budget: configuration.retryBudget, retry: configuration.retry)
+        projection.origins.batching = configuration.batchingByOrigin
         resolved = ResolvedMemory(limit: configuration.resolvedMemoryCount)
     }
 
@@ -26,7 +27,8 @@ final class Replayer {
             let replaced = projection.replaced(by: s.replacing, id: s.id)
             projection.applyFullState(
                 id: s.id, url: s.url, orderingKey: s.orderingKey, tags: s.tags, replacing: s.replacing,
-                attempts: s.attempts, dueMilliseconds: s.nextDueMilliseconds, address: record.address)
+                solo: !s.isBatchable, attempts: s.attempts, dueMilliseconds: s.nextDueMilliseconds,
+                address: record.address)
             if let replaced { end(replaced, .cancelled) }  // withdrawn by this record
         case .attempted(let id, let attempt, let outcome, let due)?:
             projection.applyAttempt(

@@ -20,10 +20,12 @@ extension Projection {
         case whenAllowed
     }
 
-    /// A message taken, marked in flight, and when it may begin.
+    /// A message taken, marked in flight, and when it may begin; with the messages that go in
+    /// its request (`takeRiders`).
     struct Taken {
         var slot: Slot
         var beginMilliseconds: UInt64
+        var riders: [Slot] = []
     }
 
     /// Takes up to `limit` messages (see above). Messages for which `skip` is true stay where
@@ -36,10 +38,11 @@ extension Projection {
         var skipped: [UInt32] = []
         // Each turn takes one message: bounded by `limit`.
         while taken.count < limit,
-            let next = takeProbe(start, nowMilliseconds: now, skip: skip)
+            var next = takeProbe(start, nowMilliseconds: now, skip: skip)
                 ?? takeParked(start, nowMilliseconds: now, skip: skip)
                 ?? takeFromHeap(start, nowMilliseconds: now, skip: skip, skipped: &skipped)
         {
+            if start == .now { next.riders = takeRiders(of: slotIndex(of: next.slot.id)!, nowMilliseconds: now) }
             taken.append(next)
         }
         for i in skipped { heapPush(i) }
@@ -149,6 +152,41 @@ extension Projection {
             if let taken = started(top, origin: o, start, at: begin) { return taken }
         }
         return nil
+    }
+
+    /// The messages that go in the request of slot `leader` (just taken) to a batching
+    /// destination that is up (`Batching`): to its URL, with its tags, neither `.solo`, due
+    /// within `maximumDelay`; first from its origin's parked queue (oldest first), then from the
+    /// heap (earliest first); at most `maximumCount - 1`. In flight, but not sending: the
+    /// destination's limit counts the request once. Lane heads only (as every heap and parked
+    /// entry), so ordering keys hold. Bounded: looks at most `4 × maximumCount` entries of each.
+    mutating func takeRiders(of leader: UInt32, nowMilliseconds now: UInt64) -> [Slot] {
+        let o = origin(ofSlot: leader), first = slots[Int(leader)]
+        guard let batching = origins[o].batching, batching.maximumCount > 1, !origins.isDown(o),
+            !first.flags.contains(.solo)
+        else { return [] }
+        let window = now &+ NextDue.milliseconds(batching.maximumDelay)
+        let (wanted, looks) = (batching.maximumCount - 1, 4 * batching.maximumCount)
+        func fits(_ i: UInt32) -> Bool {
+            let slot = slots[Int(i)]
+            return slot.urlIndex == first.urlIndex && !slot.flags.contains(.solo) && slot.dueMilliseconds <= window
+                && tags.tagsBySlot[i] == tags.tagsBySlot[leader]
+        }
+        var riders: [UInt32] = []
+        for i in origins[o].parked.entries.prefix(looks) where riders.count < wanted && isParked(i, at: o) && fits(i) {
+            unparked(i)  // its queue entry goes stale
+            riders.append(i)
+        }
+        var setAside: [UInt32] = []
+        while riders.count < wanted, setAside.count < looks, let top = heap.first,
+            slots[Int(top)].dueMilliseconds <= window
+        {
+            heapRemove(top)
+            if fits(top) { riders.append(top) } else { setAside.append(top) }
+        }
+        for i in setAside { heapPush(i) }
+        for i in riders { slots[Int(i)].flags.insert(.inFlight) }
+        return riders.map { slots[Int($0)] }
     }
 
     // MARK: Answers

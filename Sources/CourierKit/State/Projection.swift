@@ -56,6 +56,9 @@ struct Projection {
         /// One of its tags is held (`hold(tagged:)`): out of the heap and the parked queues
         /// until released. An attempt already under way finishes.
         static let heldByTag = Flags(rawValue: 64)
+        /// Never in a batch with others (`Batching`): it has headers of its own, or a body that
+        /// is not JSON.
+        static let solo = Flags(rawValue: 128)
 
         /// What keeps a live slot out of the heap besides its lane.
         static let unschedulable: Flags = [.inFlight, .parked, .heldByTag]
@@ -115,7 +118,7 @@ struct Projection {
     @discardableResult
     mutating func applyFullState(
         id: MessageID, url: String, orderingKey: String? = nil, tags: [String] = [], replacing: String? = nil,
-        attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress
+        solo: Bool = false, attempts: UInt32, dueMilliseconds: UInt64, address: RecordAddress
     ) -> Bool {
         if let i = slotIndex(of: id) {
             slots[Int(i)].address = address
@@ -130,7 +133,8 @@ struct Projection {
         let urlIndex = urls.intern(url, origins: &origins)
         let slot = Slot(
             id: id, address: address, dueMilliseconds: dueMilliseconds, order: nextOrder, attempts: attempts,
-            urlIndex: urlIndex, lane: LaneTable.none, heapIndex: Self.notInHeap, flags: .live)
+            urlIndex: urlIndex, lane: LaneTable.none, heapIndex: Self.notInHeap,
+            flags: solo ? [.live, .solo] : .live)
         nextOrder += 1
         let i = allocate(slot)
         idIndex[id] = i

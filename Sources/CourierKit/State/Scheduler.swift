@@ -111,7 +111,9 @@ enum Scheduler {
         let free = limits.maximumConcurrentDeliveries - state.scheduler.attempts.count
         let wall = now.wallMilliseconds
         plan.attempts = state.projection.take(.now, limit: max(0, free), nowMilliseconds: wall).map { taken in
-            Attempt(id: taken.slot.id, number: Int(taken.slot.attempts) + 1, startedMilliseconds: wall)
+            var attempt = Attempt(id: taken.slot.id, number: Int(taken.slot.attempts) + 1, startedMilliseconds: wall)
+            attempt.riders = taken.riders.map { Attempt(id: $0.id, number: Int($0.attempts) + 1) }
+            return attempt
         }
         if free > plan.attempts.count, let due = state.projection.earliestDue {
             let deadline = now.elapsed + .milliseconds(Int64(due - min(due, now.wallMilliseconds)))
@@ -217,11 +219,14 @@ extension CourierCore {
         if !plan.attempts.isEmpty { effects.yieldEventsSoFar(to: state.subscribers.values) }
         for var planned in plan.attempts {
             planned.message = state.recentState(of: planned.id)
+            for r in planned.riders.indices { planned.riders[r].message = state.recentState(of: planned.riders[r].id) }
             let attempt = planned  // a `let`: the runner's task captures it
             // Yielded under the lock (yielding only buffers: no consumer code runs), so it
             // precedes anything the attempt itself emits.
             for subscriber in state.subscribers.values {
-                subscriber.yield(.attemptStarted(attempt.id, number: attempt.number))
+                for member in [attempt] + attempt.riders {
+                    subscriber.yield(.attemptStarted(member.id, number: member.number))
+                }
             }
             if request.continuing, let token, let runner, effects.reply.next == nil {
                 state.scheduler.attempts[token] = runner

@@ -110,6 +110,8 @@ struct OriginTable {
         /// the exact number, and every pop re-checks the slot's flags.
         var parked = FIFOQueue<UInt32>()
         var parkedCount = 0
+        /// `DestinationOptions.batching`, if it batches.
+        var batching: Batching?
     }
 
     private(set) var entries: [Entry] = []
@@ -121,13 +123,15 @@ struct OriginTable {
     /// selection drops them. Few at any time.
     var throttled: [UInt32] = []
     var rules = Governor.Rules()
+    /// `Configuration.batchingByOrigin`.
+    var batching: [String: Batching] = [:]
 
     /// The index of the origin `url` belongs to, adding it if new. Called when the URL table adds
     /// `url` (no message pending went there), not for each message to a URL already pending.
     mutating func intern(url: String) -> UInt32 {
         let name = Self.origin(of: url)
         if let known = indexByName[name] { return known }
-        entries.append(Entry(name: name, governor: Governor(rules)))
+        entries.append(Entry(name: name, governor: Governor(rules), batching: batching[name]))
         indexByName[name] = UInt32(entries.count - 1)
         return UInt32(entries.count - 1)
     }

@@ -11,10 +11,13 @@ public struct DeliveryRequest: Sendable, Hashable {
     public var body: Data
     /// The whole request must finish within this; the transport enforces it.
     public var timeout: Duration
-    /// The message, also sent as `Idempotency-Key`.
+    /// The message, also sent as `Idempotency-Key` (unless in a batch).
     public var messageID: MessageID
     /// 1 for the first attempt.
     public var attempt: Int
+    /// A batch's messages, in body order, `messageID` first (`DestinationOptions.batching`);
+    /// empty for a request of one message.
+    public var batch: [MessageID] = []
     /// The tags `send` was given: what `prepareRequest` picks credentials by (the account the
     /// message belongs to). Not sent; changing them changes nothing.
     public var tags: Set<String>
@@ -176,8 +179,8 @@ public enum AbandonReason: Sendable, Hashable, CustomStringConvertible {
     /// The next attempt would come more than `RetryPolicy.expiry` after `send`; `lastOutcome`
     /// ended the last one.
     case expired(expiry: Duration, lastOutcome: DeliveryOutcome)
-    /// `Configuration.maximumPendingMessages` were pending when a message tagged `tag` was
-    /// sent, and `whenFull[tag]` is `.dropOldest`: this was the oldest with the tag.
+    /// `Configuration.maximumPendingMessages` were pending when another message was sent, and
+    /// this was the oldest pending one with a `.dropOldest` tag (`whenFull`): `tag`.
     case dropped(tag: String)
 
     public var description: String {

@@ -5,6 +5,9 @@ import Foundation
 ///
 ///     configuration.destinations["https://api.example.com"] = DestinationOptions(gzip: true)
 public struct DestinationOptions: Sendable, Hashable {
+    /// Whether several messages go in one POST, and how many (`Batching`). The default, nil:
+    /// one message per request, as most servers expect.
+    public var batching: Batching?
     /// Whether each request's body goes gzip-compressed, with `Content-Encoding: gzip` (the
     /// server must accept it), unless gzip would not make it smaller (a body of a few dozen bytes:
     /// gzip's header and trailer alone are 18). The default is false. The bytes are the same on
@@ -14,8 +17,39 @@ public struct DestinationOptions: Sendable, Hashable {
     public var gzip: Bool
 
     /// Options for a destination; each defaults to the documented default of its property.
-    public init(gzip: Bool = false) {
+    public init(batching: Batching? = nil, gzip: Bool = false) {
+        self.batching = batching
         self.gzip = gzip
+    }
+}
+
+/// Several messages to one URL in one POST (`DestinationOptions.batching`): fewer requests, and
+/// with `gzip`, far fewer bytes (50 small messages: one request of 8.6% of their size).
+///
+/// The body is a JSON array with one element per message, oldest first:
+/// `[{"key": "<the message's id>", "body": <its JSON>}, …]`, and the request carries an
+/// `Idempotency-Key` of the batch's own, derived from its messages' ids: the same on every retry
+/// of the same batch. A 2xx delivers every message in it; any other outcome is each message's
+/// failed attempt, judged by the retry policy one by one. Each message keeps its id, its events,
+/// its callbacks and `delivered(_:)`.
+///
+/// What goes together: messages to the same URL, due within `maximumDelay` of each other, with
+/// the same tags (an account's credentials are never mixed), sent with `send`'s JSON forms and no
+/// headers of their own (other messages go alone); ordering keys hold (a key's next message waits
+/// for the batch before it). A message's first attempt waits `maximumDelay` for company.
+public struct Batching: Sendable, Hashable {
+    /// The most messages in one request (at least 1).
+    public var maximumCount: Int
+    /// The most body bytes of messages in one request, before compression (at least 1); a
+    /// message larger than this alone goes alone.
+    public var maximumBytes: Int
+    /// How long a message's first attempt waits for others to go with it (not negative).
+    public var maximumDelay: Duration
+
+    public init(maximumCount: Int, maximumBytes: Int, maximumDelay: Duration) {
+        self.maximumCount = maximumCount
+        self.maximumBytes = maximumBytes
+        self.maximumDelay = maximumDelay
     }
 }
 
@@ -25,6 +59,13 @@ extension Courier.Configuration {
         guard !destinations.isEmpty else { return nil }
         let origin = OriginTable.origin(of: url)
         return destinations.first { OriginTable.origin(of: $0.key) == origin }?.value
+    }
+
+    /// The batching destinations, by `OriginTable.origin(of:)`, for the projection.
+    var batchingByOrigin: [String: Batching] {
+        destinations.reduce(into: [:]) { table, entry in
+            if let batching = entry.value.batching { table[OriginTable.origin(of: entry.key)] = batching }
+        }
     }
 
     /// Whether `key` names an origin: an http or https scheme and a host, nothing after the port.

@@ -13,6 +13,8 @@ struct CourierRecord {
     var tag: String?
     /// Whether this record ends the message's life (delivered, abandoned, cancelled).
     var isTerminal: Bool
+    /// A full state's replacement key: the record also ends the key's earlier holder.
+    var replacing: String?
     /// A few `key=value` facts, in print order: destination, attempt, outcome, next due time, …
     /// (the keys are `wal-dump --json` keys).
     var details: [(key: String, value: String)] = []
@@ -28,7 +30,8 @@ struct CourierRecord {
             add("due", iso8601(milliseconds: s.nextDueMilliseconds))
             if let key = s.orderingKey { add("key", key) }
             if !s.tags.isEmpty { add("tags", s.tags.joined(separator: ",")) }
-            if let replacing = s.replacing { add("replacing", replacing) }
+            replacing = s.replacing
+            if let replacing { add("replacing", replacing) }
             if let expiry = s.expiryMilliseconds { add("expiry_ms", String(expiry)) }
         case .attempted(_, let attempt, let outcome, let due):
             add("attempt", String(attempt))

@@ -7,6 +7,7 @@ extension Dump {
         var perKind: [RecordKind: Int] = [:]
         var messages: [String: (records: Int, ended: Bool)] = [:]
         var heldTags: Set<String> = []
+        var holders: [String: String] = [:]  // replacement key → the message holding it
         guard
             let report = read({ r in
                 perKind[r.kind, default: 0] += 1
@@ -17,6 +18,11 @@ extension Dump {
                 guard let id = decoded.messageID else { return }
                 messages[id, default: (0, false)].records += 1
                 if decoded.isTerminal { messages[id]!.ended = true }
+                if let key = decoded.replacing {
+                    // As replay does: a full state with a key withdraws the key's earlier holder.
+                    if let holder = holders[key], holder != id { messages[holder]?.ended = true }
+                    holders[key] = id
+                }
             })
         else { return .usage }
         let held = heldTags.sorted()

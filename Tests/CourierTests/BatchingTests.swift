@@ -1,0 +1,149 @@
+@testable @_spi(CourierTesting) import CourierKit
+import CourierTesting
+import Foundation
+import Testing
+
+/// `DestinationOptions.batching`: several messages in one POST, as a JSON array of their keys
+/// and bodies, under a key of the batch's own; each message keeps its id, events and verdict.
+@Suite(.timeLimit(.minutes(1))) struct BatchingTests {
+    struct Item: Decodable, Equatable {
+        var key: String
+        var body: [String: Int]
+    }
+
+    func open(
+        _ directory: URL, _ clock: ManualClock, _ transport: ScriptedTransport,
+        count: Int = 50, bytes: Int = 1 << 20, edit: (inout Courier.Configuration) -> Void = { _ in }
+    ) throws -> Courier {
+        var configuration = testConfiguration(clock: clock, transport: transport)
+        configuration.destinations["https://example.com"] = DestinationOptions(
+            batching: Batching(maximumCount: count, maximumBytes: bytes, maximumDelay: .seconds(1)))
+        edit(&configuration)
+        return try Courier(directory: directory, configuration: configuration)
+    }
+
+    func items(_ request: DeliveryRequest) throws -> [Item] {
+        try JSONDecoder().decode([Item].self, from: request.body)
+    }
+
+    /// The target, in virtual time: 1,000 messages at 0% failures, batches of 50, take
+    /// at most 0.03 requests each.
+    @Test func aThousandMessagesGoInTwentyRequestsOfFiftyEach() async throws {
+        let temporary = TemporaryDirectory()
+        let (clock, transport) = (ManualClock(), ScriptedTransport())
+        let courier = try open(temporary.url, clock, transport)
+        let ids = try (0..<1_000).map { try courier.send(["n": $0], to: inbox) }
+        await courier.settle()
+        #expect(transport.requests.isEmpty, "the first attempt waits maximumDelay for company")
+        await clock.advance(by: .seconds(1))
+        for id in ids { try await courier.delivered(id) }
+        #expect(transport.requests.count == 20 && transport.requests.allSatisfy { $0.batch.count == 50 })
+        let sent = try transport.requests.flatMap { try items($0) }
+        #expect(sent.map(\.key) == transport.requests.flatMap(\.batch).map(\.description), "keys in body order")
+        #expect(Set(sent.map(\.key)) == Set(ids.map(\.description)) && sent.count == 1_000, "each message once")
+        #expect(sent.allSatisfy { ids[$0.body["n"]!].description == $0.key }, "each body under its own key")
+        #expect(transport.requests.allSatisfy { $0.messageID == $0.batch[0] })
+        await courier.close()
+    }
+
+    /// The bytes target, in virtual time: gzip on batches of 50 of the bench's messages
+    /// puts at most 40% of their bytes one by one on the wire (`make bench-batching`: 29%).
+    @Test func aGzippedBatchOfFiftyBenchMessagesIsUnderFortyPercentOfTheirBytes() async throws {
+        let temporary = TemporaryDirectory()
+        let (clock, transport) = (ManualClock(), ScriptedTransport())
+        let courier = try open(temporary.url, clock, transport) {
+            $0.destinations["https://example.com"]?.gzip = true
+        }
+        let messages = (0..<50).map { i -> [String: Any] in
+            ["text": "message number \(i) with a little payload, typical of a chat or analytics event", "n": i]
+        }
+        let ids = try messages.map { try courier.send($0, to: inbox) }
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        for id in ids { try await courier.delivered(id) }
+        let request = try #require(transport.requests.first)
+        #expect(transport.requests.count == 1 && request.headers["Content-Encoding"] == "gzip")
+        let plain = try messages.map { try JSONBody.serialize($0).count }.reduce(0, +)
+        #expect(Double(request.body.count) <= 0.4 * Double(plain), "\(request.body.count) of \(plain) bytes")
+        let items = try JSONSerialization.jsonObject(with: GzipTests.gunzip(request.body) ?? Data()) as? [Any]
+        #expect(items?.count == 50)
+        await courier.close()
+    }
+
+    @Test func aFailedBatchIsEachMessagesFailedAttemptAndItsRetryKeepsTheBatchKey() async throws {
+        let temporary = TemporaryDirectory()
+        let clock = ManualClock()
+        let transport = ScriptedTransport { $0.attempt == 1 ? .response(status: 500) : .response(status: 200) }
+        let courier = try open(temporary.url, clock, transport) {
+            $0.retry = RetryPolicy(initialDelay: .seconds(1), jitter: .none)
+        }
+        let events = EventLog(courier.events())
+        let ids = try (0..<3).map { try courier.send(["n": $0], to: inbox) }
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        for id in ids { try await courier.delivered(id) }
+        let keys = transport.requests.map { $0.headers["Idempotency-Key"] ?? "" }
+        #expect(transport.requests.count == 2 && transport.requests.allSatisfy { $0.batch == ids })
+        #expect(keys[0] == keys[1] && keys[0].hasPrefix("batch-"), "\(keys)")
+        await courier.close()
+        await events.finish()
+        for id in ids {
+            #expect(events.events.contains { if case .failed(id, 1, _, _?) = $0 { true } else { false } })
+            #expect(events.events.contains(.delivered(id, attempts: 2)))
+        }
+    }
+
+    @Test func messagesWithHeadersOfTheirOwnGoAloneAndTagsAreNeverMixed() async throws {
+        let temporary = TemporaryDirectory()
+        let (clock, transport) = (ManualClock(), ScriptedTransport())
+        let courier = try open(temporary.url, clock, transport)
+        let plain = try (0..<2).map { try courier.send(["n": $0], to: inbox) }
+        let headed = try courier.send(["n": 2], to: inbox, headers: ["X-Account": "a"])
+        let tagged = try (3..<5).map { try courier.send(["n": $0], to: inbox, tags: ["account-a"]) }
+        let other = try courier.send(["n": 5], to: URL(string: "https://example.com/other")!)
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        for id in plain + [headed] + tagged + [other] { try await courier.delivered(id) }
+        let batches = Set(transport.requests.map { $0.batch.isEmpty ? [$0.messageID] : $0.batch })
+        #expect(batches == [plain, [headed], tagged, [other]])
+        await courier.close()
+    }
+
+    @Test func orderingKeysHoldAcrossBatches() async throws {
+        let temporary = TemporaryDirectory()
+        let (clock, transport) = (ManualClock(), ScriptedTransport())
+        let courier = try open(temporary.url, clock, transport)
+        let keyed = try (0..<3).map { try courier.send(["n": $0], to: inbox, orderingKey: "chat") }
+        let free = try courier.send(["n": 3], to: inbox)
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        for id in keyed + [free] { try await courier.delivered(id) }
+        let order = transport.requests.flatMap { $0.batch.isEmpty ? [$0.messageID] : $0.batch }.filter(keyed.contains)
+        #expect(order == keyed)
+        #expect(transport.requests.count == 3, "one of the key's messages per request")
+        await courier.close()
+    }
+
+    @Test func maximumBytesSplitsABatchAndTheRestGoesNext() async throws {
+        let temporary = TemporaryDirectory()
+        let (clock, transport) = (ManualClock(), ScriptedTransport())
+        let courier = try open(temporary.url, clock, transport, bytes: 20)  // `{"n":0}` is 7 bytes
+        let ids = try (0..<5).map { try courier.send(["n": $0], to: inbox) }
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        for id in ids { try await courier.delivered(id) }
+        #expect(transport.requests.map(\.batch.count).sorted() == [0, 2, 2], "\(transport.requests.map(\.batch))")
+        await courier.close()
+    }
+
+    @Test(arguments: [(0, 1, 0), (2, 0, 0), (2, 1, -1)])
+    func aBatchingOutOfRangeIsRefusedWhenOpening(count: Int, bytes: Int, delay: Int) {
+        var configuration = Courier.Configuration()
+        configuration.destinations["https://example.com"] = DestinationOptions(
+            batching: Batching(maximumCount: count, maximumBytes: bytes, maximumDelay: .seconds(delay)))
+        let temporary = TemporaryDirectory()
+        #expect(throws: CourierError.self) { try Courier(directory: temporary.url, configuration: configuration) }
+    }
+}
