@@ -41,6 +41,35 @@ import Testing
         await courier.close()
     }
 
+    @Test func anExtensionsMessageReplacesAndExpiresAsTheAppsOwnWould() async throws {
+        let transport = ScriptedTransport { _ in .response(status: 500) }
+        let clock = ManualClock()
+        let courier = try await app(transport, clock: clock)
+        courier.pause()
+        let events = EventLog(courier.events())
+        let writer = try outbox()
+        let stale = try writer.send(["lat": 1], to: inbox, replacing: "location")
+        let newest = try writer.send(["lat": 2], to: inbox, replacing: "location", expiry: .seconds(5))
+        #expect(await courier.collectExtensionMessages() == 2)
+        #expect(await courier.pendingMessages().map(\.id) == [newest], "the first was withdrawn")
+        await #expect(throws: CourierError.self) { try await courier.delivered(stale) as Void }
+        courier.resume()
+        await courier.settle()
+        await clock.advance(by: .seconds(6))  // past its expiry: the next failure abandons it
+        do {
+            try await courier.delivered(newest)
+            Issue.record("delivered by a server that answers 500")
+        } catch let error as CourierError {
+            #expect(error.code == .abandoned, "\(error)")
+        }
+        await courier.close()
+        await events.finish()
+        #expect(
+            events.events.contains {
+                if case .abandoned(newest, _, .expired(.seconds(5), _)) = $0 { true } else { false }
+            }, "\(events.events)")
+    }
+
     @Test func theAppCollectsWhenItOpensAndWhenItComesToTheForeground() async throws {
         let transport = ScriptedTransport()
         let early = try outbox().send(["n": 1], to: inbox)
@@ -185,10 +214,11 @@ import Testing
     /// The inodes `/proc/locks` lists (`1: FLOCK ADVISORY WRITE 1234 08:01:5678 0 EOF`).
     static func lockedInodes() throws -> Set<UInt64> {
         let text = try String(contentsOfFile: "/proc/locks", encoding: .utf8)
-        return Set(text.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 5 else { return nil }
-            return fields[5].split(separator: ":").last.flatMap { UInt64($0) }
-        })
+        return Set(
+            text.split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: " ")
+                guard fields.count > 5 else { return nil }
+                return fields[5].split(separator: ":").last.flatMap { UInt64($0) }
+            })
     }
 }

@@ -112,7 +112,8 @@ extension Courier {
         return added
     }
 
-    /// Enqueues an extension's message as `send` would, keeping its id, key, headers and tags.
+    /// Enqueues an extension's message as `send` would, keeping its id, keys, headers, tags and
+    /// expiry.
     private func enqueueCollected(_ state: MessageState) throws(CourierError) {
         guard let url = URL(string: state.url) else { throw CourierError(.invalidURL, "\(state.url)") }
         var contentType = "application/json"
@@ -123,7 +124,8 @@ extension Courier {
         _ = try enqueue(
             body: state.body, contentType: contentType, url: url,
             labels: Labels(
-                orderingKey: state.orderingKey, headers: headers, tags: Set(state.tags), id: state.id,
+                orderingKey: state.orderingKey, headers: headers, tags: Set(state.tags), replacing: state.replacing,
+                expiry: state.expiryMilliseconds.map { .milliseconds(Int64(clamping: $0)) }, id: state.id,
                 createdMilliseconds: state.createdMilliseconds),
             callbacks: Callbacks(onDelivered: nil, onAbandoned: nil))
     }

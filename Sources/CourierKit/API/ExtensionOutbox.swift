@@ -76,17 +76,19 @@ public final class ExtensionOutbox: Sendable {
     /// the values, URL, ordering key, headers and tags; the same errors). Returns with the
     /// message on stable storage: the extension may be killed the moment it returns. Throws
     /// `.storageFull` when the disk is full, and `.storageFailed`, with nothing written, when
-    /// iOS is suspending the extension already.
+    /// iOS is suspending the extension already. `replacing:` and `expiry:` act as `Courier.send`'s
+    /// once the app collects the message (its expiry counts from this call).
     @discardableResult
     public func send(
         _ json: [String: Any], to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
-        tags: Set<String> = []
+        tags: Set<String> = [], replacing: String? = nil, expiry: Duration? = nil
     ) throws(CourierError) -> MessageID {
         let body = try JSONBody.serialize(json)
         let target = try Courier.validatedTarget(url)
         let state = try Courier.validatedState(
             id: MessageID(), target: target, body: body, contentType: "application/json",
-            labels: Courier.Labels(orderingKey: orderingKey, headers: headers, tags: tags),
+            labels: Courier.Labels(
+                orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing, expiry: expiry),
             nowMilliseconds: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
             maximumMessageBytes: maximumMessageBytes)
         let record = Event.enqueued(state).encoded()
