@@ -15,6 +15,7 @@ public final class ScriptedTransport: DeliveryTransport {
 
     private let lock = NSLock()
     private let script: Script
+    private let answering: (@Sendable (DeliveryRequest) -> ServerAnswer)?
     private var recorded: [DeliveryRequest] = []
     /// Held requests; each is resumed with `true` ("it was held").
     private var held: [(UUID, CheckedContinuation<Bool, Never>)] = []
@@ -26,6 +27,14 @@ public final class ScriptedTransport: DeliveryTransport {
 
     public init(_ script: @escaping Script = { _ in .response(status: 200) }) {
         self.script = script
+        answering = nil
+    }
+
+    /// A server that answers each request with `answer`'s status, headers and body
+    /// (`exchange(_:)`, what `Courier.delivered(_:)` returns).
+    public init(answering answer: @escaping @Sendable (DeliveryRequest) -> ServerAnswer) {
+        script = { .response(status: answer($0).status) }
+        answering = answer
     }
 
     /// Every request so far, in arrival order.
@@ -105,6 +114,12 @@ public final class ScriptedTransport: DeliveryTransport {
 }
 
 extension ScriptedTransport {
+    public func exchange(_ request: DeliveryRequest) async -> (DeliveryOutcome, ServerAnswer?) {
+        let outcome = await deliver(request)
+        guard case .response(let status, _) = outcome else { return (outcome, nil) }
+        return (outcome, answering?(request) ?? ServerAnswer(status: status))
+    }
+
     public func shutdown() async { lock.withLock { shutdowns += 1 } }
 }
 

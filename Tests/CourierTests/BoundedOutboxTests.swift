@@ -96,9 +96,24 @@ import Testing
 
         let again = try open(temporary.url) { $0.maximumPendingMessages = 3 }
         #expect(await again.pendingMessages().map(\.id) == [chat, chat2, untagged], "the drops were logged")
-        await #expect(throws: CourierError.self) { try await again.delivered(oldest) as Void }
+        await #expect(throws: CourierError.self) { try await again.delivered(oldest) as ServerAnswer }
         #expect(code { try again.send(["n": 7], to: inbox, tags: ["analytics"]) } == .storageFull, "not listed here")
         await again.close()
+    }
+
+    @Test func aMessageWithARefuseTagIsNeverDroppedEvenWithADropOldestTag() async throws {
+        let temporary = TemporaryDirectory()
+        let courier = try open(temporary.url) { c in
+            c.maximumPendingMessages = 2
+            c.whenFull = ["analytics": .dropOldest, "chat": .refuse]
+        }
+        courier.pause()
+        let protected = try courier.send(["n": 1], to: inbox, tags: ["analytics", "chat"])
+        _ = try courier.send(["n": 2], to: inbox, tags: ["analytics"])
+        let plain = try courier.send(["n": 3], to: inbox)
+        #expect(await courier.pendingMessages().map(\.id) == [protected, plain], "the younger, unprotected one went")
+        #expect(code { try courier.send(["n": 4], to: inbox) } == .storageFull)
+        await courier.close()
     }
 
     @Test func aDropOldestTagWithNoPendingMessageRefuses() throws {

@@ -96,13 +96,13 @@ import Testing
         var core = Self.core(2)
         _ = Self.handle(&core, .cancel(state(1).id))
         let key = WaitKey()
-        let cancelled: Result<Void, any Error> = await withCheckedContinuation { waiter in
+        let cancelled: Result<UInt16, any Error> = await withCheckedContinuation { waiter in
             let effects = Self.handle(&core, .waitForDelivery(state(1).id, key: key.id, waiter, cancelled: { false }))
-            #expect(effects.answered.filter { $0.1 != nil }.count == 1 && core.waiters.isEmpty)
+            #expect(effects.answered.filter { (try? $0.1.get()) == nil }.count == 1 && core.waiters.isEmpty)
             effects.run()
         }
         #expect((try? cancelled.get()) == nil)
-        let stopped: Result<Void, any Error> = await withCheckedContinuation { waiter in
+        let stopped: Result<UInt16, any Error> = await withCheckedContinuation { waiter in
             let effects = Self.handle(&core, .waitForDelivery(state(2).id, key: key.id, waiter, cancelled: { false }))
             #expect(effects.answered.isEmpty && core.waiters[state(2).id]?.count == 1)
             let stop = Self.handle(&core, .stopWaiting(key: key.id, for: state(2).id))
@@ -156,6 +156,7 @@ import Testing
         let effects = Self.handle(&core, Self.ended(200), at: 2000)
         #expect(effects.appends.map(\.batch) == [[.delivered(state(1).id, attempt: 1, status: 200)]])
         #expect(effects.events == [.delivered(state(1).id, attempts: 1)])
-        #expect(core.projection.isEmpty && core.resolved[state(1).id] == .delivered && core.deliveredCount == 1)
+        #expect(core.projection.isEmpty && core.deliveredCount == 1)
+        #expect(core.resolved[state(1).id] == .delivered(status: 200))
     }
 }

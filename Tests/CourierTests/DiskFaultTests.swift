@@ -129,6 +129,33 @@ import Testing
         #expect(!called.withLock { $0 }, "no callback")
     }
 
+    /// Under `.always`, a message a send withdraws is gone for every decision while that send
+    /// waits for its fsync: a second send in that window drops another message, never the same
+    /// one, so the bound holds once both are durable; and each dropped message does go then.
+    @Test func underAlwaysTwoSendsInOneFsyncWindowDropTwoMessages() async throws {
+        let fs = SimulatedFileSystem()
+        var config = configuration(fs, held())
+        config.durability = .always
+        config.maximumPendingMessages = 2
+        config.whenFull["t"] = .dropOldest
+        let courier = try Courier(directory: directory, configuration: config)
+        courier.pause()
+        let old = try (0..<2).map { try courier.send(["n": $0], to: inbox, tags: ["t"]) }
+        let records = courier.log.nextSequence
+        fs.pauseSyncs()
+        async let first = onThread { try courier.send(["n": 2], to: inbox) }
+        #expect(await fs.waitForAPausedSync())
+        async let second = onThread { try courier.send(["n": 3], to: inbox) }
+        // Bounded: the second send's section appends its two records within a few turns.
+        for _ in 0..<5_000 where courier.log.nextSequence < records + 4 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(courier.log.nextSequence == records + 4, "each send logged its message and one drop")
+        fs.resumeSyncs()
+        let new = try await [first, second]
+        #expect(Set(await courier.pendingMessages().map(\.id)) == Set(new), "both old ones went, once each")
+        for id in old { await #expect(throws: CourierError.self) { try await courier.delivered(id) as ServerAnswer } }
+        await courier.close()
+    }
+
     /// Compaction needs room for the snapshots of pinned messages: on a full disk it fails,
     /// says so in `events`, deletes nothing, leaves `send` working, and succeeds once space
     /// returns.

@@ -163,6 +163,17 @@ func batching() -> Courier.Configuration {
     return configuration
 }
 
+/// UsingCourier.md's "The server's answer".
+func serverAnswer(_ courier: Courier, serverURL: URL) async throws {
+    // snippet: server-answer
+    // configuration.answerHeaders = ["Location"]              // default: no header kept
+    let id = try courier.send(["text": "hi"], to: serverURL)
+    let answer = try await courier.delivered(id)             // status, kept headers, body (≤ 16 KiB)
+    let serverID = try JSONDecoder().decode([String: String].self, from: answer.body)["id"]
+    // snippet end
+    _ = serverID
+}
+
 /// UsingCourier.md's "Replaceable messages".
 func replacing(_ courier: Courier, serverURL: URL) throws {
     // snippet: replacing

@@ -52,7 +52,7 @@ import Testing
         let newest = try writer.send(["lat": 2], to: inbox, replacing: "location", expiry: .seconds(5))
         #expect(await courier.collectExtensionMessages() == 2)
         #expect(await courier.pendingMessages().map(\.id) == [newest], "the first was withdrawn")
-        await #expect(throws: CourierError.self) { try await courier.delivered(stale) as Void }
+        await #expect(throws: CourierError.self) { try await courier.delivered(stale) as ServerAnswer }
         courier.resume()
         await courier.settle()
         await clock.advance(by: .seconds(6))  // past its expiry: the next failure abandons it

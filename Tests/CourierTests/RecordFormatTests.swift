@@ -39,6 +39,7 @@ import Testing
     /// log's first bytes, unchanged.
     @Test(arguments: [
         GoldenRecords.untaggedPrefixCount, GoldenRecords.unreplacingPrefixCount, GoldenRecords.unexpiringPrefixCount,
+        GoldenRecords.unansweredPrefixCount
     ])
     func theLogBeforeANewFieldIsAPrefixOfTheCommittedLog(records: Int) throws {
         let fs = SimulatedFileSystem()
@@ -93,6 +94,22 @@ import Testing
         #expect(Array(record.body.suffix(tail.count)) == tail)
     }
 
+    /// The server's answer after a `delivered` record's status: one header (`Location: /m/7`), then
+    /// the body as a blob, `{"id":7}`.
+    @Test func anAnsweredDeliveredBodyEndsWithItsHeadersAndBody() throws {
+        let record = try committed()[GoldenRecords.unansweredPrefixCount + 1]
+        guard case .delivered(_, 1, 201, let headers, let body)? = Event.decode(kind: record.kind, body: record.body)
+        else {
+            Issue.record("the fixture's twenty-fifth record is a delivered message with an answer")
+            return
+        }
+        #expect(headers == [Header(name: "Location", value: "/m/7")] && body == Array(#"{"id":7}"#.utf8))
+        let tail: [UInt8] =
+            [0xc9, 0x00, 0x01] + [0x08, 0x00] + Array("Location".utf8) + [0x04, 0x00] + Array("/m/7".utf8)
+            + [0x08, 0, 0, 0] + Array(#"{"id":7}"#.utf8)
+        #expect(Array(record.body.suffix(tail.count)) == tail)
+    }
+
     /// ARCHITECTURE.md's worked example of an `enqueued` body, byte for byte.
     @Test func theFirstEnqueuedBodyIsArchitecturesWorkedExample() throws {
         let hex =
@@ -119,7 +136,8 @@ import Testing
         }
         let record = try committed()[10]
         #expect(Event.decode(kind: record.kind, body: record.body)?.id == tagged.id)
-        let tail: [UInt8] = [0x00, 0xd4, 0x24, 0xa7, 0x9a, 0x01, 0x00, 0x00] + [0x00, 0x00] + [0x01]
+        let tail: [UInt8] =
+            [0x00, 0xd4, 0x24, 0xa7, 0x9a, 0x01, 0x00, 0x00] + [0x00, 0x00] + [0x01]
             + [0x09, 0x00] + Array("account:1".utf8)
         #expect(Array(record.body.suffix(tail.count)) == tail)
     }
@@ -153,7 +171,7 @@ import Testing
             return
         }
         await #expect(throws: CourierError.self, "withdrawn by the next record") {
-            try await courier.delivered(replaced.id) as Void
+            try await courier.delivered(replaced.id) as ServerAnswer
         }
         await courier.close()
     }

@@ -115,7 +115,7 @@ struct ReferenceProjection {
             guard states[id] != nil else { return }
             states[id]!.attempts = max(states[id]!.attempts, attempt)
             states[id]!.nextDueMilliseconds = due
-        case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id): states[id] = nil
+        case .delivered(let id, _, _, _, _), .abandoned(let id, _, _), .cancelled(let id): states[id] = nil
         case .handedOff, .held, .released: break  // the projection's schedule, not the message's state
         }
     }
@@ -168,7 +168,7 @@ extension Projection {
             let pending = applyAttempt(
                 id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
             return pending ? .updated : .ignored
-        case .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id):
+        case .delivered(let id, _, _, _, _), .abandoned(let id, _, _), .cancelled(let id):
             return applyEnd(id: id) ? .ended : .ignored
         case .handedOff: return .ignored  // the core keeps hand-offs (`CoreState.handOffs`)
         case .held(let tag):

@@ -17,14 +17,16 @@ extension Courier {
     /// Per tag, whether its messages may be dropped when `Configuration.maximumPendingMessages`
     /// are pending (`Configuration.whenFull`).
     public enum WhenFull: Sendable, Hashable {
-        /// The tag's messages are never dropped: a send at the bound throws `.storageFull` and
-        /// writes nothing, unless a message of a `.dropOldest` tag is pending. The default.
+        /// The tag's messages are never dropped, even one that also has a `.dropOldest` tag. (A
+        /// send at the bound throws `.storageFull` and writes nothing unless a message it may drop
+        /// is pending.)
         case refuse
         /// At the bound, any send (whatever its own tags) drops the oldest pending message that
         /// has a `.dropOldest` tag, in the same critical section as the send: it is abandoned
         /// (`AbandonReason.dropped`: an `abandoned` record, the `.abandoned` event, and its
         /// `onAbandoned` callback, on the thread of that `send`), even if an attempt of it is
         /// under way (whose outcome is then ignored). So droppable traffic never blocks the rest.
+        /// A message with a `.refuse` tag too is spared.
         case dropOldest
     }
 
@@ -56,8 +58,8 @@ extension Courier {
         /// such message is dropped to make room.
         public var maximumPendingMessages: Int?
         /// Per tag, whether its oldest pending message may be dropped to make room for any send
-        /// when `maximumPendingMessages` are pending. A tag not listed `.refuse`s, and so does a
-        /// message without tags. The default is empty.
+        /// when `maximumPendingMessages` are pending. A message without a `.dropOldest` tag is never
+        /// dropped, nor one with a `.refuse` tag. The default is empty: no message is dropped.
         ///
         ///     configuration.maximumPendingMessages = 1_000
         ///     configuration.whenFull["analytics"] = .dropOldest   // the newest events matter most
@@ -149,6 +151,10 @@ extension Courier {
         /// out; case does not matter). A destination not listed gets `DestinationOptions()`. The
         /// default is empty.
         public var destinations: [String: DestinationOptions] = [:]
+        /// The headers of a delivered message's answer that Courier keeps beside its status and its
+        /// body's first 16 KiB (`ServerAnswer`, from `delivered(_:)`), by name (case does not
+        /// matter), such as `["Location"]`. The default is empty: no header.
+        public var answerHeaders: Set<String> = []
         /// Delivery that goes on while the app is suspended: pending messages are handed to a
         /// background upload session (on iOS, `URLSessionBackgroundUploads`). The default is
         /// nil: Courier delivers only while the app runs.
@@ -273,6 +279,10 @@ extension Courier.Configuration {
         for key in destinations.keys.sorted() where !Self.isOrigin(key) {
             problems.append("destinations key \"\(key)\" is not an origin: scheme://host:port, http or https")
         }
+        let origins = Dictionary(grouping: destinations.keys) { OriginTable.origin(of: $0) }
+        for (origin, keys) in origins.sorted(by: { $0.key < $1.key }) where keys.count > 1 {
+            problems.append("destinations keys \(keys.sorted()) all name \(origin): give one")
+        }
         for (key, batching) in destinations.compactMap({ k, v in v.batching.map { (k, $0) } }).sorted(by: {
             $0.0 < $1.0
         }) {
@@ -319,6 +329,7 @@ extension Courier.Configuration {
             maximumStorageBytes: maximumStorageBytes, segmentSizeBytes: segmentSizeBytes,
             maximumPendingMessages: maximumPendingMessages ?? .max,
             droppableTags: Set(whenFull.filter { $0.value == .dropOldest }.keys),
+            protectedTags: Set(whenFull.filter { $0.value == .refuse }.keys),
             compactionThreshold: compactionThreshold,
             scheduler: Scheduler.Limits(
                 maximumConcurrentDeliveries: maximumConcurrentDeliveries,

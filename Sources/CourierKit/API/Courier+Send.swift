@@ -72,7 +72,9 @@ extension Courier {
             callbacks: Callbacks(onDelivered: onDelivered, onAbandoned: onAbandoned))
     }
 
-    /// Sends bytes as they are, with the given `Content-Type` (required: bytes carry no type).
+    /// Sends bytes as they are, with the given `Content-Type` (required: bytes carry no type). To
+    /// a batching destination (`Batching`), bytes sent as `application/json` go in a batch, so
+    /// they must be JSON (else `.invalidJSON`).
     @discardableResult
     public func send(
         data: Data, contentType: String, to url: URL, orderingKey: String? = nil, headers: [String: String] = [:],
@@ -80,7 +82,12 @@ extension Courier {
         onDelivered: (@Sendable (MessageID) -> Void)? = nil,
         onAbandoned: (@Sendable (MessageID, CourierError) -> Void)? = nil
     ) throws(CourierError) -> MessageID {
-        try enqueue(
+        if contentType == "application/json", configuration.options(for: url.absoluteString)?.batching != nil,
+            (try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed)) == nil
+        {
+            throw CourierError(.invalidJSON, "the body is not JSON, and its destination batches JSON messages")
+        }
+        return try enqueue(
             body: Array(data), contentType: contentType, url: url,
             labels: Labels(
                 orderingKey: orderingKey, headers: headers, tags: tags, replacing: replacing, expiry: expiry),
@@ -110,7 +117,9 @@ extension Courier {
                 id: labels.id ?? configuration.makeMessageID(), target: target, body: body,
                 contentType: contentType, labels: labels, nowMilliseconds: instant.wallMilliseconds,
                 maximumMessageBytes: configuration.maximumMessageBytes)
-            if let batching = configuration.options(for: target)?.batching, message.isBatchable {
+            if let batching = configuration.options(for: target)?.batching, batching.maximumCount > 1,
+                message.isBatchable
+            {
                 message.nextDueMilliseconds += NextDue.milliseconds(batching.maximumDelay)  // waits for company
             }
             let encoded = Event.enqueued(message).encoded()

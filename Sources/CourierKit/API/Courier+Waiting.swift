@@ -1,11 +1,18 @@
+import Foundation
+
 extension Courier {
-    /// Returns once message `id` is delivered (at once if it already was).
+    /// Returns once message `id` is delivered (at once if it already was), with what the server
+    /// answered (`ServerAnswer`: its status, the headers `Configuration.answerHeaders` names, its
+    /// body's first 16 KiB). For a message delivered in an earlier run, the answer is read back
+    /// from the log; once compaction dropped its record, the status alone is left. A batch's
+    /// messages (`Batching`) each get the batch's answer.
     /// - Throws: a `CourierError`: `.abandoned` if the retry policy gave up on it, `.cancelled`
     ///   if the app cancelled it, `.closed` if the courier closes first, `.unknownMessage` for an
     ///   id it never saw or resolved too long ago to remember. `CancellationError` at once when
     ///   the calling task is cancelled (a SwiftUI `.task` that ends, say): the message itself is
     ///   unaffected and still pending.
-    public func delivered(_ id: MessageID) async throws {
+    @discardableResult
+    public func delivered(_ id: MessageID) async throws -> ServerAnswer {
         let key = WaitKey()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: DeliveryWaiter) in
@@ -14,7 +21,23 @@ extension Courier {
         } onCancel: {
             core.handle(.stopWaiting(key: key.id, for: id)).run()
         }
-        try result.get()
+        return await answer(of: id, status: try result.get())
+    }
+
+    /// The answer a delivered message's record keeps (a positioned read, on the read queue), or
+    /// its status alone if the record is gone (compacted) or cannot be read.
+    private func answer(of id: MessageID, status: UInt16) async -> ServerAnswer {
+        guard let address = core.deliveredRecordAddress(of: id) else {
+            return ServerAnswer(status: Int(status))  // not logged, or forgotten since (`resolvedMemoryCount`)
+        }
+        return await onIOQueue(readQueue) { [log] in
+            guard let record = try? log.read(address),
+                case .delivered(id, _, _, let headers, let body)? = Event.decode(kind: record.kind, body: record.body)
+            else { return ServerAnswer(status: Int(status)) }
+            var answer = ServerAnswer(status: Int(status), body: Data(body))
+            for header in headers { answer.headers[header.name] = header.value }
+            return answer
+        }
     }
 
     /// Returns when no message is pending (or the courier is closed).

@@ -168,10 +168,11 @@ extension Courier {
         }
         let riders = await readRiders(of: attempt, after: state, unreadableDue: due)
         configuration.logger.debug("attempt starting", metadata: Self.metadata(attempt, url: state.url))
-        let outcome: DeliveryOutcome
+        let (outcome, answer): (DeliveryOutcome, ServerAnswer?)
         switch await preparedRequest(for: state, attempt: attempt.number, riders: riders.map(\.1)) {
-        case .success(let request): outcome = await Signposts.interval("attempt") { await transport.deliver(request) }
-        case .failure(let failure): outcome = .failure(failure)
+        case .success(let request):
+            (outcome, answer) = await Signposts.interval("attempt") { await transport.exchange(request) }
+        case .failure(let failure): (outcome, answer) = (.failure(failure), nil)
         }
         if case .failure(let f) = outcome, f.kind == .cancelled {
             // Cancelled by close(), or at the end of `deliverPending`: not an attempt. The
@@ -181,11 +182,12 @@ extension Courier {
             leave(riders.map(\.0.id))
             return carryOn(.attemptCancelled(attempt.id, token: token))
         }
+        let kept = outcome.isSuccess ? answer?.keeping(configuration.answerHeaders) : nil
         func ending(_ attempt: Attempt, _ state: MessageState) -> Ending {
             Ending(
                 attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
                 expiryMilliseconds: state.expiryMilliseconds, runner: .engine(token: token), url: state.url,
-                continuing: !Task.isCancelled)
+                continuing: !Task.isCancelled, answer: kept)
         }
         var ended = ending(attempt, state)
         ended.riders = riders.map(ending)
@@ -193,8 +195,9 @@ extension Courier {
     }
 
     /// The batch's other messages that go (`Attempt.riders`), read back, within
-    /// `Batching.maximumBytes` with `first`; the others are the engine's again (`leave`): one
-    /// cancelled meanwhile is gone, one that cannot be read is said and tried again later.
+    /// `Batching.maximumBytes` with `first`, told to the core (they start); the others are the
+    /// engine's again: one cancelled meanwhile is gone, one that cannot be read is said and tried
+    /// again later.
     private func readRiders(
         of attempt: Attempt, after first: MessageState, unreadableDue due: (UInt64) -> UInt64
     ) async -> [(Attempt, MessageState)] {
@@ -212,15 +215,17 @@ extension Courier {
             case .failure(let error): unreadable.append((rider.id, error))
             }
         }
-        leave(left, unreadable: unreadable, dueMilliseconds: due(currentInstant().wallMilliseconds))
+        let input = CoreInput.batchFormed(
+            going: going.map(\.0), left: left, unreadable: unreadable,
+            dueMilliseconds: due(currentInstant().wallMilliseconds))
+        core.handle(input, at: currentInstant()).run()
         return going
     }
 
     /// Batch members that do not go after all: schedulable again.
-    private func leave(_ ids: [MessageID], unreadable: [(MessageID, LogError)] = [], dueMilliseconds: UInt64 = 0) {
-        guard !ids.isEmpty || !unreadable.isEmpty else { return }
-        core.handle(.ridersLeft(ids, unreadable: unreadable, dueMilliseconds: dueMilliseconds), at: currentInstant())
-            .run()
+    private func leave(_ ids: [MessageID]) {
+        guard !ids.isEmpty else { return }
+        core.handle(.batchFormed(going: [], left: ids, unreadable: [], dueMilliseconds: 0), at: currentInstant()).run()
     }
 
     /// Tells the core `input` about this runner's slot; the attempt it makes next, if any.
@@ -263,6 +268,8 @@ struct Ending: Sendable {
     var url: String?
     /// Whether the engine's runner may make the next attempt (its task is not cancelled).
     var continuing = false
+    /// A 2xx's answer, as Courier keeps it (`ServerAnswer.keeping`), if the transport gave one.
+    var answer: ServerAnswer?
     /// Gathered by `Courier.record` outside the core's lock (no lock may call the app's
     /// clock or random source): the server's `Retry-After`, read once for the message and its
     /// destination and clamped (`RetryPolicy.retryAfter(of:now:)`); the seed of the jitter

@@ -10,14 +10,22 @@ func withDeadline(
     _ timeout: Duration, clock: any Clock<Duration>,
     _ operation: @escaping @Sendable () async -> DeliveryOutcome
 ) async -> DeliveryOutcome {
-    await withTaskGroup(of: DeliveryOutcome?.self) { group in
+    await withDeadline(timeout, clock: clock) { (await operation(), nil) }.0
+}
+
+/// `withDeadline`, for an operation that also says what the server answered (`exchange`).
+func withDeadline(
+    _ timeout: Duration, clock: any Clock<Duration>,
+    _ operation: @escaping @Sendable () async -> (DeliveryOutcome, ServerAnswer?)
+) async -> (DeliveryOutcome, ServerAnswer?) {
+    await withTaskGroup(of: (DeliveryOutcome, ServerAnswer?)?.self) { group in
         group.addTask { await operation() }
         group.addTask {
             // Thrown when cancelled: the operation ended first.
             // At most 2^31 s (68 years): a clock's instant plus "never" must not overflow.
             do { try await clock.sleep(for: min(timeout, .seconds(1 << 31))) } catch { return nil }
-            return .failure(
-                TransportFailure(.timeout, "no complete response within \(timeout) (Configuration.requestTimeout)"))
+            let message = "no complete response within \(timeout) (Configuration.requestTimeout)"
+            return (.failure(TransportFailure(.timeout, message)), nil)
         }
         // At most two results (the sleeper's nil when cancelled is skipped): the loop ends.
         for await case let result? in group {
@@ -26,6 +34,6 @@ func withDeadline(
         }
         // Only when the sleeper was cancelled and the operation produced nothing: impossible,
         // since the operation always returns an outcome; cancelled is the honest answer.
-        return .failure(TransportFailure(.cancelled, "cancelled"))
+        return (.failure(TransportFailure(.cancelled, "cancelled")), nil)
     }
 }

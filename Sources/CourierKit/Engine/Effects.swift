@@ -12,7 +12,7 @@ struct Effects {
     /// The app's `onDelivered` and `onAbandoned` callbacks, each with its arguments.
     var callbacks: [() -> Void] = []
     /// Each `delivered(_:)` waiter released, with the error it is told (nil: delivered).
-    var answered: [(DeliveryWaiter, (any Error)?)] = []
+    var answered: [(DeliveryWaiter, Result<UInt16, any Error>)] = []
     var idle: [CheckedContinuation<Void, Never>] = []
     var finishStreams: [EventBuffer] = []
     /// Hand-offs that ended with their message (cancelled, or delivered by a late completion):
@@ -74,8 +74,7 @@ struct Effects {
         for event in events[yieldedCount...] { for s in subscribers { s.yield(event) } }
         if let logger { for event in events { Self.log(event, to: logger) } }
         for callback in callbacks { callback() }
-        for case (let c, .none) in answered { c.resume(returning: .success(())) }
-        for case (let c, let error?) in answered { c.resume(returning: .failure(error)) }
+        for (c, result) in answered { c.resume(returning: result) }
         for c in idle { c.resume() }
         for s in finishStreams { s.finish() }
         if let endHandOff { for (id, handOff) in endedHandOffs { endHandOff(id, handOff) } }

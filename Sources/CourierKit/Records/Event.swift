@@ -65,7 +65,8 @@ package struct Header: Sendable, Hashable {
 ///                         · [string ordering key · [u8 tag count · string tag* · [string replacing
 ///                         · [u64 expiry ms]]]]
 ///     attempted           u32 attempt · outcome · u64 next due ms
-///     delivered           u32 attempt · u16 status
+///     delivered           u32 attempt · u16 status · [u8 header count · (string name, string value)*
+///                         · blob answer body]
 ///     abandoned           u32 attempt · string reason
 ///     cancelled           (nothing more)
 ///     handed-off          u32 attempt · u64 ticket · u64 task identifier · u64 earliest begin ms
@@ -80,12 +81,15 @@ package struct Header: Sendable, Hashable {
 /// the replacement key (`send(…replacing:)`) only when it has one or an expiry (then an empty
 /// key means none), the expiry (`send(…expiry:)`) only when it has one; so a message with none of
 /// them is byte for byte what it was before keys existed, one with a key but no tags what it was
-/// before tags. A reader older than a field rejects a record that has it (as undecodable,
-/// reported).
+/// before tags. A `delivered` record has the server's answer (`ServerAnswer`: the headers the app
+/// keeps, the body's first 16 KiB) only when it has a header or a body. A reader older than a
+/// field rejects a record that has it (as undecodable, reported).
 package enum Event: Sendable, Equatable {
     case enqueued(MessageState)
     case attempted(MessageID, attempt: UInt32, outcome: DeliveryOutcome, nextDueMilliseconds: UInt64)
-    case delivered(MessageID, attempt: UInt32, status: UInt16)
+    /// With the server's answer: the headers the app keeps, sorted by name, and the body's first
+    /// `ServerAnswer.maximumBodyBytes` (both empty for none).
+    case delivered(MessageID, attempt: UInt32, status: UInt16, headers: [Header] = [], body: [UInt8] = [])
     case abandoned(MessageID, attempt: UInt32, reason: String)
     case snapshot(MessageState)
     /// The app withdrew the message with `Courier.cancel(_:)`.
@@ -120,7 +124,7 @@ package enum Event: Sendable, Equatable {
     package var id: MessageID? {
         switch self {
         case .enqueued(let s), .snapshot(let s): s.id
-        case .attempted(let id, _, _, _), .delivered(let id, _, _), .abandoned(let id, _, _), .cancelled(let id),
+        case .attempted(let id, _, _, _), .delivered(let id, _, _, _, _), .abandoned(let id, _, _), .cancelled(let id),
             .handedOff(let id, _):
             id
         case .held, .released: nil
@@ -167,9 +171,17 @@ package enum Event: Sendable, Equatable {
                 w.string(f.message)
             }
             w.u64(due)
-        case .delivered(_, let attempt, let status):
+        case .delivered(_, let attempt, let status, let headers, let body):
             w.u32(attempt)
             w.u16(status)
+            guard !headers.isEmpty || !body.isEmpty else { break }
+            w.u8(UInt8(min(headers.count, 255)))
+            for h in headers.prefix(255) {
+                w.string(h.name)
+                w.string(h.value)
+            }
+            w.u32(UInt32(body.count))
+            w.bytes += body
         case .abandoned(_, let attempt, let reason):
             w.u32(attempt)
             w.string(reason)
@@ -213,7 +225,18 @@ package enum Event: Sendable, Equatable {
             event = .attempted(id, attempt: attempt, outcome: outcome, nextDueMilliseconds: due)
         case .delivered:
             guard let attempt = r.u32(), let status = r.u16() else { return nil }
-            event = .delivered(id, attempt: attempt, status: status)
+            var headers: [Header] = [], body: [UInt8] = []
+            if !r.isAtEnd {
+                guard let count = r.u8() else { return nil }
+                // Bounded by `count`, a u8.
+                for _ in 0..<count {
+                    guard let name = r.string(), let value = r.string() else { return nil }
+                    headers.append(Header(name: name, value: value))
+                }
+                guard let n = r.u32(), let bytes = r.take(Int(n)), count > 0 || n > 0 else { return nil }
+                body = Array(bytes)
+            }
+            event = .delivered(id, attempt: attempt, status: status, headers: headers, body: body)
         case .abandoned:
             guard let attempt = r.u32(), let reason = r.string() else { return nil }
             event = .abandoned(id, attempt: attempt, reason: reason)

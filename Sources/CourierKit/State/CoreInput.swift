@@ -109,10 +109,12 @@ enum CoreInput {
     /// at `dueMilliseconds` (`NextDue.afterUnreadableRecord`); the slot is free, as for
     /// `runnerFree`.
     case unreadable(MessageID, LogError, dueMilliseconds: UInt64, token: UInt64, continuing: Bool)
-    /// Messages taken to go in a batch that do not go (over `Batching.maximumBytes`, or an
-    /// attempt cancelled before it was made): schedulable again, as on disk; `unreadable` ones
-    /// are said, and due at `dueMilliseconds` (as `unreadable`).
-    case ridersLeft([MessageID], unreadable: [(MessageID, LogError)], dueMilliseconds: UInt64)
+    /// A batch's other messages (`Attempt.riders`), once read back: those `going` start (their
+    /// `.attemptStarted`); those `left` (over `Batching.maximumBytes`, or the attempt was not
+    /// made) are schedulable again, as on disk; `unreadable` ones are said, and due at
+    /// `dueMilliseconds` (as `unreadable`).
+    case batchFormed(
+        going: [Attempt], left: [MessageID], unreadable: [(MessageID, LogError)], dueMilliseconds: UInt64)
     /// A compaction ended, having forgotten what it planned to, or failing with `error` (then it
     /// forgot nothing, and subscribers are told): settle waiters may go.
     case compactionEnded(error: CourierError?)
@@ -195,11 +197,11 @@ extension CoreState {
         // while it waits), so a cancelled wait removes just its own.
         case .waitForDelivery(let id, let key, let waiter, let cancelled):
             if projection.slotIndex(of: id) == nil {
-                effects.answered.append((waiter, Self.waiterError(resolved[id], of: id)))
+                effects.answered.append((waiter, Self.waiterResult(resolved[id], of: id)))
             } else if closed {
-                effects.answered.append((waiter, CourierError(.closed, "the courier is closed")))
+                effects.answered.append((waiter, .failure(CourierError(.closed, "the courier is closed"))))
             } else if cancelled() {
-                effects.answered.append((waiter, CancellationError()))
+                effects.answered.append((waiter, .failure(CancellationError())))
             } else {
                 waiters[id, default: [:]][key] = waiter
             }
@@ -211,7 +213,7 @@ extension CoreState {
             }
         case .stopWaiting(let key, let id?):
             if let waiter = waiters[id]?.removeValue(forKey: key) {
-                effects.answered.append((waiter, CancellationError()))
+                effects.answered.append((waiter, .failure(CancellationError())))
             }
             if waiters[id]?.isEmpty == true { waiters[id] = nil }
         case .stopWaiting(let key, nil):
@@ -266,10 +268,13 @@ extension CoreState {
             recordUnreadable(id, error: error, dueMilliseconds: due, &effects)
             effects.plan = instant.map { PlanRequest(instant: $0, freeing: token, continuing: continuing) }
         case .wake: effects.plan = plan
-        case .ridersLeft(let ids, let unreadable, let due):
-            for id in ids { projection.release(id) }  // no-op for one cancelled meanwhile
+        case .batchFormed(let going, let left, let unreadable, let due):
+            for a in going where projection.slot(of: a.id) != nil {
+                effects.emit(.attemptStarted(a.id, number: a.number))
+            }
+            for id in left { projection.release(id) }  // no-op for one cancelled meanwhile
             for (id, error) in unreadable { recordUnreadable(id, error: error, dueMilliseconds: due, &effects) }
-            effects.plan = plan
+            if !left.isEmpty || !unreadable.isEmpty { effects.plan = plan }
         case .ended(let ending):
             guard let instant else { preconditionFailure("an attempt's end is told with its instant") }
             effects.plan = ended(ending, at: instant, &effects)
@@ -324,7 +329,8 @@ extension CoreState {
         compaction.resolvedSinceCompaction += 1
         let callbacks = callbacks.removeValue(forKey: id)
         let error = Self.waiterError(resolution, of: id)
-        effects.answered += (waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, error) }
+        let result = Self.waiterResult(resolution, of: id)
+        effects.answered += (waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, result) }
         switch resolution {
         case .delivered:
             deliveredCount += 1

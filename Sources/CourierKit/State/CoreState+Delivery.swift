@@ -35,9 +35,10 @@ extension CoreState {
         let plan = PlanRequest(
             instant: instant, handOffAsked: ticket != nil, freeing: token, continuing: ending.continuing)
         let id = ending.attempt.id, outcome = ending.outcome
-        // Cancelled while its attempt was in flight: the message is done, and its outcome is
-        // dropped unlogged (cancel withdraws the message; it cannot unsend a POST under way).
-        guard let slot = projection.slotIndex(of: id) else {
+        // Cancelled while its attempt was in flight (or being withdrawn by a send waiting for its
+        // fsync): the message is done, and its outcome is dropped unlogged (cancel withdraws the
+        // message; it cannot unsend a POST under way).
+        guard let slot = projection.slotIndex(of: id), !withdrawing.contains(id) else {
             judgeRiders(of: ending, limited: false, explainedFailures: 0, nowMilliseconds: now, &effects)
             return plan
         }
@@ -76,6 +77,7 @@ extension CoreState {
         of ending: Ending, limited: Bool, explainedFailures: Int, nowMilliseconds now: UInt64, _ effects: inout Effects
     ) {
         for rider in ending.riders where projection.slotIndex(of: rider.attempt.id) != nil {
+            guard !withdrawing.contains(rider.attempt.id) else { continue }
             let verdict = NextDue.after(
                 rider, destinationLimited: limited, explainedFailures: explainedFailures, policy: retry,
                 nowMilliseconds: now)
@@ -88,8 +90,12 @@ extension CoreState {
         let id = ending.attempt.id, number = UInt32(ending.attempt.number), outcome = ending.outcome
         switch verdict {
         case .delivered(let status):
-            effects.append(.delivered(id, attempt: number, status: status))
-            resolve(id, .delivered, attempts: ending.attempt.number, &effects)
+            let headers = (ending.answer?.headers ?? [:]).sorted { $0.key < $1.key }.map {
+                Header(name: $0.key, value: $0.value)
+            }
+            let body = Array(ending.answer?.body ?? Data())
+            effects.append(.delivered(id, attempt: number, status: status, headers: headers, body: body))
+            resolve(id, .delivered(status: status), attempts: ending.attempt.number, &effects)
         case .retry(let due, _, let foregroundOnly):
             effects.append(.attempted(id, attempt: number, outcome: outcome, nextDueMilliseconds: due))
             projection.retry(id, attempts: number, dueMilliseconds: due, paced: paced)
@@ -124,7 +130,7 @@ extension CoreState {
                 // A hand-off the message has now (a later one) ends with it: the effects
                 // cancel its task and remove its body file.
                 effects.append(.delivered(id, attempt: attempt, status: status))
-                resolve(id, .delivered, attempts: Int(attempt), &effects)
+                resolve(id, .delivered(status: status), attempts: Int(attempt), &effects)
             }
             return PlanRequest(instant: instant)
         }

@@ -1,3 +1,5 @@
+import CourierLog
+
 /// Everything mutable of one courier, owned by its `CourierCore` and reached only through
 /// `CourierCore.write` and `read`, under its one lock: the projection and what waits on it,
 /// the engine's bookkeeping, background hand-off's mode and the lifecycle wiring. One owner,
@@ -8,6 +10,10 @@ struct CoreState {
     /// What `NextDue` decides outcomes by (`Configuration.retry`).
     var retry = RetryPolicy()
     var callbacks: [MessageID: Callbacks] = [:]
+    /// `.always`: pending messages a send withdraws (replaced, or dropped at the bound) while its
+    /// record waits for its fsync (`Effects.withdrawals`). **Already gone for every decision**:
+    /// no other send drops or counts them, no snapshot keeps them, no outcome of theirs counts.
+    var withdrawing: Set<MessageID> = []
     /// Tasks in `delivered(_:)`, by message and then by key (so a cancelled wait removes its own).
     var waiters: [MessageID: [ObjectIdentifier: DeliveryWaiter]] = [:]
     /// Waiters for "nothing pending", by key (so a cancelled wait can remove its own).
@@ -130,7 +136,9 @@ extension CoreState {
 
 /// How a message's life ended.
 enum Resolution: Equatable {
-    case delivered
+    /// With the answer's status, and where its `delivered` record lies (nil until appended, or if
+    /// the append failed): `delivered(_:)` reads the rest of the answer back from there.
+    case delivered(status: UInt16, address: RecordAddress? = nil)
     case abandoned(AbandonReason)
     /// Abandoned before this run opened the log, which keeps the reason as its text.
     case abandonedEarlier(reason: String)
@@ -148,6 +156,11 @@ struct ResolvedMemory {
     init(limit: Int) { self.limit = max(0, limit) }
 
     subscript(id: MessageID) -> Resolution? { map[id] }
+
+    /// Message `id`'s `delivered` record was appended at `address`.
+    mutating func locate(_ id: MessageID, at address: RecordAddress) {
+        if case .delivered(let status, nil)? = map[id] { map[id] = .delivered(status: status, address: address) }
+    }
 
     mutating func record(_ id: MessageID, _ resolution: Resolution) {
         guard limit > 0 else { return }
@@ -185,10 +198,16 @@ extension CoreState {
         }
     }
 
+    /// What a task in `delivered(_:)` is resumed with: the answer's status, or why not delivered.
+    static func waiterResult(_ resolution: Resolution?, of id: MessageID) -> Result<UInt16, any Error> {
+        if case .delivered(let status, _)? = resolution { return .success(status) }
+        return .failure(waiterError(resolution, of: id) ?? CourierError(.unknownMessage, "message \(id)"))
+    }
+
     /// `close()` ended: every waiter is released, every stream finished.
     mutating func releaseEveryone(_ effects: inout Effects) {
         for (_, waiters) in waiters {
-            effects.answered += waiters.values.map { ($0, CourierError(.closed, "the courier was closed")) }
+            effects.answered += waiters.values.map { ($0, .failure(CourierError(.closed, "the courier was closed"))) }
         }
         waiters.removeAll()
         effects.idle = idleWaiters.values.map(\.continuation) + scheduler.settleWaiters

@@ -16,7 +16,7 @@ extension CourierCore {
         write { state, effects in
             state.handle(input, at: instant, &effects)
             guard case .ended = input, limits.compacts else { return }
-            appendRecords(state, &effects)  // first: the compactor weighs the log with them
+            appendRecords(&state, &effects)  // first: the compactor weighs the log with them
             if let plan = planCompaction(&state, force: false) { state.launcher?.startCompaction(plan) }
         }.1
     }
@@ -88,6 +88,15 @@ extension CourierCore {
 }
 
 extension CourierCore {
+    /// Where message `id`'s `delivered` record lies, if it is remembered as delivered and the
+    /// record was appended (`ResolvedMemory`): what `delivered(_:)` reads its answer back from.
+    func deliveredRecordAddress(of id: MessageID) -> RecordAddress? {
+        read { state in
+            guard case .delivered(_, let address)? = state.resolved[id] else { return nil }
+            return address
+        }
+    }
+
     /// Message `id`'s full state if it is among the recently sent (no file work).
     func recentState(_ id: MessageID) -> MessageState? { read { $0.recentState(of: id) } }
 
@@ -289,8 +298,10 @@ extension CourierCore {
             var entries: [LogEntry] = []
             var snapshots: [(id: MessageID, entry: Int)] = []
             for (var message, address) in chunk {
-                // Resolved, or moved by an append since the read: nothing to keep.
-                guard let slot = state.projection.slot(of: message.id), slot.address == address else { continue }
+                // Resolved (or being withdrawn), or moved by an append since the read: nothing to keep.
+                guard let slot = state.projection.slot(of: message.id), slot.address == address,
+                    !state.withdrawing.contains(message.id)
+                else { continue }
                 slot.stamp(&message)
                 snapshots.append((message.id, entries.count))
                 entries.append(LogEntry(kind: .snapshot, body: Event.snapshot(message).encoded()))

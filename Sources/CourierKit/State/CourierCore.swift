@@ -3,7 +3,7 @@ import Logging
 
 /// A task in `delivered(_:)`: resumed exactly once, with success, a `CourierError`, or
 /// `CancellationError`.
-typealias DeliveryWaiter = CheckedContinuation<Result<Void, any Error>, Never>
+typealias DeliveryWaiter = CheckedContinuation<Result<UInt16, any Error>, Never>
 
 /// The one owner of a courier's durable state: the projection, the log appends that change it,
 /// and everyone waiting on it (delivery waiters, idle waiters, event subscribers, callbacks).
@@ -33,6 +33,8 @@ final class CourierCore {
         /// message a send drops at that bound (`whenFull`).
         var maximumPendingMessages: Int
         var droppableTags: Set<String>
+        /// The tags `whenFull` says `.refuse`: a message with one is never dropped.
+        var protectedTags: Set<String>
         var compactionThreshold: Int
         /// What the scheduler plans within.
         var scheduler: Scheduler.Limits
@@ -71,7 +73,7 @@ final class CourierCore {
         precondition(!self.state.isHeldByCurrentThread, "CourierCore.write called inside write or read")
         let (result, effects) = try section(Effects()) { (state, effects) throws(E) -> R in
             let result = try body(&state, &effects)
-            appendRecords(state, &effects)
+            appendRecords(&state, &effects)
             if limits.syncsEachRecord && effects.appendedThrough != nil {
                 state.scheduler.awaitingSync += 1  // its plan, and everyone's, waits for `commit`
             } else {
@@ -95,6 +97,7 @@ final class CourierCore {
         do throws(LogError) { try log.sync(through: sequence) } catch { failure = error }
         return section(appended) { state, effects in
             state.scheduler.awaitingSync -= 1
+            state.withdrawing.subtract(effects.withdrawals.map(\.0))
             if let failure {
                 Self.syncFailed(failure, through: sequence, &state, &effects)
             } else {
@@ -218,6 +221,7 @@ extension CourierCore {
             // `.always`: once the new record is durable (`commit`); never if it cannot be.
             if limits.syncsEachRecord {
                 effects.withdrawals = withdrawals
+                state.withdrawing.formUnion(withdrawals.map(\.0))
             } else {
                 state.withdraw(withdrawals, &effects)
             }
@@ -232,8 +236,11 @@ extension CourierCore {
     private static func room(
         for message: MessageState, in state: CoreState, _ limits: Limits
     ) throws(CourierError) -> (MessageID, attempts: UInt32, tag: String)? {
-        guard state.projection.count >= limits.maximumPendingMessages else { return nil }
-        guard case let (slot, tag)? = state.projection.oldest(taggedWithOneOf: limits.droppableTags.sorted()) else {
+        guard state.projection.count - state.withdrawing.count >= limits.maximumPendingMessages else { return nil }
+        guard
+            case let (slot, tag)? = state.projection.oldest(
+                taggedWithOneOf: limits.droppableTags.sorted(), sparing: limits.protectedTags, or: state.withdrawing)
+        else {
             throw CourierError(
                 .storageFull,
                 "\(state.projection.count) messages are pending; the limit is \(limits.maximumPendingMessages) "
@@ -260,7 +267,7 @@ extension CourierCore {
         state.callbacks[id] = nil
         if let removed = state.projection.remove(id) { state.recent.remove(id, order: removed.order) }
         effects.withdrawals = []  // they stay pending (the failed log takes no later send anyway)
-        effects.answered += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, thrown) }
+        effects.answered += (state.waiters.removeValue(forKey: id) ?? [:]).values.map { ($0, .failure(thrown)) }
         state.tellIdleWaiters(&effects)
     }
 }
@@ -273,12 +280,16 @@ extension CourierCore {
     /// the log never calls the app's clock). A failure to log is reported where it happened among
     /// the section's events, and the change goes on in memory (the worst case is a duplicate POST
     /// after a restart, which the key dedupes).
-    func appendRecords(_ state: CoreState, _ effects: inout Effects) {
+    func appendRecords(_ state: inout CoreState, _ effects: inout Effects) {
         var told = 0
         for (batch, position) in effects.appends {
             do throws(LogError) {
-                effects.appendedThrough = try appendInBatches(
-                    batch.map { LogEntry(kind: $0.kind, body: $0.encoded()) }, state)
+                let addresses = try appendInBatches(batch.map { LogEntry(kind: $0.kind, body: $0.encoded()) }, state)
+                effects.appendedThrough = addresses.last?.sequence
+                // Where each answer lies, for `delivered(_:)` to read back (`ResolvedMemory`).
+                for (event, address) in zip(batch, addresses) {
+                    if case .delivered(let id, _, _, _, _) = event { state.resolved.locate(id, at: address) }
+                }
             } catch {
                 guard effects.listening else { continue }
                 let subject =
@@ -292,10 +303,10 @@ extension CourierCore {
     }
 
     /// Under the lock: `entries` in batches of at most a quarter segment (a batch must fit
-    /// one), each landing whole or not at all. Returns the last sequence appended.
-    func appendInBatches(_ entries: [LogEntry], _ state: CoreState) throws(LogError) -> UInt64? {
+    /// one), each landing whole or not at all. Returns where each landed.
+    func appendInBatches(_ entries: [LogEntry], _ state: CoreState) throws(LogError) -> [RecordAddress] {
         let budget = limits.segmentSizeBytes / 4
-        var next = 0, last: UInt64?
+        var next = 0, addresses: [RecordAddress] = []
         // Each turn appends at least one record: bounded by the entries.
         while next < entries.count {
             var end = next, bytes = 0
@@ -305,10 +316,10 @@ extension CourierCore {
                 bytes += size
                 end += 1
             }
-            last = try log.append(batch: Array(entries[next..<end]), at: state.wallMilliseconds).last?.sequence
+            addresses += try log.append(batch: Array(entries[next..<end]), at: state.wallMilliseconds)
             next = end
         }
-        return last
+        return addresses
     }
 }
 

@@ -34,7 +34,7 @@ final class Replayer {
             projection.applyAttempt(
                 id: id, attempt: attempt, dueMilliseconds: due, retryAfter: outcome.carriesRetryAfter)
             if !handOffs.isEmpty { handOffs[id] = nil }
-        case .delivered(let id, _, _)?: end(id, .delivered)
+        case .delivered(let id, _, let status, _, _)?: end(id, .delivered(status: status, address: record.address))
         case .abandoned(let id, _, let reason)?: end(id, .abandonedEarlier(reason: reason))
         case .cancelled(let id)?: end(id, .cancelled)
         case .handedOff(let id, let task)?:

@@ -75,6 +75,9 @@ final class MessageLog: Sendable {
         return (state, record.body.count)
     }
 
+    /// The record at `address` (one positioned read, checksum verified).
+    func read(_ address: RecordAddress) throws(LogError) -> LogRecord { try log.read(address) }
+
     // MARK: - Size and lifecycle
 
     /// Bytes on disk, every segment included.

@@ -154,10 +154,15 @@ extension Projection {
         tags.slots(tagged: tag).map { slots[Int($0)] }.sorted { $0.order < $1.order }.map(\.id)
     }
 
-    /// The oldest pending message with one of `tags`, and that tag.
-    func oldest(taggedWithOneOf tags: [String]) -> (Slot, String)? {
+    /// The oldest pending message with one of `tags`, and that tag; none with a tag in `spared`,
+    /// nor one of `ids`.
+    func oldest(
+        taggedWithOneOf tags: [String], sparing spared: Set<String> = [], or ids: Set<MessageID> = []
+    ) -> (Slot, String)? {
         let oldestByTag = tags.compactMap { tag in
-            self.tags.slots(tagged: tag).map { slots[Int($0)] }.min { $0.order < $1.order }.map { ($0, tag) }
+            self.tags.slots(tagged: tag).filter { i in
+                !ids.contains(slots[Int(i)].id) && !(self.tags.tagsBySlot[i] ?? []).contains(where: spared.contains)
+            }.map { slots[Int($0)] }.min { $0.order < $1.order }.map { ($0, tag) }
         }
         return oldestByTag.min { $0.0.order < $1.0.order }
     }

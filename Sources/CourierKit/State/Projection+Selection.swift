@@ -185,7 +185,10 @@ extension Projection {
             if fits(top) { riders.append(top) } else { setAside.append(top) }
         }
         for i in setAside { heapPush(i) }
-        for i in riders { slots[Int(i)].flags.insert(.inFlight) }
+        for i in riders {
+            slots[Int(i)].flags.insert(.inFlight)
+            slots[Int(i)].flags.remove(.pacedRetry)  // as `startDelivery` does: this attempt is made
+        }
         return riders.map { slots[Int($0)] }
     }
 

@@ -223,10 +223,9 @@ extension CourierCore {
             let attempt = planned  // a `let`: the runner's task captures it
             // Yielded under the lock (yielding only buffers: no consumer code runs), so it
             // precedes anything the attempt itself emits.
+            // (A batch's other messages are said to start once the runner knows which go.)
             for subscriber in state.subscribers.values {
-                for member in [attempt] + attempt.riders {
-                    subscriber.yield(.attemptStarted(member.id, number: member.number))
-                }
+                subscriber.yield(.attemptStarted(attempt.id, number: attempt.number))
             }
             if request.continuing, let token, let runner, effects.reply.next == nil {
                 state.scheduler.attempts[token] = runner

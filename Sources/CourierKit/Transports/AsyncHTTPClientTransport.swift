@@ -53,29 +53,32 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
     /// event loop (its delegate API's deadline covers the whole request, body included): the
     /// attempt's task awaits one result, and no timer or second task runs beside it. With an
     /// injected clock, `withDeadline` races the request against a sleep on that clock.
-    public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
+    public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome { await exchange(request).0 }
+
+    /// `deliver(_:)`, with the server's answer (`ServerAnswer`).
+    public func exchange(_ request: DeliveryRequest) async -> (DeliveryOutcome, ServerAnswer?) {
         guard clock is ContinuousClock else {
-            return await withDeadline(request.timeout, clock: clock) { [self] in await post(request, deadline: nil)
-            }
+            return await withDeadline(request.timeout, clock: clock) { [self] in await post(request, deadline: nil) }
         }
         // At most 2^31 s (68 years): a timeout meaning "never" must not overflow.
         return await post(request, deadline: .now() + .nanoseconds(Int64(min(request.timeout.seconds, 0x1p31) * 1e9)))
     }
 
     /// One POST; cancelling the calling task cancels it.
-    private func post(_ request: DeliveryRequest, deadline: NIODeadline?) async -> DeliveryOutcome {
+    private func post(_ request: DeliveryRequest, deadline: NIODeadline?) async -> (DeliveryOutcome, ServerAnswer?) {
         do {
             var http = try template(for: request.url)
             for (name, value) in request.headers { http.headers.add(name: name, value: value) }
             http.body = .bytes(request.body)
-            let task = client.execute(request: http, delegate: StatusReader(), deadline: deadline)
-            return try await withTaskCancellationHandler {
+            let task = client.execute(request: http, delegate: AnswerReader(), deadline: deadline)
+            let answer = try await withTaskCancellationHandler {
                 try await task.futureResult.get()
             } onCancel: {
                 task.cancel()
             }
+            return (.response(status: answer.status, retryAfter: answer.headers["retry-after"]), answer)
         } catch {
-            return .failure(Self.classify(error))
+            return (.failure(Self.classify(error)), nil)
         }
     }
 
@@ -117,25 +120,34 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 /// `HTTPClient` is thread-safe; the references never change; the clock is only read.
 extension AsyncHTTPClientTransport: @unchecked Sendable {}
 
-/// Keeps a response's status and `Retry-After` as the attempt's outcome, and drains its body
-/// unread (the protocol's default `didReceiveBodyPart` drops each part), so the connection is
-/// reused and no body is held in memory (the request's deadline bounds the drain).
-final class StatusReader: HTTPClientResponseDelegate {
-    private var response: DeliveryOutcome?
+/// Keeps a response's status, headers (names lowercased) and its body's first
+/// `ServerAnswer.maximumBodyBytes`; the rest of the body is drained unread, so the connection is
+/// reused and no more is held in memory (the request's deadline bounds the drain).
+final class AnswerReader: HTTPClientResponseDelegate {
+    private var answer: ServerAnswer?
 
-    func didReceiveHead(task: HTTPClient.Task<DeliveryOutcome>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        response = .response(status: Int(head.status.code), retryAfter: head.headers.first(name: "Retry-After"))
+    func didReceiveHead(task: HTTPClient.Task<ServerAnswer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        var headers: [String: String] = [:]
+        for (name, value) in head.headers { headers[name.lowercased()] = value }
+        answer = ServerAnswer(status: Int(head.status.code), headers: headers)
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
-    func didFinishRequest(task: HTTPClient.Task<DeliveryOutcome>) throws -> DeliveryOutcome {
+    func didReceiveBodyPart(task: HTTPClient.Task<ServerAnswer>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
+        if let kept = answer?.body.count, kept < ServerAnswer.maximumBodyBytes {
+            answer?.body.append(contentsOf: part.readableBytesView.prefix(ServerAnswer.maximumBodyBytes - kept))
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<ServerAnswer>) throws -> ServerAnswer {
         // A request finishes only after its head: no head is a closed connection.
-        guard let response else { throw HTTPClientError.remoteConnectionClosed }
-        return response
+        guard let answer else { throw HTTPClientError.remoteConnectionClosed }
+        return answer
     }
 }
 
-/// Why `StatusReader` is `Sendable`: AsyncHTTPClient calls a delegate on its request's event
-/// loop only, one call at a time, so `response` is confined to that loop.
-extension StatusReader: @unchecked Sendable {}
+/// Why `AnswerReader` is `Sendable`: AsyncHTTPClient calls a delegate on its request's event
+/// loop only, one call at a time, so `answer` is confined to that loop.
+extension AnswerReader: @unchecked Sendable {}
 #endif

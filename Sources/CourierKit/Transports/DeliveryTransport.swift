@@ -46,6 +46,11 @@ public struct DeliveryRequest: Sendable, Hashable {
 public protocol DeliveryTransport: Sendable {
     /// POSTs `request` and reports what happened; never throws.
     func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome
+    /// As `deliver(_:)`, with what the server said when it answered: every header, and its
+    /// body's first `ServerAnswer.maximumBodyBytes` (Courier keeps a delivered message's, and of
+    /// the headers those `Configuration.answerHeaders` names). The default calls `deliver(_:)`
+    /// and keeps the status alone.
+    func exchange(_ request: DeliveryRequest) async -> (DeliveryOutcome, ServerAnswer?)
     /// Releases connections. Called once by `Courier.close()`.
     func shutdown() async
 }
@@ -128,6 +133,49 @@ public enum DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
 
     /// The statuses whose `Retry-After` the retry policy honours: 429 and 503.
     static func honoursRetryAfter(status: Int) -> Bool { status == 429 || status == 503 }
+}
+
+extension DeliveryTransport {
+    public func exchange(_ request: DeliveryRequest) async -> (DeliveryOutcome, ServerAnswer?) {
+        let outcome = await deliver(request)
+        guard case .response(let status, _) = outcome else { return (outcome, nil) }
+        return (outcome, ServerAnswer(status: status))
+    }
+}
+
+/// What the server answered a delivered message (`Courier.delivered(_:)`): its status, the headers
+/// `Configuration.answerHeaders` names, and its body's first 16 KiB. Kept in the log with the
+/// message's `delivered` record, so also after a restart, until compaction drops the message
+/// (then, while `delivered(_:)` remembers it, the status alone).
+public struct ServerAnswer: Sendable, Hashable {
+    /// The HTTP status: 2xx.
+    public var status: Int
+    /// The answer's headers that `Configuration.answerHeaders` names, by their names there.
+    public var headers: [String: String]
+    /// The body's first `maximumBodyBytes` (empty for none).
+    public var body: Data
+
+    /// 16 KiB: what a chat server's id and timestamp need many times over, and what the log
+    /// keeps per delivered message at most.
+    public static let maximumBodyBytes = 16 << 10
+
+    public init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The headers of `all` named in `kept` (matched without regard to case), under those names,
+    /// and at most `maximumBodyBytes` of the body.
+    func keeping(_ kept: Set<String>) -> ServerAnswer {
+        var answer = ServerAnswer(status: status, body: Data(body.prefix(Self.maximumBodyBytes)))
+        for name in kept {
+            if let value = headers.first(where: { $0.key.caseInsensitiveCompare(name) == .orderedSame })?.value {
+                answer.headers[name] = value
+            }
+        }
+        return answer
+    }
 }
 
 /// A transport-level failure, classified so the retry policy can decide without knowing which

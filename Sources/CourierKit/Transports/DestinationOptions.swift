@@ -24,7 +24,7 @@ public struct DestinationOptions: Sendable, Hashable {
 }
 
 /// Several messages to one URL in one POST (`DestinationOptions.batching`): fewer requests, and
-/// with `gzip`, far fewer bytes (50 small messages: one request of 8.6% of their size).
+/// with `gzip`, far fewer bytes (50 of the benches' 150-byte messages: 29% of their bytes).
 ///
 /// The body is a JSON array with one element per message, oldest first:
 /// `[{"key": "<the message's id>", "body": <its JSON>}, …]`, and the request carries an
@@ -33,10 +33,12 @@ public struct DestinationOptions: Sendable, Hashable {
 /// failed attempt, judged by the retry policy one by one. Each message keeps its id, its events,
 /// its callbacks and `delivered(_:)`.
 ///
-/// What goes together: messages to the same URL, due within `maximumDelay` of each other, with
-/// the same tags (an account's credentials are never mixed), sent with `send`'s JSON forms and no
-/// headers of their own (other messages go alone); ordering keys hold (a key's next message waits
-/// for the batch before it). A message's first attempt waits `maximumDelay` for company.
+/// What goes together: messages to the same URL due by `maximumDelay` after the batch goes, with
+/// the same tags (an account's credentials are never mixed), JSON (`send`'s JSON forms, or
+/// `send(data:)` as `application/json`) and no headers of their own (other messages go alone);
+/// ordering keys hold (a key's next message waits for the batch before it). A message's first
+/// attempt waits the whole `maximumDelay` for company, even once `maximumCount` are waiting.
+/// Under `DeliveryOrder.fifoPerDestination` a URL's messages go one at a time, so never together.
 public struct Batching: Sendable, Hashable {
     /// The most messages in one request (at least 1).
     public var maximumCount: Int

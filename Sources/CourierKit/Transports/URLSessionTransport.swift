@@ -25,7 +25,10 @@ public final class URLSessionTransport: DeliveryTransport {
     }
 
     /// POSTs `request` within `request.timeout`; every failure becomes a classified outcome.
-    public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
+    public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome { await exchange(request).0 }
+
+    /// `deliver(_:)`, with the server's answer (`ServerAnswer`).
+    public func exchange(_ request: DeliveryRequest) async -> (DeliveryOutcome, ServerAnswer?) {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = "POST"
         urlRequest.httpBody = request.body
@@ -35,11 +38,20 @@ public final class URLSessionTransport: DeliveryTransport {
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         return await withDeadline(request.timeout, clock: clock) { [session, urlRequest] in
             // The response, or the error, becomes an outcome as a background upload's does.
-            var http: HTTPURLResponse?, failure: (any Error)?
-            do { http = try await session.data(for: urlRequest).1 as? HTTPURLResponse } catch { failure = error }
-            return BackgroundUploadCompletion.outcome(
+            var http: HTTPURLResponse?, body = Data(), failure: (any Error)?
+            do {
+                let (data, response) = try await session.data(for: urlRequest)
+                (body, http) = (data, response as? HTTPURLResponse)
+            } catch {
+                failure = error
+            }
+            let outcome = BackgroundUploadCompletion.outcome(
                 statusCode: http?.statusCode, retryAfter: http?.value(forHTTPHeaderField: "Retry-After"),
                 error: failure)
+            guard let http, case .response = outcome else { return (outcome, nil) }
+            var headers: [String: String] = [:]
+            for case let (name as String, value as String) in http.allHeaderFields { headers[name] = value }
+            return (outcome, ServerAnswer(status: http.statusCode, headers: headers, body: body))
         }
     }
 

@@ -37,10 +37,12 @@ struct CourierRecord {
             add("attempt", String(attempt))
             add("outcome", outcome.description)
             add("due", iso8601(milliseconds: due))
-        case .delivered(_, let attempt, let status):
+        case .delivered(_, let attempt, let status, let headers, let body):
             isTerminal = true
             add("attempt", String(attempt))
             add("status", String(status))
+            for header in headers { add("answer_header", "\(header.name): \(header.value)") }
+            if !body.isEmpty { add("answer_bytes", String(body.count)) }
         case .abandoned(_, let attempt, let reason):
             isTerminal = true
             add("attempt", String(attempt))

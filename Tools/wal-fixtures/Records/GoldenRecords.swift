@@ -5,7 +5,8 @@ import Foundation
 
 /// The messaging layer's golden records (`Fixtures/logs/courier-v1`): one record of each kind,
 /// full states with and without an ordering key, with tags (with and without a key), with a
-/// replacement key (the second withdrawing the first), with an expiry,
+/// replacement key (the second withdrawing the first), with an expiry, a `delivered` with the
+/// server's answer,
 /// `attempted` with both outcome forms, encoded
 /// by today's `Event.encoded()` into a log made with the golden settings (fixed salt and
 /// time). `wal-fixtures courier DIR` writes it once; `RecordFormatTests` decode the committed
@@ -24,6 +25,7 @@ package enum GoldenRecords {
     static let replacedID = MessageID(UUID(uuidString: "44444444-5555-4666-8777-888888888888")!)
     static let replacingID = MessageID(UUID(uuidString: "55555555-6666-4777-8888-999999999999")!)
     static let expiringID = MessageID(UUID(uuidString: "66666666-7777-4888-8999-aaaaaaaaaaaa")!)
+    static let answeredID = MessageID(UUID(uuidString: "77777777-8888-4999-8aaa-bbbbbbbbbbbb")!)
     static let createdMilliseconds: UInt64 = 1_763_740_800_000  // 2025-11-21T16:00:00Z
 
     /// A message's full state as `send` records it: `Content-Type` first, the app's headers
@@ -74,7 +76,11 @@ package enum GoldenRecords {
         .snapshot(state(replacingID, key: "chat-42", tags: ["account:1"], replacing: "presence")),
         .delivered(replacingID, attempt: 1, status: 200),
         .enqueued(state(expiringID, key: nil, expiry: 60_000)),
-        .abandoned(expiringID, attempt: 1, reason: "expired")
+        .abandoned(expiringID, attempt: 1, reason: "expired"),
+        .enqueued(state(answeredID, key: nil)),
+        .delivered(
+            answeredID, attempt: 1, status: 201, headers: [Header(name: "Location", value: "/m/7")],
+            body: Array(#"{"id":7}"#.utf8))
     ]
 
     /// How many records the log held before tags, and before replacement keys: each log is a
@@ -82,6 +88,7 @@ package enum GoldenRecords {
     package static let untaggedPrefixCount = 10
     package static let unreplacingPrefixCount = 17
     package static let unexpiringPrefixCount = 21
+    package static let unansweredPrefixCount = 23
 
     /// Writes the log: each event as its own record, in the golden settings.
     package static func write(
