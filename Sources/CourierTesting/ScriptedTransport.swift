@@ -33,7 +33,7 @@ public final class ScriptedTransport: DeliveryTransport {
     /// A server that answers each request with `answer`'s status, headers and body
     /// (`exchange(_:)`, what `Courier.delivered(_:)` returns).
     public init(answering answer: @escaping @Sendable (DeliveryRequest) -> ServerAnswer) {
-        script = { .response(status: answer($0).status) }
+        script = { .response(status: answer($0).status) }  // unused: `respond` calls `answering` once
         answering = answer
     }
 
@@ -74,7 +74,15 @@ public final class ScriptedTransport: DeliveryTransport {
         }
     }
 
-    public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome {
+    public func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome { await respond(request).0 }
+
+    public func exchange(_ request: DeliveryRequest) async -> (DeliveryOutcome, ServerAnswer?) {
+        await respond(request)
+    }
+
+    /// Records `request`, holds it while `holdResponses`, then answers it from the script (the
+    /// answer asked for once per request).
+    private func respond(_ request: DeliveryRequest) async -> (DeliveryOutcome, ServerAnswer?) {
         // A request is recorded and, while `holdResponses`, held in one critical section: a test
         // that waits for it (`waitForRequests`) and then releases it can never release it before
         // it is held. Held requests still honour cancellation, as real transports do.
@@ -108,18 +116,15 @@ public final class ScriptedTransport: DeliveryTransport {
             await Task.yield()
         }
         lock.withLock { inFlight -= 1 }
-        if Task.isCancelled { return .failure(TransportFailure(.cancelled, "cancelled")) }
-        return script(request)
+        if Task.isCancelled { return (.failure(TransportFailure(.cancelled, "cancelled")), nil) }
+        if let answer = answering?(request) { return (.response(status: answer.status), answer) }
+        let outcome = script(request)
+        guard case .response(let status, _) = outcome else { return (outcome, nil) }
+        return (outcome, ServerAnswer(status: status))
     }
 }
 
 extension ScriptedTransport {
-    public func exchange(_ request: DeliveryRequest) async -> (DeliveryOutcome, ServerAnswer?) {
-        let outcome = await deliver(request)
-        guard case .response(let status, _) = outcome else { return (outcome, nil) }
-        return (outcome, answering?(request) ?? ServerAnswer(status: status))
-    }
-
     public func shutdown() async { lock.withLock { shutdowns += 1 } }
 }
 

@@ -1,4 +1,5 @@
 @testable @_spi(CourierTesting) import CourierKit
+import CourierLog
 import CourierTesting
 import Foundation
 import Testing
@@ -93,6 +94,40 @@ import Testing
             #expect(events.events.contains { if case .failed(id, 1, _, _?) = $0 { true } else { false } })
             #expect(events.events.contains(.delivered(id, attempts: 2)))
         }
+    }
+
+    /// `batchItemStatuses`: the server's 2xx answer to a batch says how each message went; each
+    /// is judged by its own status (201 delivered, 500 retried, 400 abandoned under
+    /// `.giveUpOnClientErrors`), one it leaves out by the request's.
+    @Test func aBatchsAnswerPerMessageIsJudgedMessageByMessage() async throws {
+        let temporary = TemporaryDirectory()
+        let clock = ManualClock()
+        let requests = Locked(0)
+        let transport = ScriptedTransport(answering: { request in
+            let first = requests.withLock { $0 += 1; return $0 == 1 }
+            let items = (try? JSONSerialization.jsonObject(with: request.body)) as? [[String: Any]] ?? []
+            var statuses: [String: Int] = [:]
+            for item in items {
+                let n = (item["body"] as? [String: Any])?["n"] as? Int ?? 0
+                if n < 3 { statuses[item["key"] as? String ?? ""] = first ? [201, 500, 400][n] : 201 }
+            }
+            return ServerAnswer(status: 200, body: (try? JSONEncoder().encode(statuses)) ?? Data())
+        })
+        let courier = try open(temporary.url, clock, transport) { c in
+            c.retry = RetryPolicy(initialDelay: .seconds(1), jitter: .none, classifier: .giveUpOnClientErrors)
+            c.batchItemStatuses = batchItemStatuses().batchItemStatuses  // UsingCourier's example
+        }
+        let ids = try (0..<4).map { try courier.send(["n": $0], to: inbox) }
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        #expect(try await courier.delivered(ids[0]).status == 201, "201 in the answer: delivered")
+        #expect(try await courier.delivered(ids[1]).status == 200, "500: retried alone, then delivered")
+        await #expect(throws: CourierError.self) { try await courier.delivered(ids[2]) as ServerAnswer }
+        #expect(try await courier.delivered(ids[3]).status == 200, "left out: the request's 200")
+        #expect(transport.requests.map(\.batch.count) == [4, 0], "the retry went alone")
+        await courier.close()
     }
 
     @Test func messagesWithHeadersOfTheirOwnGoAloneAndTagsAreNeverMixed() async throws {

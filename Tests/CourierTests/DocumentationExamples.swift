@@ -163,6 +163,18 @@ func batching() -> Courier.Configuration {
     return configuration
 }
 
+/// UsingCourier.md's "Batching": per-message answers.
+func batchItemStatuses() -> Courier.Configuration {
+    var configuration = Courier.Configuration()
+    // snippet: batch-item-statuses
+    configuration.batchItemStatuses = { answer, _ in  // the server answers {"<message id>": 201, …}
+        guard let byKey = try? JSONDecoder().decode([String: Int].self, from: answer.body) else { return nil }
+        return Dictionary(uniqueKeysWithValues: byKey.compactMap { key, status in MessageID(key).map { ($0, status) } })
+    }
+    // snippet end
+    return configuration
+}
+
 /// UsingCourier.md's "The server's answer".
 func serverAnswer(_ courier: Courier, serverURL: URL) async throws {
     // snippet: server-answer

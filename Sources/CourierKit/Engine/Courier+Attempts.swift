@@ -183,14 +183,23 @@ extension Courier {
             return carryOn(.attemptCancelled(attempt.id, token: token))
         }
         let kept = outcome.isSuccess ? answer?.keeping(configuration.answerHeaders) : nil
+        var statuses: [MessageID: Int]?
+        if !riders.isEmpty, outcome.isSuccess, let answer, let decode = configuration.batchItemStatuses {
+            statuses = decode(answer, [attempt.id] + riders.map(\.0.id))
+        }
         func ending(_ attempt: Attempt, _ state: MessageState) -> Ending {
-            Ending(
+            let own = statuses?[attempt.id].map { DeliveryOutcome.response(status: $0) }
+            return Ending(
                 attempt: attempt, outcome: outcome, createdMilliseconds: state.createdMilliseconds,
                 expiryMilliseconds: state.expiryMilliseconds, runner: .engine(token: token), url: state.url,
-                continuing: !Task.isCancelled, answer: kept)
+                continuing: !Task.isCancelled, answer: own?.isSuccess == false ? nil : kept, itemOutcome: own)
         }
         var ended = ending(attempt, state)
-        ended.riders = riders.map(ending)
+        ended.riders = riders.map(ending).map { rider in
+            var rider = rider
+            if let own = rider.itemOutcome { rider.outcome = own }
+            return rider
+        }
         return await recordWhereAllowed(ended).next
     }
 
@@ -270,6 +279,10 @@ struct Ending: Sendable {
     var continuing = false
     /// A 2xx's answer, as Courier keeps it (`ServerAnswer.keeping`), if the transport gave one.
     var answer: ServerAnswer?
+    /// The message's own outcome in a batch whose 2xx answer says how each message went
+    /// (`Configuration.batchItemStatuses`): what the retry policy judges (a rider's `outcome` is
+    /// its own already); the destination is told `outcome`, the request's.
+    var itemOutcome: DeliveryOutcome?
     /// Gathered by `Courier.record` outside the core's lock (no lock may call the app's
     /// clock or random source): the server's `Retry-After`, read once for the message and its
     /// destination and clamped (`RetryPolicy.retryAfter(of:now:)`); the seed of the jitter

@@ -50,8 +50,11 @@ extension CoreState {
         let change = projection.observe(ending, ofSlot: slot, nowMilliseconds: now)
         let order = projection.slots[Int(slot)].order
         let explained = outcome.isSuccess ? 0 : projection.governor(ofSlot: slot).explainedFailures(of: order, at: now)
+        // In a batch whose answer says how each message went, the message's own outcome is judged.
+        var judged = ending
+        if let own = ending.itemOutcome { judged.outcome = own }
         let verdict = NextDue.after(
-            ending, destinationLimited: change == .limited, explainedFailures: explained, policy: retry,
+            judged, destinationLimited: change == .limited, explainedFailures: explained, policy: retry,
             nowMilliseconds: now)
         effects.reply.verdict = verdict
         let origin = projection.origin(ofSlot: slot)
@@ -65,7 +68,7 @@ extension CoreState {
                     projection.origins.url(origin), downFor: .milliseconds(Int64(downMilliseconds)),
                     released: projection.origins[origin].parkedCount))
         }
-        apply(verdict, of: ending, paced: change == .limited, &effects)
+        apply(verdict, of: judged, paced: change == .limited, &effects)
         judgeRiders(
             of: ending, limited: change == .limited, explainedFailures: explained, nowMilliseconds: now, &effects)
         return plan
