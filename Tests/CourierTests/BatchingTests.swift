@@ -130,6 +130,20 @@ import Testing
         await courier.close()
     }
 
+    @Test func anAppsBatchBodyReplacesTheArrayAndKeepsTheBatchKey() async throws {
+        let temporary = TemporaryDirectory()
+        let (clock, transport) = (ManualClock(), ScriptedTransport())
+        let courier = try open(temporary.url, clock, transport) { $0.batchBody = batchBody().batchBody }
+        let ids = try (0..<3).map { try courier.send(["n": $0], to: inbox) }
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        for id in ids { try await courier.delivered(id) }
+        let request = try #require(transport.requests.first)
+        #expect(String(decoding: request.body, as: UTF8.self) == "{\"n\":0}\n{\"n\":1}\n{\"n\":2}")
+        #expect(request.batch == ids && request.headers["Idempotency-Key"]?.hasPrefix("batch-") == true)
+        await courier.close()
+    }
+
     @Test func messagesWithHeadersOfTheirOwnGoAloneAndTagsAreNeverMixed() async throws {
         let temporary = TemporaryDirectory()
         let (clock, transport) = (ManualClock(), ScriptedTransport())

@@ -175,6 +175,17 @@ func batchItemStatuses() -> Courier.Configuration {
     return configuration
 }
 
+/// UsingCourier.md's "Batching": another body.
+func batchBody() -> Courier.Configuration {
+    var configuration = Courier.Configuration()
+    // snippet: batch-body
+    configuration.batchBody = { messages in  // default: nil, the JSON array; here one body per line (NDJSON)
+        Data(messages.map { String(decoding: $0.body, as: UTF8.self) }.joined(separator: "\n").utf8)
+    }
+    // snippet end
+    return configuration
+}
+
 /// UsingCourier.md's "The server's answer".
 func serverAnswer(_ courier: Courier, serverURL: URL) async throws {
     // snippet: server-answer

@@ -30,6 +30,9 @@ extension Courier {
         case dropOldest
     }
 
+    /// How a batch's body is made from its messages' keys and bodies (`Configuration.batchBody`).
+    public typealias BatchBody = @Sendable (_ messages: [(key: String, body: Data)]) -> Data
+
     /// Settings of a `Courier`. A `Sendable` value: build it, then pass it to `init`.
     public struct Configuration: Sendable {
         /// When to try again. The default is `RetryPolicy()`: 1 s × 2ⁿ⁻¹ capped at 300 s, full
@@ -163,6 +166,13 @@ extension Courier {
         /// message left out of the result takes the request's status. The default, nil (or nil
         /// returned, an answer it cannot read): the 2xx delivers every message. (UsingCourier,
         /// "Batching", has one for a server answering `{"<id>": 201, …}`.)
+        /// The body of a batch (`Batching`) when the server wants another shape than the default,
+        /// `[{"key": "<id>", "body": <JSON>}, …]`: given each message's key (its id, what a lone
+        /// POST sends as `Idempotency-Key`) and body, in order, the bytes to POST (still as
+        /// `application/json`; gzip, if on, applies after). Called once per attempt, on the
+        /// delivery task: it must give the same bytes for the same messages. The default, nil:
+        /// the array.
+        public var batchBody: Courier.BatchBody?
         public var batchItemStatuses:
             (@Sendable (_ answer: ServerAnswer, _ messages: [MessageID]) -> [MessageID: Int]?)?
         /// Delivery that goes on while the app is suspended: pending messages are handed to a

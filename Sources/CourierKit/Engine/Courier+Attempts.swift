@@ -30,7 +30,7 @@ extension Courier {
         var request = DeliveryRequest(
             url: URL(string: state.url)!, headers: headers, body: Data(state.body),
             timeout: configuration.requestTimeout, messageID: state.id, attempt: attempt, tags: Set(state.tags))
-        if !riders.isEmpty { Self.batch(&request, [state] + riders) }
+        if !riders.isEmpty { Self.batch(&request, [state] + riders, body: configuration.batchBody) }
         if configuration.options(for: state.url)?.gzip == true, let compressed = Gzip.compress(request.body),
             compressed.count < request.body.count
         {
@@ -49,14 +49,21 @@ extension Courier {
     }
 
     /// Makes `request` the batch of `members` (`Batching`): the JSON array of their keys and
-    /// bodies, under a key of its own that the same members give on every retry.
-    static func batch(_ request: inout DeliveryRequest, _ members: [MessageState]) {
-        var body = [UInt8]("[".utf8)
-        for (n, member) in members.enumerated() {
-            body += Array((n == 0 ? "" : ",").utf8) + Array("{\"key\":\"\(member.id)\",\"body\":".utf8)
-            body += member.body + [UInt8(ascii: "}")]
+    /// bodies, or what the app's `make` makes of them (`Configuration.batchBody`), under a key
+    /// of its own that the same members give on every retry.
+    static func batch(
+        _ request: inout DeliveryRequest, _ members: [MessageState], body make: BatchBody? = nil
+    ) {
+        if let make {
+            request.body = make(members.map { (key: $0.id.description, body: Data($0.body)) })
+        } else {
+            var body = [UInt8]("[".utf8)
+            for (n, member) in members.enumerated() {
+                body += Array((n == 0 ? "" : ",").utf8) + Array("{\"key\":\"\(member.id)\",\"body\":".utf8)
+                body += member.body + [UInt8(ascii: "}")]
+            }
+            request.body = Data(body + [UInt8(ascii: "]")])
         }
-        request.body = Data(body + [UInt8(ascii: "]")])
         request.batch = members.map(\.id)
         // FNV-1a, twice (two offset bases), over the sorted ids: stable across processes and
         // versions, unlike `Hasher`; 128 bits, so two batches never share a key by chance.
