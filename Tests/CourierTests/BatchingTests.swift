@@ -144,6 +144,37 @@ import Testing
         await courier.close()
     }
 
+    /// A batch's messages are never stuck in flight: its leader cancelled while the request is
+    /// under way leaves the others judged by the answer; a close under way leaves every one
+    /// pending, as on disk, for the next run.
+    @Test func aCancelledLeaderStillResolvesItsRidersAndACloseLeavesThemPending() async throws {
+        let temporary = TemporaryDirectory()
+        let clock = ManualClock()
+        let transport = ScriptedTransport()
+        transport.holdResponses = true
+        let courier = try open(temporary.url, clock, transport)
+        let ids = try (0..<3).map { try courier.send(["n": $0], to: inbox) }
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        await transport.waitForRequests(1)
+        #expect(courier.cancel(ids[0]))
+        transport.release()
+        for id in ids.dropFirst() { try await courier.delivered(id) }
+        await #expect(throws: CourierError.self) { try await courier.delivered(ids[0]) as ServerAnswer }
+
+        let later = try (3..<5).map { try courier.send(["n": $0], to: inbox) }
+        await courier.settle()
+        await clock.advance(by: .seconds(1))
+        await transport.waitForRequests(2)
+        #expect(transport.requests.last?.batch == later)
+        await courier.close()  // the held request is cancelled: not an attempt
+
+        let again = try open(temporary.url, ManualClock(), ScriptedTransport())
+        #expect(await again.pendingMessages().map(\.id) == later)
+        #expect(await again.pendingMessages().allSatisfy { $0.attempts == 0 }, "as on disk")
+        await again.close()
+    }
+
     @Test func messagesWithHeadersOfTheirOwnGoAloneAndTagsAreNeverMixed() async throws {
         let temporary = TemporaryDirectory()
         let (clock, transport) = (ManualClock(), ScriptedTransport())
