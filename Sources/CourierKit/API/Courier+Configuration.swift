@@ -158,14 +158,6 @@ extension Courier {
         /// body's first 16 KiB (`ServerAnswer`, from `delivered(_:)`), by name (case does not
         /// matter), such as `["Location"]`. The default is empty: no header.
         public var answerHeaders: Set<String> = []
-        /// How a batch's messages each went (`Batching`), read from the server's 2xx answer to
-        /// the batch: given that answer (every header, the body's first 16 KiB) and the batch's
-        /// messages in body order, the status each message got, by message. A 2xx delivers it;
-        /// any other status is that message's failed attempt, which `retry` judges (a 400 under
-        /// `.giveUpOnClientErrors` abandons it, a 500 is retried, alone or in a later batch). A
-        /// message left out of the result takes the request's status. The default, nil (or nil
-        /// returned, an answer it cannot read): the 2xx delivers every message. (UsingCourier,
-        /// "Batching", has one for a server answering `{"<id>": 201, …}`.)
         /// The body of a batch (`Batching`) when the server wants another shape than the default,
         /// `[{"key": "<id>", "body": <JSON>}, …]`: given each message's key (its id, what a lone
         /// POST sends as `Idempotency-Key`) and body, in order, the bytes to POST (still as
@@ -173,6 +165,14 @@ extension Courier {
         /// delivery task: it must give the same bytes for the same messages. The default, nil:
         /// the array.
         public var batchBody: Courier.BatchBody?
+        /// How a batch's messages each went (`Batching`), read from the server's 2xx answer to
+        /// the batch: given that answer (every header, the body's first MiB) and the batch's
+        /// messages in body order, the status each message got, by message. A 2xx delivers it;
+        /// any other status is that message's failed attempt, which `retry` judges (a 400 under
+        /// `.giveUpOnClientErrors` abandons it, a 500 is retried, alone or in a later batch). A
+        /// message left out of the result takes the request's status. The default, nil (or nil
+        /// returned, an answer it cannot read): the 2xx delivers every message. (UsingCourier,
+        /// "Batching", has one for a server answering `{"<id>": 201, …}`.)
         public var batchItemStatuses:
             (@Sendable (_ answer: ServerAnswer, _ messages: [MessageID]) -> [MessageID: Int]?)?
         /// Delivery that goes on while the app is suspended: pending messages are handed to a

@@ -189,7 +189,10 @@ extension Courier {
             leave(riders.map(\.0.id))
             return carryOn(.attemptCancelled(attempt.id, token: token))
         }
-        let kept = outcome.isSuccess ? answer?.keeping(configuration.answerHeaders) : nil
+        // At most half a record: a `delivered` record too large to append would leave the
+        // message to be sent again after a restart.
+        let bodyBytes = min(ServerAnswer.maximumBodyBytes, maximumRecordBytes / 2 - 1024)
+        let kept = outcome.isSuccess ? answer?.keeping(configuration.answerHeaders, bodyBytes: bodyBytes) : nil
         var statuses: [MessageID: Int]?
         if !riders.isEmpty, outcome.isSuccess, let answer, let decode = configuration.batchItemStatuses {
             statuses = decode(answer, [attempt.id] + riders.map(\.0.id))

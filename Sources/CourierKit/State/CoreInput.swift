@@ -167,9 +167,13 @@ extension CoreState {
         case .place(let place): scheduler.mode.place = place
         // The app's intents that append (none once closed): each record is asked for before the
         // change it makes, so log order is projection order (replay: `Replayer.visit`).
-        case .cancel(let id) where !closed: cancel(projection.slotIndex(of: id) == nil ? [] : [id], &effects)
-        case .cancelTagged(let tag) where !closed: cancel(projection.ids(tagged: tag), &effects)
-        case .cancelAll where !closed: cancel(projection.liveSlotsInOrder().map(\.id), &effects)
+        // A message being withdrawn (`withdrawing`) is gone already.
+        case .cancel(let id) where !closed:
+            cancel(projection.slotIndex(of: id) == nil || withdrawing.contains(id) ? [] : [id], &effects)
+        case .cancelTagged(let tag) where !closed:
+            cancel(projection.ids(tagged: tag).filter { !withdrawing.contains($0) }, &effects)
+        case .cancelAll where !closed:
+            cancel(projection.liveSlotsInOrder().map(\.id).filter { !withdrawing.contains($0) }, &effects)
         case .hold(let tag) where !closed:
             if !projection.tags.held.contains(tag) { effects.append(.held(tag: tag)) }
             effects.reply.count = projection.holdTag(tag)

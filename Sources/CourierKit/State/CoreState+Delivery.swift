@@ -38,6 +38,8 @@ extension CoreState {
         // Cancelled while its attempt was in flight (or being withdrawn by a send waiting for its
         // fsync): the message is done, and its outcome is dropped unlogged (cancel withdraws the
         // message; it cannot unsend a POST under way).
+        // Being withdrawn: no longer in flight (if the send's fsync fails, it stays pending).
+        if withdrawing.contains(id) { projection.release(id) }
         guard let slot = projection.slotIndex(of: id), !withdrawing.contains(id) else {
             judgeRiders(of: ending, limited: false, explainedFailures: 0, nowMilliseconds: now, &effects)
             return plan
@@ -80,7 +82,10 @@ extension CoreState {
         of ending: Ending, limited: Bool, explainedFailures: Int, nowMilliseconds now: UInt64, _ effects: inout Effects
     ) {
         for rider in ending.riders where projection.slotIndex(of: rider.attempt.id) != nil {
-            guard !withdrawing.contains(rider.attempt.id) else { continue }
+            guard !withdrawing.contains(rider.attempt.id) else {
+                projection.release(rider.attempt.id)
+                continue
+            }
             let verdict = NextDue.after(
                 rider, destinationLimited: limited, explainedFailures: explainedFailures, policy: retry,
                 nowMilliseconds: now)
@@ -129,7 +134,7 @@ extension CoreState {
             // Still an answer from its destination (or a failure to reach it): after a
             // relaunch, the first a new process hears of it, so its hand-off is not blind.
             projection.heardLate(of: id, status: status, nowMilliseconds: now)
-            if let status, !closed, projection.slot(of: id) != nil {
+            if let status, !closed, projection.slot(of: id) != nil, !withdrawing.contains(id) {
                 // A hand-off the message has now (a later one) ends with it: the effects
                 // cancel its task and remove its body file.
                 effects.append(.delivered(id, attempt: attempt, status: status))

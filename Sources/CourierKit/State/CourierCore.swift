@@ -189,7 +189,9 @@ extension CourierCore {
                         + "(Configuration.maximumStorageBytes)"
                 )
             }
-            let replaced = state.projection.replaced(by: message.replacing, id: id)
+            let replaced = state.projection.replaced(by: message.replacing, id: id).flatMap {
+                state.withdrawing.contains($0) ? nil : $0
+            }
             // A send that replaces a pending message needs no room.
             let dropping = replaced == nil ? try Self.room(for: message, in: state, limits) : nil
             let address: RecordAddress

@@ -121,7 +121,7 @@ public final class AsyncHTTPClientTransport: DeliveryTransport {
 extension AsyncHTTPClientTransport: @unchecked Sendable {}
 
 /// Keeps a response's status, headers (names lowercased) and its body's first
-/// `ServerAnswer.maximumBodyBytes`; the rest of the body is drained unread, so the connection is
+/// `ServerAnswer.maximumReadBytes`; the rest of the body is drained unread, so the connection is
 /// reused and no more is held in memory (the request's deadline bounds the drain).
 final class AnswerReader: HTTPClientResponseDelegate {
     private var answer: ServerAnswer?
@@ -134,8 +134,8 @@ final class AnswerReader: HTTPClientResponseDelegate {
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<ServerAnswer>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
-        if let kept = answer?.body.count, kept < ServerAnswer.maximumBodyBytes {
-            answer?.body.append(contentsOf: part.readableBytesView.prefix(ServerAnswer.maximumBodyBytes - kept))
+        if let kept = answer?.body.count, kept < ServerAnswer.maximumReadBytes {
+            answer?.body.append(contentsOf: part.readableBytesView.prefix(ServerAnswer.maximumReadBytes - kept))
         }
         return task.eventLoop.makeSucceededVoidFuture()
     }

@@ -46,10 +46,11 @@ public struct DeliveryRequest: Sendable, Hashable {
 public protocol DeliveryTransport: Sendable {
     /// POSTs `request` and reports what happened; never throws.
     func deliver(_ request: DeliveryRequest) async -> DeliveryOutcome
-    /// As `deliver(_:)`, with what the server said when it answered: every header, and its
-    /// body's first `ServerAnswer.maximumBodyBytes` (Courier keeps a delivered message's, and of
-    /// the headers those `Configuration.answerHeaders` names). The default calls `deliver(_:)`
-    /// and keeps the status alone.
+    /// As `deliver(_:)`, with what the server said when it answered: every header, and its body
+    /// (its first `ServerAnswer.maximumReadBytes` at least; `Configuration.batchItemStatuses`
+    /// reads it whole). Courier keeps a delivered message's first `maximumBodyBytes`, and of the
+    /// headers those `Configuration.answerHeaders` names. The default calls `deliver(_:)` and
+    /// keeps the status alone.
     func exchange(_ request: DeliveryRequest) async -> (DeliveryOutcome, ServerAnswer?)
     /// Releases connections. Called once by `Courier.close()`.
     func shutdown() async
@@ -158,6 +159,9 @@ public struct ServerAnswer: Sendable, Hashable {
     /// 16 KiB: what a chat server's id and timestamp need many times over, and what the log
     /// keeps per delivered message at most.
     public static let maximumBodyBytes = 16 << 10
+    /// 1 MiB: how much of an answer's body the built-in transports read (the rest is drained),
+    /// for `Configuration.batchItemStatuses` to read a large batch's answer whole.
+    public static let maximumReadBytes = 1 << 20
 
     public init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
         self.status = status
@@ -166,11 +170,14 @@ public struct ServerAnswer: Sendable, Hashable {
     }
 
     /// The headers of `all` named in `kept` (matched without regard to case), under those names,
-    /// and at most `maximumBodyBytes` of the body.
-    func keeping(_ kept: Set<String>) -> ServerAnswer {
-        var answer = ServerAnswer(status: status, body: Data(body.prefix(Self.maximumBodyBytes)))
+    /// and at most `bodyBytes` of the body (what a log record of the message can hold), each
+    /// header value at most 1 KiB.
+    func keeping(_ kept: Set<String>, bodyBytes: Int = maximumBodyBytes) -> ServerAnswer {
+        var answer = ServerAnswer(status: status, body: Data(body.prefix(max(0, bodyBytes))))
         for name in kept {
-            if let value = headers.first(where: { $0.key.caseInsensitiveCompare(name) == .orderedSame })?.value {
+            if let value = headers.first(where: { $0.key.caseInsensitiveCompare(name) == .orderedSame })?.value,
+                value.utf8.count <= 1024
+            {
                 answer.headers[name] = value
             }
         }

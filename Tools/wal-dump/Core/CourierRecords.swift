@@ -41,7 +41,9 @@ struct CourierRecord {
             isTerminal = true
             add("attempt", String(attempt))
             add("status", String(status))
-            for header in headers { add("answer_header", "\(header.name): \(header.value)") }
+            if !headers.isEmpty {
+                add("answer_headers", headers.map { "\($0.name): \($0.value)" }.joined(separator: "; "))
+            }
             if !body.isEmpty { add("answer_bytes", String(body.count)) }
         case .abandoned(_, let attempt, let reason):
             isTerminal = true
