@@ -33,6 +33,17 @@ import Testing
         return (pending, summary)
     }
 
+    /// `.always`, at most `bound` pending, tag "t" dropped at the bound; paused.
+    func alwaysAtTheBound(_ fs: SimulatedFileSystem, _ bound: Int) throws -> Courier {
+        var config = configuration(fs, held())
+        config.durability = .always
+        config.maximumPendingMessages = bound
+        config.whenFull["t"] = .dropOldest
+        let courier = try Courier(directory: directory, configuration: config)
+        courier.pause()
+        return courier
+    }
+
     func held() -> ScriptedTransport {
         let transport = ScriptedTransport()
         transport.holdResponses = true
@@ -102,12 +113,7 @@ import Testing
     @Test(arguments: [true, false])
     func aSendWhoseFsyncFailsWithdrawsNothing(replacing: Bool) async throws {
         let fs = SimulatedFileSystem()
-        var config = configuration(fs, held())
-        config.durability = .always
-        config.maximumPendingMessages = 1
-        config.whenFull["t"] = .dropOldest
-        let courier = try Courier(directory: directory, configuration: config)
-        courier.pause()
+        let courier = try alwaysAtTheBound(fs, 1)
         let events = EventLog(courier.events())
         let called = Locked(false)
         let old = try courier.send(
@@ -134,12 +140,7 @@ import Testing
     /// one, so the bound holds once both are durable; and each dropped message does go then.
     @Test func underAlwaysTwoSendsInOneFsyncWindowDropTwoMessages() async throws {
         let fs = SimulatedFileSystem()
-        var config = configuration(fs, held())
-        config.durability = .always
-        config.maximumPendingMessages = 2
-        config.whenFull["t"] = .dropOldest
-        let courier = try Courier(directory: directory, configuration: config)
-        courier.pause()
+        let courier = try alwaysAtTheBound(fs, 2)
         let old = try (0..<2).map { try courier.send(["n": $0], to: inbox, tags: ["t"]) }
         let records = courier.log.nextSequence
         fs.pauseSyncs()

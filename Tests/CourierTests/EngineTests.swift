@@ -179,7 +179,7 @@ import Testing
         }
         #expect(failing.requests.count == 2, "the first attempt, then the one retry its token paid for")
         await budgeted.close()
-        let answer = await withDeadline(forever, clock: clock) { .response(status: 204) }
+        let answer = await withDeadline(forever, clock: clock) { (.response(status: 204), nil) }.0
         #expect(answer == .response(status: 204), "a deadline of \"never\" waits, and traps nowhere")
     }
 

@@ -115,7 +115,7 @@ import Testing
 
     @Test func anOperationThatEndsFirstIsNotTimedOut() async {
         let clock = ManualClock()
-        let outcome = await withDeadline(.seconds(1), clock: clock) { .response(status: 204, retryAfter: nil) }
+        let outcome = await withDeadline(.seconds(1), clock: clock) { (.response(status: 204, retryAfter: nil), nil) }.0
         #expect(outcome == .response(status: 204, retryAfter: nil))
         #expect(clock.sleeperCount == 0, "the deadline's sleeper was cancelled")
     }

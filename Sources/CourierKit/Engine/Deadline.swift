@@ -6,14 +6,7 @@
 /// The operation runs in a child task; a second child sleeps on `clock` until the deadline.
 /// Whichever ends first decides; the other is cancelled. When the deadline wins, the
 /// operation is cancelled and its (cancelled) outcome is replaced by `.timeout`.
-func withDeadline(
-    _ timeout: Duration, clock: any Clock<Duration>,
-    _ operation: @escaping @Sendable () async -> DeliveryOutcome
-) async -> DeliveryOutcome {
-    await withDeadline(timeout, clock: clock) { (await operation(), nil) }.0
-}
-
-/// `withDeadline`, for an operation that also says what the server answered (`exchange`).
+/// The operation says what the server answered too (`DeliveryTransport.exchange`).
 func withDeadline(
     _ timeout: Duration, clock: any Clock<Duration>,
     _ operation: @escaping @Sendable () async -> (DeliveryOutcome, ServerAnswer?)
